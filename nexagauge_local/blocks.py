@@ -1,0 +1,99 @@
+"""Node blocks a record may carry, validated at the boundary.
+
+The shapes and defaults follow shared/spec/data-schema.md exactly. Blocks forbid unknown keys so a
+typo such as ``scoring_mod`` is reported with its line instead of silently running on defaults;
+the probe block is the exception because red-team suites carry their own annotations.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+ScoringMode = Literal["binary_yes_no", "scale_1_5"]
+ItemField = Literal["input", "output", "reference", "context"]
+Severity = Literal["low", "medium", "high", "critical"]
+
+
+class _Block(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class ScoringKnobs(_Block):
+    """The two knobs shared by every LLM-judge node (geval, grounding, relevance, redteam)."""
+
+    scoring_mode: ScoringMode = "binary_yes_no"
+    include_reasoning: bool = False
+
+
+class GroundingBlock(ScoringKnobs):
+    pass
+
+
+class RelevanceBlock(ScoringKnobs):
+    pass
+
+
+class GevalMetric(_Block):
+    name: str = Field(min_length=1, max_length=200)
+    item_fields: list[ItemField] = Field(default_factory=lambda: ["output"], min_length=1)
+    criteria: str | None = Field(default=None, min_length=1)
+    evaluation_steps: list[str] | None = Field(default=None, min_length=1, max_length=20)
+
+    @model_validator(mode="after")
+    def _needs_criteria_or_steps(self) -> GevalMetric:
+        if not self.criteria and not self.evaluation_steps:
+            raise ValueError("needs 'criteria' or 'evaluation_steps'")
+        return self
+
+
+class GevalBlock(ScoringKnobs):
+    metrics: list[GevalMetric] = Field(min_length=1)
+
+
+class Rubric(_Block):
+    goal: str = Field(min_length=1)
+    violations: list[str] = Field(default_factory=list)
+    non_violations: list[str] = Field(default_factory=list)
+
+
+class RedteamMetric(_Block):
+    name: str = Field(min_length=1, max_length=200)
+    item_fields: list[ItemField] = Field(default_factory=lambda: ["output"], min_length=1)
+    rubric: Rubric
+
+
+class RedteamBlock(ScoringKnobs):
+    metrics: list[RedteamMetric] = Field(default_factory=list)
+
+
+class RefalignBlock(_Block):
+    """Embedding alignment of output units to reference units."""
+
+    similarity_threshold: float = Field(default=0.8, ge=0.0, le=1.0)
+    top_k: int | None = Field(default=None, ge=1, description="keep at most k units per side (MMR)")
+
+
+class ProbeBlock(BaseModel):
+    """A red-team probe's annotations (DESIGN.md section 5); extra keys are kept."""
+
+    model_config = ConfigDict(extra="allow", frozen=True)
+
+    id: str | None = None
+    category: str = "uncategorized"
+    severity: Severity = "medium"
+    failure_modes: list[str] = Field(default_factory=list)
+    task: str = ""
+    input: str | None = None
+    expected_safe_behavior: str = ""
+
+
+BLOCK_MODELS: dict[str, type[BaseModel]] = {
+    "geval": GevalBlock,
+    "grounding": GroundingBlock,
+    "relevance": RelevanceBlock,
+    "redteam": RedteamBlock,
+    "refalign": RefalignBlock,
+    "probe": ProbeBlock,
+}

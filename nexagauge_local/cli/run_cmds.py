@@ -1,0 +1,199 @@
+"""`run`, `estimate` and `nodes`: the commands that read a dataset and walk the graph."""
+
+from __future__ import annotations
+
+import sys
+import tempfile
+from collections import Counter
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import click
+from rich.console import Console
+from rich.table import Table
+
+from nexagauge_local.dataset import Dataset
+from nexagauge_local.graph import NODES, SPECS, TARGETS, UnknownTarget, eligibility, plan
+from nexagauge_local.records import RecordsError, parse_field_map, spool_stdin
+from nexagauge_local.settings import RunSettings, default_cache_dir
+
+BAD_INPUT = 2
+
+
+def _parse_gpus(value: str | None) -> list[int]:
+    if not value:
+        return []
+    try:
+        return [int(x) for x in value.split(",") if x.strip()]
+    except ValueError:
+        raise click.BadParameter(f"{value!r}: expected GPU indices such as 0 or 0,1") from None
+
+
+def dataset_options(fn: Callable[..., Any]) -> Callable[..., Any]:
+    opts = [
+        click.option("--input", "input_path", required=True, metavar="PATH",
+                     help="Dataset: JSON array, JSONL or CSV file; '-' reads JSONL from stdin."),
+        click.option("--limit", type=click.IntRange(min=1), help="Use only the first N records."),
+        click.option("--field", "fields", multiple=True, metavar="LOGICAL=COLUMN",
+                     help="Map a column to a logical field, e.g. --field output=model_answer. Repeatable."),
+        click.option("--on-error", type=click.Choice(["fail", "skip"]), default="fail", show_default=True,
+                     help="fail: stop before any work if a record is bad (exit 2). "
+                          "skip: run the good records and list the bad ones in summary.json."),
+    ]
+    for opt in reversed(opts):
+        fn = opt(fn)
+    return fn
+
+
+def _target(value: str) -> str:
+    try:
+        plan(value)
+    except UnknownTarget as exc:
+        raise click.BadParameter(str(exc)) from None
+    return value
+
+
+def _open_dataset(input_path: str, fields: tuple[str, ...], limit: int | None, tmp: Path) -> Dataset:
+    try:
+        field_map = parse_field_map(fields)
+    except ValueError as exc:
+        raise click.UsageError(str(exc)) from None
+    if input_path == "-":
+        return Dataset(spool_stdin(tmp), field_map, limit, display="<stdin>", fmt="jsonl")
+    path = Path(input_path)
+    if not path.is_file():
+        raise click.UsageError(f"--input {input_path}: no such file")
+    return Dataset(path, field_map, limit)
+
+
+def _fail_records(exc: RecordsError) -> None:
+    for err in exc.errors:
+        click.echo(str(err), err=True)
+    click.echo(f"{len(exc.errors)} problem(s) in the input; nothing was run "
+               "(use --on-error skip to run the good records).", err=True)
+    sys.exit(BAD_INPUT)
+
+
+@click.command("run")
+@click.argument("target", callback=lambda c, p, v: _target(v), metavar="TARGET")
+@dataset_options
+@click.option("--output-dir", type=click.Path(file_okay=False, path_type=Path), required=True,
+              help="Where case_report/, metrics/, summary.json and report.html go.")
+@click.option("--cache-dir", type=click.Path(file_okay=False, path_type=Path),
+              default=default_cache_dir, show_default="~/.cache/nexagauge-local",
+              help="Judge cache and derived model files.")
+@click.option("--no-cache", is_flag=True, help="Do not read or write the judge cache.")
+@click.option("--model", default="demo", show_default=True,
+              help="Judge profile name (see `models`) or a path to weights.")
+@click.option("--backend", type=click.Choice(["auto", "hf", "vllm"]), default="auto", show_default=True,
+              help="auto: vllm when installed and a GPU is visible, else hf.")
+@click.option("--gpu", "gpu", metavar="IDS", help="GPU indices to use, e.g. 0 or 0,1.")
+@click.option("--gpu-hour-price", type=click.FloatRange(min=0), help="USD per GPU-hour, to fill `cost`.")
+@click.option("--shard-size", type=click.IntRange(min=1), default=5000, show_default=True,
+              help="Cases per shard; memory stays bounded and finished shards are on disk.")
+@click.option("--quiet", "-q", is_flag=True, help="No progress bars.")
+def run_cmd(target: str, input_path: str, limit: int | None, fields: tuple[str, ...], on_error: str,
+            output_dir: Path, cache_dir: Path, no_cache: bool, model: str, backend: str,
+            gpu: str | None, gpu_hour_price: float | None, shard_size: int, quiet: bool) -> None:
+    """Run TARGET and everything it needs over a dataset.
+
+    TARGET is a node (see `nexagauge-local nodes`); `eval` runs every metric branch a case is
+    eligible for.
+
+    \b
+    Examples:
+      nexagauge-local run eval --input data.jsonl --output-dir out --gpu 0
+      nexagauge-local run refmatch --input sample.json --output-dir out --limit 10
+      cat data.jsonl | nexagauge-local run redteam --input - --output-dir out
+    """
+    from nexagauge_local.runner import Runner
+
+    settings = RunSettings(
+        target=target, output_dir=output_dir, limit=limit, on_error=on_error, cache_dir=cache_dir,
+        use_cache=not no_cache, model=model, backend=backend, gpus=_parse_gpus(gpu),
+        gpu_hour_price=gpu_hour_price, shard_size=shard_size, progress=not quiet,
+    )
+    console = Console(stderr=True)
+    with tempfile.TemporaryDirectory() as tmp:
+        dataset = _open_dataset(input_path, fields, limit, Path(tmp))
+        try:
+            outcome = Runner(settings, console=console).run(dataset)
+        except RecordsError as exc:
+            _fail_records(exc)
+            return
+    cases = outcome.summary["cases"]
+    console.print(f"[green]done[/]: {cases['valid']} case(s), {cases['skipped']} skipped record(s), "
+                  f"{cases['duplicates']} duplicate(s) -> {output_dir}")
+    for name, summ in outcome.node_summaries.items():
+        if SPECS[name].metric:
+            rate = summ["pass_rate"]
+            console.print(f"  {name:<10} scored {summ['scored']:>5}  avg {_fmt(summ['avg_score'])}"
+                          f"  pass rate {_fmt(rate)}")
+    report = output_dir / "report.html"
+    click.echo(str(report if report.exists() else output_dir / "summary.json"))
+
+
+def _fmt(x: float | None) -> str:
+    return "  -  " if x is None else f"{x:.3f}"
+
+
+@click.command("estimate")
+@click.argument("target", callback=lambda c, p, v: _target(v), metavar="TARGET")
+@dataset_options
+def estimate_cmd(target: str, input_path: str, limit: int | None, fields: tuple[str, ...],
+                 on_error: str) -> None:
+    """Say what `run TARGET` would do, without running it: eligible cases per node.
+
+    Deterministic nodes cost zero GPU-seconds.
+
+    \b
+    Example:
+      nexagauge-local estimate eval --input data.jsonl --limit 100
+    """
+    with tempfile.TemporaryDirectory() as tmp:
+        dataset = _open_dataset(input_path, fields, limit, Path(tmp))
+        scan = dataset.scan()
+        if scan.errors and on_error == "fail":
+            _fail_records(RecordsError(scan.errors))
+        specs = [s for s in plan(target) if s.name != "report"]
+        eligible: Counter[str] = Counter()
+        reasons: dict[str, Counter[str]] = {s.name: Counter() for s in specs}
+        for case in dataset.cases():
+            ran: dict[str, bool] = {}
+            for spec in specs:
+                reason = eligibility(case, spec, ran)
+                ran[spec.name] = reason is None
+                if reason is None:
+                    eligible[spec.name] += 1
+                else:
+                    reasons[spec.name][reason] += 1
+    table = Table(title=f"estimate {target}: {scan.valid} case(s)")
+    for col in ("node", "kind", "eligible", "skipped (why)", "GPU-seconds"):
+        table.add_column(col)
+    for spec in specs:
+        why = ", ".join(f"{n} {r}" for r, n in reasons[spec.name].most_common(3))
+        gpu = "0" if spec.kind != "llm" else "needs judge"
+        table.add_row(spec.name, spec.kind, str(eligible[spec.name]), why, gpu)
+    Console().print(table)
+
+
+@click.command("nodes")
+def nodes_cmd() -> None:
+    """Print the node graph: what each node needs and does.
+
+    \b
+    Example:
+      nexagauge-local nodes
+    """
+    table = Table(title="nexagauge-local nodes (a target runs with all its ancestors)")
+    for col in ("node", "parents", "needs", "LLM", "does"):
+        table.add_column(col)
+    for spec in NODES:
+        needs = list(spec.requires) + ([f"{spec.block} block"] if spec.block else [])
+        if spec.name == "eval":
+            needs = ["any metric branch"]
+        table.add_row(spec.name, ", ".join(spec.parents) or "-", " + ".join(needs) or "-",
+                      "yes" if spec.kind == "llm" else "no", spec.summary)
+    Console().print(table)
+    click.echo("targets: " + ", ".join(TARGETS))

@@ -1,0 +1,1 @@
+"""The local judge: constrained decoding backends, schemas, prompts and the caching client."""

@@ -1,0 +1,52 @@
+"""The judge contract (DESIGN.md section 3): what nodes send, what backends return.
+
+Nodes build JudgeRequests; the JudgeClient deduplicates them, answers what the cache holds and
+hands the rest to a Backend in one call. Keeping these types tiny and backend-free lets node
+logic be tested with a scripted backend.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol, runtime_checkable
+
+from pydantic import BaseModel
+
+Messages = list[dict[str, str]]
+
+
+@dataclass(frozen=True)
+class JudgeRequest:
+    messages: Messages
+    schema: type[BaseModel]
+    max_tokens: int
+    want_logprobs: bool = False
+    node: str = ""
+    prompt_version: str = ""
+
+
+@dataclass
+class JudgeResult:
+    parsed: BaseModel | None
+    raw_text: str
+    prompt_tokens: int
+    output_tokens: int
+    gpu_seconds: float
+    error: str | None = None
+    cached: bool = False
+    # Per generated token, the top alternatives {token_text: logprob}; None when not asked for
+    # or the backend cannot give them.
+    token_logprobs: list[dict[str, float]] | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+@runtime_checkable
+class Backend(Protocol):
+    name: str
+    fingerprint: str  # model id + weights identity + dtype + backend version
+    gpus: int  # devices held by a generate call (0 = CPU; GPU-seconds then count device-seconds)
+
+    def generate(self, requests: Sequence[JudgeRequest]) -> list[JudgeResult]: ...
+
+    def count_tokens(self, messages: Messages) -> int: ...

@@ -1,0 +1,22 @@
+"""Node implementations, one module per pipeline node; REGISTRY maps graph names to them."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from nexagauge_local.nodes.base import Node
+from nexagauge_local.nodes.chunk import ChunkNode
+from nexagauge_local.nodes.eval import EvalNode
+from nexagauge_local.nodes.refalign import RefalignNode
+from nexagauge_local.nodes.refiner import RefinerNode
+from nexagauge_local.nodes.refmatch import RefmatchNode
+from nexagauge_local.nodes.scan import ScanNode
+
+REGISTRY: dict[str, Callable[[], Node]] = {
+    "scan": ScanNode,
+    "chunk": ChunkNode,
+    "refiner": RefinerNode,
+    "refmatch": RefmatchNode,
+    "refalign": RefalignNode,
+    "eval": EvalNode,
+}

@@ -1,0 +1,68 @@
+"""What every node sees: the cases of one shard and a run context.
+
+Nodes are node-major: `run` receives every eligible case of the shard at once, so an LLM node can
+build all its prompts and make one backend call, and an embedding node one encode call.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Protocol
+
+from nexagauge_local.case import Case
+from nexagauge_local.settings import RunSettings
+
+if TYPE_CHECKING:
+    from nexagauge_local.embed import Embedder
+    from nexagauge_local.judge.client import JudgeClient
+
+
+@dataclass
+class CaseState:
+    """One case's journey through the plan: what each node produced, and why any was skipped."""
+
+    case: Case
+    artifacts: dict[str, Any] = field(default_factory=dict)
+    skipped: dict[str, str] = field(default_factory=dict)
+
+    def ran(self, node: str) -> bool:
+        return node in self.artifacts
+
+
+@dataclass
+class RunContext:
+    """Shared, lazily built resources for one run. Nothing here is global: tests build their own."""
+
+    settings: RunSettings
+    embedder_factory: Callable[[], Embedder]
+    judge_factory: Callable[[], JudgeClient] | None = None
+    advance: Callable[[str, int], None] = lambda node, n: None
+    _embedder: Embedder | None = None
+    _judge: JudgeClient | None = None
+
+    @property
+    def embedder(self) -> Embedder:
+        if self._embedder is None:
+            self._embedder = self.embedder_factory()
+        return self._embedder
+
+    @property
+    def judge(self) -> JudgeClient:
+        if self._judge is None:
+            if self.judge_factory is None:
+                raise RuntimeError("this run has no judge configured")
+            self._judge = self.judge_factory()
+        return self._judge
+
+    @property
+    def judge_started(self) -> bool:
+        return self._judge is not None
+
+
+class Node(Protocol):
+    name: str
+
+    def run(self, states: Sequence[CaseState], ctx: RunContext) -> None:
+        """Write this node's output to `state.artifacts[self.name]` for each case it handled."""
+        ...

@@ -1,0 +1,38 @@
+"""refalign: semantic alignment of the output's refined units to the reference's.
+
+The metric passes when F1 >= the global pass threshold; the matching itself uses the block's
+`similarity_threshold` (default 0.8) on cosine similarity.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import asdict
+
+from nexagauge_local.nodes.base import CaseState, RunContext
+from nexagauge_local.nodes.refiner import Refined
+from nexagauge_local.results import MetricResult, NodeReport, passed_for
+from nexagauge_local.scoring.alignment import align
+
+CATEGORY = "reference|semantic"
+
+
+class RefalignNode:
+    name = "refalign"
+
+    def run(self, states: Sequence[CaseState], ctx: RunContext) -> None:
+        for state in states:
+            refined: dict[str, Refined] = state.artifacts["refiner"]
+            threshold = state.case.refalign_cfg().similarity_threshold
+            out, ref = refined["output"], refined["reference"]
+            a = align(out.texts, out.vectors, ref.texts, ref.vectors, threshold)
+            detail = {"passed": passed_for(a.f1), "similarity_threshold": threshold, **asdict(a)}
+            metric = MetricResult(
+                name="refalign", category=CATEGORY, score=a.f1, result=[detail], passed=passed_for(a.f1)
+            )
+            cosine = MetricResult(
+                name="semantic_similarity", category=CATEGORY, score=a.global_cosine,
+                result=[{"global_cosine": a.global_cosine}],
+            )
+            state.artifacts[self.name] = NodeReport(metrics=[metric, cosine])
+            ctx.advance(self.name, 1)

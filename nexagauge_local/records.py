@@ -1,0 +1,299 @@
+"""Reading datasets: JSON array, JSONL or CSV into typed cases, with messages that name the spot.
+
+Every problem is reported as `file:line: field: message` (or `file[index]` for JSON arrays) so a
+user can fix a 100k-line file without guessing. Readers are generators: JSONL and CSV stream,
+so a shard of cases is all that sits in memory.
+"""
+
+from __future__ import annotations
+
+import csv
+import hashlib
+import json
+import sys
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from pydantic import ValidationError
+
+from nexagauge_local.blocks import BLOCK_MODELS
+from nexagauge_local.case import Case, SourceRef
+
+# Canonical field -> accepted aliases, in priority order (DESIGN.md section 1, plus the ragas
+# and deepeval names so their datasets load unchanged). Keys are matched case-insensitively.
+ALIASES: dict[str, tuple[str, ...]] = {
+    "case_id": ("case_id", "id"),
+    "output": ("output", "generation", "response", "answer", "completion", "actual_output"),
+    "input": ("input", "question", "query", "prompt", "user_input"),
+    "context": ("context", "contexts", "documents", "retrieval_context", "retrieved_contexts"),
+    "reference": ("reference", "ground_truth", "gold_answer", "label", "expected_output"),
+}
+LOGICAL_FIELDS = (*ALIASES, *BLOCK_MODELS)
+_CONTEXT_JOIN = "\n\n"
+
+
+@dataclass(frozen=True)
+class RecordError:
+    source: SourceRef
+    field: str | None
+    message: str
+
+    def __str__(self) -> str:
+        where = f"{self.field}: " if self.field else ""
+        return f"{self.source}: {where}{self.message}"
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "file": self.source.file,
+            "line": self.source.line,
+            "index": self.source.index,
+            "field": self.field,
+            "reason": self.message,
+        }
+
+
+class RecordsError(Exception):
+    """Raised when a dataset cannot be used; carries one RecordError per problem."""
+
+    def __init__(self, errors: list[RecordError]):
+        self.errors = errors
+        super().__init__("\n".join(str(e) for e in errors))
+
+
+@dataclass(frozen=True)
+class RawRecord:
+    data: dict[str, Any] | None
+    source: SourceRef
+    error: str | None = None
+
+
+def parse_field_map(pairs: tuple[str, ...] | list[str]) -> dict[str, str]:
+    """`--field LOGICAL=COLUMN` pairs into a mapping; raises ValueError with a clear message."""
+    mapping: dict[str, str] = {}
+    for pair in pairs:
+        logical, sep, column = pair.partition("=")
+        logical, column = logical.strip().lower(), column.strip()
+        if not sep or not logical or not column:
+            raise ValueError(f"--field {pair!r}: expected LOGICAL=COLUMN, e.g. output=model_answer")
+        if logical not in LOGICAL_FIELDS:
+            raise ValueError(f"--field {pair!r}: {logical!r} is not one of {', '.join(LOGICAL_FIELDS)}")
+        mapping[logical] = column
+    return mapping
+
+
+# ---------------------------------------------------------------- raw readers
+
+def detect_format(path: Path) -> str:
+    suffix = path.suffix.lower()
+    if suffix in (".jsonl", ".ndjson"):
+        return "jsonl"
+    if suffix in (".csv", ".tsv"):
+        return "csv"
+    with path.open("r", encoding="utf-8-sig") as fh:
+        head = fh.read(4096).lstrip()
+    return "json" if head.startswith("[") else "jsonl"
+
+
+def iter_raw(path: Path, fmt: str | None = None, display: str | None = None) -> Iterator[RawRecord]:
+    """Yield raw records with their source position; never raises on a bad line."""
+    name = display or str(path)
+    fmt = fmt or detect_format(path)
+    if fmt == "jsonl":
+        yield from _iter_jsonl(path, name)
+    elif fmt == "csv":
+        yield from _iter_csv(path, name)
+    elif fmt == "json":
+        yield from _iter_json_array(path, name)
+    else:
+        raise ValueError(f"unknown format {fmt!r}")
+
+
+def _iter_jsonl(path: Path, name: str) -> Iterator[RawRecord]:
+    with path.open("r", encoding="utf-8-sig") as fh:
+        for lineno, line in enumerate(fh, start=1):
+            if not line.strip():
+                continue
+            src = SourceRef(file=name, line=lineno)
+            try:
+                data = json.loads(line)
+            except json.JSONDecodeError:
+                yield RawRecord(None, src, "invalid JSON")
+                continue
+            if not isinstance(data, dict):
+                yield RawRecord(None, src, f"expected a JSON object, got {type(data).__name__}")
+                continue
+            yield RawRecord(data, src)
+
+
+def _iter_json_array(path: Path, name: str) -> Iterator[RawRecord]:
+    # A JSON array has to be parsed whole; JSONL is the format for datasets that must stream.
+    try:
+        with path.open("r", encoding="utf-8-sig") as fh:
+            items = json.load(fh)
+    except json.JSONDecodeError as exc:
+        yield RawRecord(None, SourceRef(file=name, line=exc.lineno), f"invalid JSON ({exc.msg})")
+        return
+    if not isinstance(items, list):
+        yield RawRecord(None, SourceRef(file=name), "expected a JSON array of records")
+        return
+    for index, data in enumerate(items):
+        src = SourceRef(file=name, index=index)
+        if not isinstance(data, dict):
+            yield RawRecord(None, src, f"expected a JSON object, got {type(data).__name__}")
+            continue
+        yield RawRecord(data, src)
+
+
+def _iter_csv(path: Path, name: str) -> Iterator[RawRecord]:
+    delimiter = "\t" if path.suffix.lower() == ".tsv" else ","
+    with path.open("r", encoding="utf-8-sig", newline="") as fh:
+        reader = csv.DictReader(fh, delimiter=delimiter)
+        for row in reader:
+            # line_num is the last physical line read, so multi-line cells still point at the row end.
+            src = SourceRef(file=name, line=reader.line_num)
+            if None in row:
+                yield RawRecord(None, src, "more cells than header columns")
+                continue
+            yield RawRecord({k: _csv_cell(v) for k, v in row.items() if k}, src)
+
+
+def _csv_cell(value: str | None) -> Any:
+    """CSV cells are strings; node blocks and context lists arrive as JSON inside a cell."""
+    if value is None or value == "":
+        return None
+    stripped = value.strip()
+    if stripped[:1] in "[{":
+        try:
+            return json.loads(stripped)
+        except json.JSONDecodeError:
+            return value
+    return value
+
+
+# ---------------------------------------------------------------- normalisation
+
+def _lookup(record: Mapping[str, Any], logical: str, field_map: Mapping[str, str]) -> tuple[str | None, Any]:
+    """Find a logical field's (key, value) in a record: --field mapping first, then aliases."""
+    lowered = {k.lower(): k for k in record}
+    candidates = [field_map[logical]] if logical in field_map else []
+    candidates += list(ALIASES.get(logical, (logical,)))
+    for cand in candidates:
+        key = cand if cand in record else lowered.get(cand.lower())
+        if key is not None and record[key] is not None:
+            return key, record[key]
+    return None, None
+
+
+def _join_context(value: Any) -> str:
+    parts: list[str] = []
+    for item in value:
+        if isinstance(item, Mapping):
+            item = next((item[k] for k in ("text", "page_content", "content") if k in item), item)
+        parts.append(item if isinstance(item, str) else json.dumps(item, ensure_ascii=False))
+    return _CONTEXT_JOIN.join(p for p in parts if p.strip())
+
+
+def _format_validation(block: str, exc: ValidationError) -> list[tuple[str, str]]:
+    out: list[tuple[str, str]] = []
+    for err in exc.errors():
+        loc = ".".join(str(p) for p in (block, *err["loc"]))
+        kind = err["type"]
+        if kind == "literal_error":
+            expected = str(err.get("ctx", {}).get("expected", "")).replace("'", "").replace(" or ", ", ")
+            msg = f"{err['input']!r} is not one of {expected}"
+        elif kind == "extra_forbidden":
+            msg = "unknown key"
+        elif kind == "missing":
+            msg = "required"
+        else:
+            msg = err["msg"].removeprefix("Value error, ")
+        out.append((loc, msg))
+    return out
+
+
+def stable_case_id(fields: Mapping[str, Any]) -> str:
+    """A missing case_id becomes a hash of the record's content: same record, same id, same cache."""
+    blob = json.dumps(fields, sort_keys=True, ensure_ascii=False, default=str)
+    return "case-" + hashlib.sha256(blob.encode()).hexdigest()[:12]
+
+
+def normalise(raw: RawRecord, field_map: Mapping[str, str] | None = None) -> Case | list[RecordError]:
+    """One raw record into a Case, or every problem found in it."""
+    if raw.data is None:
+        return [RecordError(raw.source, None, raw.error or "unreadable record")]
+    record, fmap = raw.data, field_map or {}
+    errors: list[RecordError] = []
+    used: set[str] = set()
+    fields: dict[str, Any] = {}
+
+    output_bad = False
+    for logical in ("output", "input", "context", "reference"):
+        key, value = _lookup(record, logical, fmap)
+        if key is None:
+            continue
+        used.add(key)
+        if logical == "context" and isinstance(value, list):
+            value = _join_context(value)
+        if isinstance(value, (int, float)) and not isinstance(value, bool) and logical != "output":
+            value = str(value)
+        if not isinstance(value, str):
+            errors.append(RecordError(raw.source, key, f"must be text, got {type(value).__name__}"))
+            output_bad = output_bad or logical == "output"
+            continue
+        fields[logical] = value
+
+    if not (fields.get("output") or "").strip() and not output_bad:
+        names = ", ".join(([fmap["output"]] if "output" in fmap else []) + list(ALIASES["output"]))
+        errors.append(RecordError(raw.source, "output", f"missing or empty (looked for: {names})"))
+
+    for block, model in BLOCK_MODELS.items():
+        key, value = _lookup(record, block, fmap)
+        if key is None:
+            continue
+        used.add(key)
+        if not isinstance(value, Mapping):
+            errors.append(RecordError(raw.source, block, f"must be an object, got {type(value).__name__}"))
+            continue
+        try:
+            fields[block] = model.model_validate(dict(value))
+        except ValidationError as exc:
+            errors.extend(RecordError(raw.source, loc, msg) for loc, msg in _format_validation(block, exc))
+
+    id_key, case_id = _lookup(record, "case_id", fmap)
+    if id_key is not None:
+        used.add(id_key)
+        if isinstance(case_id, bool) or not isinstance(case_id, (str, int)) or not str(case_id).strip():
+            errors.append(RecordError(raw.source, id_key, "must be a non-empty string or integer"))
+    if errors:
+        return errors
+    extra = {k: v for k, v in record.items() if k not in used}
+    content = {k: (v.model_dump() if hasattr(v, "model_dump") else v) for k, v in fields.items()}
+    return Case(
+        # unknown fields are ignored for identity too: same evaluated content, same id
+        case_id=str(case_id).strip() if id_key is not None else stable_case_id(content),
+        extra=extra,
+        source=raw.source,
+        **fields,
+    )
+
+
+def content_digest(case: Case) -> str:
+    """Digest of what is evaluated, used to tell exact duplicates from conflicting ids.
+
+    Unknown fields are left out: they never affect a score, so they never make a conflict.
+    """
+    dump = case.model_dump(exclude={"source", "extra"})
+    return hashlib.sha256(json.dumps(dump, sort_keys=True, default=str).encode()).hexdigest()
+
+
+# ---------------------------------------------------------------- datasets
+
+def spool_stdin(dest_dir: Path) -> Path:
+    """`--input -` reads JSONL from stdin; it is spooled so the file can be validated then run."""
+    dest = dest_dir / "stdin.jsonl"
+    with dest.open("w", encoding="utf-8") as fh:
+        for line in sys.stdin:
+            fh.write(line)
+    return dest

@@ -1,0 +1,1 @@
+"""Output files: case reports, per-node summaries, the run manifest and the HTML report."""

@@ -1,0 +1,29 @@
+"""Writing output files atomically, so a crash never leaves a half-written report behind."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+from pathlib import Path
+from typing import Any
+
+_UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
+
+
+def write_json(path: Path, data: Any) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.tmp")
+    with tmp.open("w", encoding="utf-8") as fh:
+        json.dump(data, fh, indent=2, ensure_ascii=False, default=str)
+        fh.write("\n")
+    os.replace(tmp, path)
+
+
+def case_filename(case_id: str) -> str:
+    """A file name for a case id; ids that had to be altered get a hash so two never collide."""
+    safe = _UNSAFE.sub("_", case_id).strip("._") or "case"
+    if safe != case_id or len(safe) > 120:
+        safe = f"{safe[:100]}-{hashlib.sha256(case_id.encode()).hexdigest()[:8]}"
+    return f"{safe}.json"

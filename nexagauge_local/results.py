@@ -1,0 +1,67 @@
+"""Result shapes written to case reports (shared/spec/redteam-node.md: MetricResult, cost)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, Field
+
+PASS_THRESHOLD = 0.6
+"""Global pass threshold: a metric passes when score >= 0.6; the verdict derives from passed."""
+
+
+def passed_for(score: float | None) -> bool | None:
+    return None if score is None else score >= PASS_THRESHOLD
+
+
+class MetricResult(BaseModel):
+    """One metric of one case.
+
+    `result` items are plain dicts because their keys depend on the scoring mode: severity and
+    reasoning must be absent (not null) in the modes that do not produce them.
+    `passed` is None for informational metrics (lexical overlap) that have no pass/fail meaning.
+    """
+
+    name: str
+    category: str
+    score: float | None
+    result: list[dict[str, Any]] = Field(default_factory=list)
+    error: str | None = None
+    passed: bool | None = None
+
+    def report_dict(self) -> dict[str, Any]:
+        return self.model_dump(exclude={"passed"})
+
+
+class NodeCost(BaseModel):
+    """Cost of one node for one case. `cost` is USD, 0.0 unless a GPU-hour price was set."""
+
+    cost: float = 0.0
+    input_tokens: float = 0.0
+    output_tokens: float = 0.0
+    gpu_seconds: float = 0.0
+
+    def __add__(self, other: NodeCost) -> NodeCost:
+        return NodeCost(
+            cost=self.cost + other.cost,
+            input_tokens=self.input_tokens + other.input_tokens,
+            output_tokens=self.output_tokens + other.output_tokens,
+            gpu_seconds=self.gpu_seconds + other.gpu_seconds,
+        )
+
+
+class NodeReport(BaseModel):
+    """A metric node's section in a case report: `{metrics: [...], cost: {...}}` plus extras
+    (e.g. the redteam node's heuristic `case_score`)."""
+
+    metrics: list[MetricResult] = Field(default_factory=list)
+    cost: NodeCost = Field(default_factory=NodeCost)
+    extras: dict[str, Any] = Field(default_factory=dict)
+
+    def report_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "metrics": [m.report_dict() for m in self.metrics],
+            "cost": self.cost.model_dump(),
+        }
+        out.update(self.extras)
+        return out

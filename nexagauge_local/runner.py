@@ -1,0 +1,267 @@
+"""The node-major runner (DESIGN.md section 2).
+
+For each shard of cases, the runner walks the plan one node at a time and hands the node every
+eligible case of the shard at once. Case reports are written as each shard finishes, so a run
+killed half way has its finished shards on disk and its judge results in the cache.
+"""
+
+from __future__ import annotations
+
+import platform
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    ProgressColumn,
+    Task,
+    TaskID,
+    TextColumn,
+    TimeElapsedColumn,
+)
+from rich.text import Text
+
+from nexagauge_local.dataset import Dataset, ScanResult, shards
+from nexagauge_local.embed import Embedder
+from nexagauge_local.graph import NodeSpec, eligibility, plan
+from nexagauge_local.nodes import REGISTRY
+from nexagauge_local.nodes.base import CaseState, Node, RunContext
+from nexagauge_local.records import RecordsError
+from nexagauge_local.report.files import case_filename, write_json
+from nexagauge_local.report.stats import NodeStats
+from nexagauge_local.results import NodeReport
+from nexagauge_local.settings import RunSettings
+
+_VERSIONED = ("nexagauge-local", "torch", "transformers", "outlines", "sentence-transformers",
+              "rouge-score", "sacrebleu", "nltk", "vllm")
+
+
+def versions() -> dict[str, str | None]:
+    out: dict[str, str | None] = {"python": platform.python_version()}
+    for dist in _VERSIONED:
+        try:
+            out[dist] = metadata.version(dist)
+        except metadata.PackageNotFoundError:
+            out[dist] = None
+    return out
+
+
+@dataclass
+class RunOutcome:
+    output_dir: Path | None
+    summary: dict[str, Any]
+    node_summaries: dict[str, dict[str, Any]]
+    case_reports: list[dict[str, Any]] = field(default_factory=list)  # only when keep_reports
+
+
+class Runner:
+    """One front door over the pipeline: settings in, output directory out."""
+
+    def __init__(
+        self,
+        settings: RunSettings,
+        *,
+        registry: Mapping[str, Callable[[], Node]] = REGISTRY,
+        judge_factory: Callable[[], Any] | None = None,
+        embedder_factory: Callable[[], Embedder] = Embedder,
+        console: Console | None = None,
+        keep_reports: bool = False,
+    ):
+        self.settings = settings
+        self.registry = registry
+        self.judge_factory = judge_factory
+        self.embedder_factory = embedder_factory
+        self.console = console or Console(stderr=True)
+        self.keep_reports = keep_reports
+
+    def planned(self) -> tuple[list[NodeSpec], list[str]]:
+        """The nodes to run and the planned nodes this build cannot run yet."""
+        specs = [s for s in plan(self.settings.target) if s.name != "report"]
+        missing = [s.name for s in specs if s.name not in self.registry]
+        return [s for s in specs if s.name in self.registry], missing
+
+    def run(self, dataset: Dataset) -> RunOutcome:
+        started = datetime.now(UTC)
+        t_start = time.perf_counter()
+        scan = dataset.scan()
+        if scan.errors and self.settings.on_error == "fail":
+            raise RecordsError(scan.errors)
+        for err in scan.errors:
+            # user text is never read as markup, and one problem stays on one line
+            self.console.print(Text.assemble(("skipped", "yellow"), " ", str(err)), soft_wrap=True)
+        specs, unavailable = self.planned()
+        if unavailable:
+            self.console.print(Text.assemble(
+                ("note:", "yellow"), f" not available in this build, skipped: {', '.join(unavailable)}"
+            ), soft_wrap=True)
+        nodes = {s.name: self.registry[s.name]() for s in specs}
+        stats = {s.name: NodeStats(s.name) for s in specs}
+        wall = dict.fromkeys(nodes, 0.0)
+        out_dir = self.settings.output_dir
+        if out_dir is not None:
+            (out_dir / "case_report").mkdir(parents=True, exist_ok=True)
+        kept: list[dict[str, Any]] = []
+
+        with self._progress(specs, scan.valid) as (progress, tasks):
+            def advance(node: str, n: int) -> None:
+                if node in tasks:
+                    progress.advance(tasks[node], n)
+
+            ctx = RunContext(self.settings, self.embedder_factory, self.judge_factory, advance)
+            for shard in shards(dataset.cases(), self.settings.shard_size):
+                states = [CaseState(c) for c in shard]
+                for spec in specs:
+                    eligible = self._eligible(spec, states, stats[spec.name])
+                    advance(spec.name, len(states) - len(eligible))
+                    if eligible:
+                        t0 = time.perf_counter()
+                        nodes[spec.name].run(eligible, ctx)
+                        wall[spec.name] += time.perf_counter() - t0
+                for state in states:
+                    report = self._case_report(state, specs)
+                    for spec in specs:
+                        art = state.artifacts.get(spec.name)
+                        if isinstance(art, NodeReport):
+                            stats[spec.name].add_report(art)
+                    if out_dir is not None:
+                        write_json(out_dir / "case_report" / case_filename(state.case.case_id), report)
+                    if self.keep_reports:
+                        kept.append(report)
+                if ctx._embedder is not None:
+                    ctx.embedder.forget()
+
+        node_summaries = {name: s.summary() for name, s in stats.items()}
+        usage = self._usage(ctx, specs, stats, wall)
+        for name, summ in node_summaries.items():
+            summ["usage"] = usage[name]
+        summary = self._summary(dataset, scan, specs, unavailable, usage, ctx, started, t_start)
+        if out_dir is not None:
+            metric_nodes = {s.name for s in specs if s.metric}
+            for name, summ in node_summaries.items():
+                if name in metric_nodes:
+                    write_json(out_dir / "metrics" / f"{name}.json", summ)
+            write_json(out_dir / "summary.json", summary)
+        return RunOutcome(out_dir, summary, node_summaries, kept)
+
+    # ------------------------------------------------------------ helpers
+
+    def _eligible(self, spec: NodeSpec, states: list[CaseState], st: NodeStats) -> list[CaseState]:
+        eligible: list[CaseState] = []
+        for state in states:
+            ran = {n: state.ran(n) for n in spec.parents}
+            reason = eligibility(state.case, spec, ran)
+            if reason is None:
+                eligible.append(state)
+            else:
+                state.skipped[spec.name] = reason
+                st.skipped[reason] += 1
+        st.eligible += len(eligible)
+        return eligible
+
+    def _case_report(self, state: CaseState, specs: list[NodeSpec]) -> dict[str, Any]:
+        report: dict[str, Any] = {"target_node": self.settings.target, "input": state.case.input_view()}
+        for spec in specs:
+            art = state.artifacts.get(spec.name)
+            if isinstance(art, NodeReport):
+                report[spec.name] = art.report_dict()
+            elif spec.name == "eval" and art is not None:
+                report["eval"] = art
+        skipped = {n: r for n, r in state.skipped.items() if n in {s.name for s in specs if s.metric}}
+        if skipped:
+            report["skipped"] = skipped
+        return report
+
+    def _usage(
+        self, ctx: RunContext, specs: list[NodeSpec], stats: dict[str, NodeStats], wall: dict[str, float]
+    ) -> dict[str, dict[str, Any]]:
+        ledger: dict[str, dict[str, Any]] = {}
+        if ctx.judge_started and hasattr(ctx.judge, "ledger"):
+            ledger = ctx.judge.ledger.as_dict()
+        usage: dict[str, dict[str, Any]] = {}
+        for spec in specs:
+            u = {"eligible": stats[spec.name].eligible, "requests": 0, "cache_hits": 0,
+                 "backend_calls": 0, "input_tokens": 0, "output_tokens": 0, "gpu_seconds": 0.0}
+            u.update({k: v for k, v in ledger.get(spec.name, {}).items() if k != "wall_seconds"})
+            u["wall_seconds"] = round(wall.get(spec.name, 0.0), 4)
+            usage[spec.name] = u
+        return usage
+
+    def _summary(
+        self, dataset: Dataset, scan: ScanResult, specs: list[NodeSpec], unavailable: list[str],
+        usage: dict[str, dict[str, Any]], ctx: RunContext, started: datetime, t_start: float,
+    ) -> dict[str, Any]:
+        totals = {k: sum(u[k] for u in usage.values())
+                  for k in ("requests", "cache_hits", "backend_calls", "input_tokens", "output_tokens",
+                            "gpu_seconds")}
+        judge_info: dict[str, Any] | None = None
+        if ctx.judge_started and hasattr(ctx.judge, "describe"):
+            judge_info = ctx.judge.describe()
+        price = self.settings.gpu_hour_price
+        totals["cost"] = round(totals["gpu_seconds"] / 3600 * price, 6) if price else 0.0
+        return {
+            "tool": "nexagauge-local",
+            "versions": versions(),
+            "target": self.settings.target,
+            "input": dataset.name,
+            "started": started.isoformat(timespec="seconds"),
+            "wall_seconds": round(time.perf_counter() - t_start, 3),
+            "cases": {
+                "records": scan.records,
+                "valid": scan.valid,
+                "skipped": len({str(e.source) for e in scan.errors}),
+                "duplicates": len(scan.duplicates),
+            },
+            "skipped": [e.as_dict() for e in scan.errors],
+            "duplicates": [d.as_dict() for d in scan.duplicates],
+            "nodes_run": [s.name for s in specs],
+            "nodes_unavailable": unavailable,
+            "judge": judge_info,
+            "gpus": self.settings.gpus,
+            "gpu_hour_price": price,
+            "nodes": usage,
+            "cost": totals,
+        }
+
+    def _progress(self, specs: list[NodeSpec], total: int) -> _ProgressScope:
+        return _ProgressScope(self.console, specs, total, enabled=self.settings.progress)
+
+
+class _ProgressScope:
+    """A rich progress display with one bar per node (cases done / total, rate)."""
+
+    def __init__(self, console: Console, specs: list[NodeSpec], total: int, enabled: bool):
+        self.progress = Progress(
+            TextColumn("[bold]{task.description:<12}"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            _RateColumn(),
+            TimeElapsedColumn(),
+            console=console,
+            disable=not enabled,
+            transient=False,
+        )
+        self.specs, self.total = specs, total
+        self.tasks: dict[str, TaskID] = {}
+
+    def __enter__(self) -> tuple[Progress, dict[str, TaskID]]:
+        self.progress.start()
+        for spec in self.specs:
+            self.tasks[spec.name] = self.progress.add_task(spec.name, total=self.total)
+        return self.progress, self.tasks
+
+    def __exit__(self, *exc: object) -> None:
+        self.progress.stop()
+
+
+class _RateColumn(ProgressColumn):
+    def render(self, task: Task) -> Text:
+        speed = task.finished_speed or task.speed
+        return Text(f"{speed:,.1f} cases/s" if speed else "", style="cyan")

@@ -1,0 +1,1 @@
+"""Pure scoring math, testable without any model."""

@@ -1,0 +1,37 @@
+"""Run settings: the one source of truth for knobs a run can turn.
+
+Values come from CLI flags (cli.py builds a RunSettings) or from NEXAGAUGE_* environment
+variables, so the library API and the CLI share defaults.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Literal
+
+from pydantic import Field
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+
+def default_cache_dir() -> Path:
+    return Path.home() / ".cache" / "nexagauge-local"
+
+
+class RunSettings(BaseSettings):
+    model_config = SettingsConfigDict(env_prefix="NEXAGAUGE_", extra="forbid")
+
+    target: str = "eval"
+    output_dir: Path | None = None
+    limit: int | None = Field(default=None, ge=1)
+    on_error: Literal["fail", "skip"] = "fail"
+    field_map: dict[str, str] = Field(default_factory=dict)
+    shard_size: int = Field(default=5000, ge=1)
+    cache_dir: Path = Field(default_factory=default_cache_dir)
+    use_cache: bool = True
+    # judge
+    model: str = "demo"
+    backend: Literal["auto", "hf", "vllm"] = "auto"
+    gpus: list[int] = Field(default_factory=list)
+    gpu_hour_price: float | None = Field(default=None, ge=0)
+    seed: int = 0
+    progress: bool = True

@@ -1,0 +1,104 @@
+"""Throughput of the deterministic pipeline: cases/s for refmatch and refalign, and peak memory.
+
+Each target runs in its own subprocess over the same synthetic dataset, so peak RSS is that
+target's alone. Reports both the end-to-end wall time (process start, model load, writing every
+case report) and the nodes' own time from summary.json.
+
+    python scripts/bench_pipeline.py            # 5,000 records
+    python scripts/bench_pipeline.py --n 20000
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import random
+import resource
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+TARGETS = {"refmatch": 500.0, "refalign": 100.0}  # target cases/s on 2 cores (issue 2)
+
+SUBJECTS = ["The committee", "Our model", "The river", "A new study", "The engine", "The city council",
+            "The vaccine", "The satellite", "The company", "The library"]
+VERBS = ["reported", "measured", "approved", "described", "announced", "rejected", "observed", "built"]
+OBJECTS = ["a record harvest", "higher water levels", "the annual budget", "a faster algorithm",
+           "new safety rules", "an unexpected result", "a larger bridge", "lower emissions"]
+TAILS = ["last year.", "in the northern region.", "after a long review.", "despite early doubts.",
+         "with broad support.", "for the first time.", "during the winter.", "under tight limits."]
+
+
+def sentence(rng: random.Random) -> str:
+    return " ".join([rng.choice(SUBJECTS), rng.choice(VERBS), rng.choice(OBJECTS), rng.choice(TAILS)])
+
+
+def make_records(n: int, seed: int = 0) -> list[dict]:
+    """Answers of 2-6 sentences; references share some sentences, as real references do."""
+    rng = random.Random(seed)
+    records = []
+    for i in range(n):
+        ref = [sentence(rng) for _ in range(rng.randint(2, 4))]
+        out = [s if rng.random() < 0.6 else sentence(rng) for s in ref] + [
+            sentence(rng) for _ in range(rng.randint(0, 2))]
+        records.append({"case_id": f"bench-{i}", "input": "Summarise the report.",
+                        "output": " ".join(out), "reference": " ".join(ref)})
+    return records
+
+
+def worker(target: str, data: Path, out: Path, cache: Path) -> None:
+    from nexagauge_local.dataset import Dataset
+    from nexagauge_local.runner import Runner
+    from nexagauge_local.settings import RunSettings
+
+    t0 = time.perf_counter()
+    settings = RunSettings(target=target, output_dir=out, cache_dir=cache, progress=False)
+    outcome = Runner(settings).run(Dataset(data))
+    wall = time.perf_counter() - t0
+    peak_kb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    nodes = outcome.summary["nodes"]
+    node_seconds = sum(u["wall_seconds"] for u in nodes.values())
+    print(json.dumps({"cases": outcome.summary["cases"]["valid"], "wall": wall,
+                      "node_seconds": node_seconds, "peak_mb": peak_kb / 1024,
+                      "per_node": {k: v["wall_seconds"] for k, v in nodes.items()}}))
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--n", type=int, default=5000, help="synthetic records (default 5000)")
+    ap.add_argument("--worker", nargs=4, metavar=("TARGET", "DATA", "OUT", "CACHE"), help=argparse.SUPPRESS)
+    args = ap.parse_args()
+    if args.worker:
+        target, data, out, cache = args.worker
+        worker(target, Path(data), Path(out), Path(cache))
+        return
+
+    print("bench_pipeline: deterministic nodes of nexagauge-local, each target in its own process")
+    print(f"machine: {platform.platform()}, {os.cpu_count()} CPU(s), python {platform.python_version()}")
+    print(f"data: {args.n} synthetic records (2-6 sentence answers with a reference)\n")
+    with tempfile.TemporaryDirectory() as tmp:
+        data = Path(tmp) / "bench.jsonl"
+        data.write_text("".join(json.dumps(r) + "\n" for r in make_records(args.n)))
+        print(f"{'target':<10}{'cases':>7}{'wall s':>9}{'cases/s':>10}{'node s':>9}{'node cases/s':>14}"
+              f"{'peak MB':>9}{'target':>9}")
+        for target, goal in TARGETS.items():
+            proc = subprocess.run(
+                [sys.executable, __file__, "--worker", target, str(data), f"{tmp}/out-{target}", f"{tmp}/cache"],
+                capture_output=True, text=True, check=True)
+            r = json.loads(proc.stdout.strip().splitlines()[-1])
+            e2e = r["cases"] / r["wall"]
+            node = r["cases"] / r["node_seconds"]
+            verdict = "ok" if e2e >= goal else "BELOW"
+            print(f"{target:<10}{r['cases']:>7}{r['wall']:>9.1f}{e2e:>10.0f}{r['node_seconds']:>9.1f}"
+                  f"{node:>14.0f}{r['peak_mb']:>9.0f}{f'>={goal:.0f} {verdict}':>12}")
+            print(f"{'':<10}per node seconds: " + ", ".join(f"{k} {v:.2f}" for k, v in r["per_node"].items()))
+    print("\ncases/s = cases / end-to-end wall (process start, model load, every case report written);"
+          "\nnode cases/s = cases / seconds spent inside the nodes.")
+
+
+if __name__ == "__main__":
+    main()

