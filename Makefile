@@ -6,6 +6,9 @@ CLI     := $(VENV)/bin/nexagauge-local
 STAMP   := $(VENV)/.installed-$(shell cat pyproject.toml | cksum | cut -d' ' -f1)
 SAMPLE  := nexagauge_local/data/sample.jsonl
 DEMO_OUT ?= out/demo
+# The demo judge runs on CPU at a few seconds per judgement; the first 8 records show every
+# node in a few minutes. `make demo DEMO_LIMIT=` runs the whole bundled sample.
+DEMO_LIMIT ?= 8
 
 .PHONY: setup demo test bench lint clean
 
@@ -24,7 +27,7 @@ $(STAMP): pyproject.toml
 	touch $@
 
 demo: setup
-	$(CLI) run eval --input $(SAMPLE) --output-dir $(DEMO_OUT)
+	$(CLI) run eval --input $(SAMPLE) --output-dir $(DEMO_OUT) $(if $(DEMO_LIMIT),--limit $(DEMO_LIMIT))
 	@echo "report written to $(DEMO_OUT)/ (open $(DEMO_OUT)/report.html if present, else summary.json)"
 
 test: setup

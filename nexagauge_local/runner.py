@@ -139,6 +139,11 @@ class Runner:
                     ctx.embedder.forget()
 
         node_summaries = {name: s.summary() for name, s in stats.items()}
+        for name, node in nodes.items():
+            # run-level extras that need every shard (e.g. redteam's aggregate_metrics)
+            finalize = getattr(node, "finalize", None)
+            if callable(finalize):
+                node_summaries[name].update(finalize())
         usage = self._usage(ctx, specs, stats, wall)
         for name, summ in node_summaries.items():
             summ["usage"] = usage[name]

@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-import importlib
-
 import click
 
+from nexagauge_local.cli.judge_cmds import cache_group, calibrate_cmd, models_cmd
 from nexagauge_local.cli.run_cmds import estimate_cmd, nodes_cmd, run_cmd
 
 EPILOG = """\b
@@ -32,15 +31,6 @@ main.add_command(run_cmd)
 main.add_command(estimate_cmd)
 main.add_command(nodes_cmd)
 
-# Command families that arrive with later parts of the tool register here when present.
-for _module, _names in (
-    ("nexagauge_local.cli.judge_cmds", ("models_cmd", "calibrate_cmd", "cache_group")),
-):
-    try:
-        _mod = importlib.import_module(_module)
-    except ModuleNotFoundError as _exc:
-        if _exc.name != _module:
-            raise
-        continue
-    for _name in _names:
-        main.add_command(getattr(_mod, _name))
+main.add_command(models_cmd)
+main.add_command(calibrate_cmd)
+main.add_command(cache_group)

@@ -107,6 +107,8 @@ def run_cmd(target: str, input_path: str, limit: int | None, fields: tuple[str, 
       nexagauge-local run refmatch --input sample.json --output-dir out --limit 10
       cat data.jsonl | nexagauge-local run redteam --input - --output-dir out
     """
+    from nexagauge_local.judge.client import JudgeClient
+    from nexagauge_local.judge.profiles import WeightsMissing
     from nexagauge_local.runner import Runner
 
     settings = RunSettings(
@@ -115,10 +117,20 @@ def run_cmd(target: str, input_path: str, limit: int | None, fields: tuple[str, 
         gpu_hour_price=gpu_hour_price, shard_size=shard_size, progress=not quiet,
     )
     console = Console(stderr=True)
+    needs_judge = any(s.kind == "llm" for s in plan(target))
+    if needs_judge:
+        from nexagauge_local.judge.factory import make_backend_factory
+
+        try:  # resolve the judge now: absent weights fail before any work, saying where to put them
+            make_backend_factory(settings)
+        except WeightsMissing as exc:
+            raise click.ClickException(str(exc)) from None
     with tempfile.TemporaryDirectory() as tmp:
         dataset = _open_dataset(input_path, fields, limit, Path(tmp))
+        runner = Runner(settings, console=console,
+                        judge_factory=(lambda: JudgeClient.from_settings(settings)) if needs_judge else None)
         try:
-            outcome = Runner(settings, console=console).run(dataset)
+            outcome = runner.run(dataset)
         except RecordsError as exc:
             _fail_records(exc)
             return
@@ -130,6 +142,9 @@ def run_cmd(target: str, input_path: str, limit: int | None, fields: tuple[str, 
             rate = summ["pass_rate"]
             console.print(f"  {name:<10} scored {summ['scored']:>5}  avg {_fmt(summ['avg_score'])}"
                           f"  pass rate {_fmt(rate)}")
+    judge = outcome.summary.get("judge") or {}
+    if judge.get("notice"):
+        console.print(f"[bold yellow]note:[/] {judge['notice']}")
     report = output_dir / "report.html"
     click.echo(str(report if report.exists() else output_dir / "summary.json"))
 

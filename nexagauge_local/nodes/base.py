@@ -64,5 +64,9 @@ class Node(Protocol):
     name: str
 
     def run(self, states: Sequence[CaseState], ctx: RunContext) -> None:
-        """Write this node's output to `state.artifacts[self.name]` for each case it handled."""
+        """Write this node's output to `state.artifacts[self.name]` for each case it handled.
+
+        A node may also define `finalize(self) -> dict`: called once after the last shard, its
+        keys are merged into `metrics/<node>.json` (run-level aggregates over every shard).
+        """
         ...

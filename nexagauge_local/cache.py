@@ -1,0 +1,226 @@
+"""The judge cache: SQLite in WAL mode, one row per unique judge request.
+
+Why SQLite/WAL: a single file, readers never block the writer, and a batch of results is one
+transaction, so a process killed with SIGKILL leaves either the whole batch or none of it.
+Each row also carries a sha256 checksum of its payload; a row whose checksum fails (a torn
+write on a filesystem that lies about fsync, a hand-edited file) is treated as a miss and
+recomputed, never returned.
+
+What is stored is the judge's raw text and token counts, not the parsed object: the hit is
+re-parsed against the current schema, so a fixed parser applies to old entries too.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import sqlite3
+import time
+from collections.abc import Iterable, Mapping, Sequence
+from contextlib import closing
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, Field
+
+DB_NAME = "judge.sqlite"
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS entries (
+    key TEXT PRIMARY KEY,
+    node TEXT NOT NULL,
+    raw_text TEXT NOT NULL,
+    prompt_tokens INTEGER NOT NULL,
+    output_tokens INTEGER NOT NULL,
+    gpu_seconds REAL NOT NULL,
+    created REAL NOT NULL,
+    logprobs TEXT,
+    checksum TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS entries_node ON entries(node);
+CREATE TABLE IF NOT EXISTS hits (node TEXT PRIMARY KEY, hits INTEGER NOT NULL);
+"""
+
+
+class CacheEntry(BaseModel):
+    """One cached judge answer (what a rerun needs to rebuild the JudgeResult)."""
+
+    key: str
+    node: str
+    raw_text: str
+    prompt_tokens: int
+    output_tokens: int
+    gpu_seconds: float
+    created: float = Field(default_factory=time.time)
+    logprobs: list[dict[str, float]] | None = None
+
+    def checksum(self) -> str:
+        payload = json.dumps(
+            [
+                self.key,
+                self.node,
+                self.raw_text,
+                self.prompt_tokens,
+                self.output_tokens,
+                self.gpu_seconds,
+                self.created,
+                self.logprobs,
+            ],
+            separators=(",", ":"),
+        )
+        return hashlib.sha256(payload.encode()).hexdigest()
+
+
+class CacheStats(BaseModel):
+    path: str
+    entries: int
+    size_bytes: int
+    entries_by_node: dict[str, int]
+    hits_by_node: dict[str, int]
+
+
+def request_key(
+    fingerprint: str,
+    prompt_version: str,
+    messages: Sequence[Mapping[str, str]],
+    schema_id: str,
+    *,
+    max_tokens: int,
+    seed: int,
+    want_logprobs: bool,
+    temperature: float = 0.0,
+) -> str:
+    """sha256 over everything that decides the judge's answer (DESIGN.md section 4)."""
+    material = json.dumps(
+        {
+            "fingerprint": fingerprint,
+            "prompt_version": prompt_version,
+            "messages": [dict(m) for m in messages],
+            "schema": schema_id,
+            "sampling": {
+                "max_tokens": max_tokens,
+                "temperature": temperature,
+                "seed": seed,
+                "logprobs": want_logprobs,
+            },
+        },
+        sort_keys=True,
+        separators=(",", ":"),
+        ensure_ascii=False,
+    )
+    return hashlib.sha256(material.encode()).hexdigest()
+
+
+class JudgeCache:
+    """Judge answers keyed by `request_key`. One short-lived connection per operation, so the
+    object is cheap to pass around and safe to use from a forked/spawned worker."""
+
+    def __init__(self, cache_dir: Path) -> None:
+        self.dir = Path(cache_dir)
+        self.path = self.dir / DB_NAME
+        self.dir.mkdir(parents=True, exist_ok=True)
+        with closing(self._connect()) as con:
+            con.executescript(_SCHEMA)
+
+    def _connect(self) -> sqlite3.Connection:
+        con = sqlite3.connect(self.path, timeout=30.0)
+        con.execute("PRAGMA journal_mode=WAL")
+        # NORMAL in WAL: a committed transaction survives a process crash (SIGKILL); only an OS
+        # crash/power loss can drop the last transactions, and never corrupts the file.
+        con.execute("PRAGMA synchronous=NORMAL")
+        return con
+
+    def get_many(self, keys: Iterable[str]) -> dict[str, CacheEntry]:
+        """Entries for the keys that are present and intact (checksum verified)."""
+        wanted = list(dict.fromkeys(keys))
+        found: dict[str, CacheEntry] = {}
+        with closing(self._connect()) as con:
+            for start in range(0, len(wanted), 500):
+                chunk = wanted[start : start + 500]
+                marks = ",".join("?" * len(chunk))
+                rows = con.execute(
+                    "SELECT key, node, raw_text, prompt_tokens, output_tokens, gpu_seconds, "
+                    f"created, logprobs, checksum FROM entries WHERE key IN ({marks})",
+                    chunk,
+                ).fetchall()
+                for row in rows:
+                    entry = _row_to_entry(row)
+                    if entry is not None:
+                        found[entry.key] = entry
+        return found
+
+    def put_many(self, entries: Sequence[CacheEntry]) -> None:
+        """Write a batch in one transaction (all or nothing)."""
+        if not entries:
+            return
+        rows = [
+            (
+                e.key,
+                e.node,
+                e.raw_text,
+                e.prompt_tokens,
+                e.output_tokens,
+                e.gpu_seconds,
+                e.created,
+                None if e.logprobs is None else json.dumps(e.logprobs),
+                e.checksum(),
+            )
+            for e in entries
+        ]
+        with closing(self._connect()) as con, con:
+            con.executemany("INSERT OR REPLACE INTO entries VALUES (?,?,?,?,?,?,?,?,?)", rows)
+
+    def record_hits(self, node: str, count: int) -> None:
+        if count <= 0:
+            return
+        with closing(self._connect()) as con, con:
+            con.execute(
+                "INSERT INTO hits(node, hits) VALUES (?, ?) "
+                "ON CONFLICT(node) DO UPDATE SET hits = hits + excluded.hits",
+                (node, count),
+            )
+
+    def stats(self) -> CacheStats:
+        with closing(self._connect()) as con:
+            by_node = dict(con.execute("SELECT node, COUNT(*) FROM entries GROUP BY node"))
+            hits = dict(con.execute("SELECT node, hits FROM hits"))
+        size = sum(p.stat().st_size for p in self.dir.glob(DB_NAME + "*") if p.is_file())
+        return CacheStats(
+            path=str(self.path),
+            entries=sum(by_node.values()),
+            size_bytes=size,
+            entries_by_node=by_node,
+            hits_by_node=hits,
+        )
+
+    def clear(self, node: str | None = None) -> int:
+        """Delete all entries (and hit counters), or only one node's. Returns rows deleted."""
+        with closing(self._connect()) as con:
+            with con:
+                if node is None:
+                    deleted = con.execute("DELETE FROM entries").rowcount
+                    con.execute("DELETE FROM hits")
+                else:
+                    deleted = con.execute("DELETE FROM entries WHERE node = ?", (node,)).rowcount
+                    con.execute("DELETE FROM hits WHERE node = ?", (node,))
+            con.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+            if node is None:
+                con.execute("VACUUM")
+        return deleted
+
+
+def _row_to_entry(row: Sequence[Any]) -> CacheEntry | None:
+    try:
+        entry = CacheEntry(
+            key=row[0],
+            node=row[1],
+            raw_text=row[2],
+            prompt_tokens=row[3],
+            output_tokens=row[4],
+            gpu_seconds=row[5],
+            created=row[6],
+            logprobs=None if row[7] is None else json.loads(row[7]),
+        )
+    except (ValueError, TypeError):
+        return None
+    return entry if entry.checksum() == row[8] else None

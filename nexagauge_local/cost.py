@@ -1,0 +1,122 @@
+"""Cost ledger: what the judge did per node, in tokens and device-seconds.
+
+GPU-seconds are the wall time of each backend call times the GPUs it held, split over its
+requests by tokens (the backends do the split). Model load and warm-up are not judgement
+work, so they are kept apart (`load_seconds`) instead of being smeared over the first node.
+On a CPU backend the same numbers are CPU device-seconds and `device_label` says so.
+"""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, Field
+
+from nexagauge_local.results import NodeCost
+
+
+def usd(gpu_seconds: float, gpu_hour_price: float | None) -> float:
+    """USD for GPU-seconds at a per-GPU-hour price; 0.0 when no price is set."""
+    if not gpu_hour_price:
+        return 0.0
+    return gpu_seconds / 3600.0 * gpu_hour_price
+
+
+def device_label(gpus: int) -> str:
+    return "GPU" if gpus > 0 else "CPU device-seconds"
+
+
+class NodeUsage(BaseModel):
+    """Judge usage of one node. Tokens and gpu_seconds count backend work only: cache hits
+    and duplicates cost nothing, which is what the user pays for."""
+
+    requests: int = 0
+    cache_hits: int = 0
+    deduplicated: int = 0
+    backend_calls: int = 0
+    backend_requests: int = 0
+    errors: int = 0
+    input_tokens: int = 0
+    output_tokens: int = 0
+    gpu_seconds: float = 0.0
+    wall_seconds: float = 0.0
+
+    def add(
+        self,
+        *,
+        requests: int = 0,
+        cache_hits: int = 0,
+        deduplicated: int = 0,
+        backend_calls: int = 0,
+        backend_requests: int = 0,
+        errors: int = 0,
+        input_tokens: int = 0,
+        output_tokens: int = 0,
+        gpu_seconds: float = 0.0,
+        wall_seconds: float = 0.0,
+    ) -> None:
+        self.requests += requests
+        self.cache_hits += cache_hits
+        self.deduplicated += deduplicated
+        self.backend_calls += backend_calls
+        self.backend_requests += backend_requests
+        self.errors += errors
+        self.input_tokens += input_tokens
+        self.output_tokens += output_tokens
+        self.gpu_seconds += gpu_seconds
+        self.wall_seconds += wall_seconds
+
+    def merge(self, other: NodeUsage) -> NodeUsage:
+        """A new NodeUsage with both summed (used for run totals and shard merges)."""
+        merged = self.model_copy()
+        merged.add(**other.model_dump())
+        return merged
+
+    def node_cost(self, gpu_hour_price: float | None) -> NodeCost:
+        return NodeCost(
+            cost=usd(self.gpu_seconds, gpu_hour_price),
+            input_tokens=float(self.input_tokens),
+            output_tokens=float(self.output_tokens),
+            gpu_seconds=self.gpu_seconds,
+        )
+
+
+class CostLedger(BaseModel):
+    """Per-node usage for a run, plus model load time and the device it ran on."""
+
+    nodes: dict[str, NodeUsage] = Field(default_factory=dict)
+    load_seconds: float = 0.0
+    gpus: int = 0
+    gpu_hour_price: float | None = None
+
+    def node(self, name: str) -> NodeUsage:
+        return self.nodes.setdefault(name, NodeUsage())
+
+    def record_load(self, seconds: float, gpus: int) -> None:
+        self.load_seconds += seconds
+        self.gpus = gpus
+
+    @property
+    def device_label(self) -> str:
+        return device_label(self.gpus)
+
+    def total(self) -> NodeUsage:
+        out = NodeUsage()
+        for usage in self.nodes.values():
+            out = out.merge(usage)
+        return out
+
+    def as_dict(self) -> dict[str, dict[str, float | int]]:
+        """Per-node usage as plain dicts (what the runner merges into summary.json)."""
+        return {name: usage.model_dump() for name, usage in self.nodes.items()}
+
+    def summary(self) -> dict[str, object]:
+        """The `judge` block of summary.json."""
+        total = self.total()
+        return {
+            "device": self.device_label,
+            "gpus": self.gpus,
+            "load_seconds": round(self.load_seconds, 3),
+            "gpu_hour_price": self.gpu_hour_price,
+            "cost": usd(total.gpu_seconds, self.gpu_hour_price),
+            "total": total.model_dump(),
+            "nodes": {k: v.model_dump() for k, v in self.nodes.items()},
+        }

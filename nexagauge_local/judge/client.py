@@ -1,0 +1,253 @@
+"""JudgeClient: the one door nodes use to reach the judge.
+
+Per node it: computes cache keys, collapses identical requests, answers what the cache holds,
+and sends every remaining unique request to the backend in ONE `generate` call (node-major
+batching: the backend sees the whole node, which is what makes vLLM/outlines batching pay).
+The backend is built lazily on the first cache miss, so a fully cached rerun loads no weights.
+
+What is cached: every answer the backend decoded - parsed, "truncated" or "invalid: ..." -
+because decoding is greedy and seeded, so the same key reproduces the same text; re-asking would
+only burn GPU time. Hits are re-parsed against the current schema (the cache stores raw text),
+so parser fixes apply to old entries. Not cached: backend failures (errors starting with
+"backend:"), which may be transient.
+
+Crash safety: with `flush_every=N` the node's misses go to the backend in chunks of N requests,
+each chunk written to the cache as one transaction when it returns. The backend then sees one
+call per chunk (still a large batch), and a run killed mid-node resumes after the last chunk.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import replace
+from typing import Any, Self
+
+from nexagauge_local.cache import CacheEntry, JudgeCache, request_key
+from nexagauge_local.cost import CostLedger
+from nexagauge_local.judge.schemas import parse_output, schema_id
+from nexagauge_local.judge.types import Backend, JudgeRequest, JudgeResult
+from nexagauge_local.settings import RunSettings
+
+DEMO_NOTICE = "demo judge (SmolLM2-135M): its verdicts are for trying the tool, not for decisions"
+
+BACKEND_ERROR_PREFIX = "backend:"
+
+
+def _cacheable(result: JudgeResult) -> bool:
+    return result.error is None or not result.error.startswith(BACKEND_ERROR_PREFIX)
+
+
+class JudgeClient:
+    def __init__(
+        self,
+        backend_factory: Callable[[], Backend],
+        cache: JudgeCache | None,
+        ledger: CostLedger,
+        gpu_hour_price: float | None = None,
+        *,
+        seed: int = 0,
+        flush_every: int | None = None,
+        fingerprint: str | None = None,
+        model_name: str | None = None,
+        is_demo: bool | None = None,
+    ) -> None:
+        """`backend_factory` may carry `fingerprint`, `model_name` and `is_demo` attributes
+        (factory.BackendFactory does); then keys are computed without building the backend.
+        Otherwise pass `fingerprint=` explicitly, or the backend is built to learn it."""
+        if flush_every is not None and flush_every < 1:
+            raise ValueError("flush_every must be >= 1")
+        self._factory = backend_factory
+        self._backend: Backend | None = None
+        self.cache = cache
+        self.ledger = ledger
+        self.ledger.gpu_hour_price = gpu_hour_price
+        self.gpu_hour_price = gpu_hour_price
+        self.seed = seed
+        self.flush_every = flush_every
+        self._fingerprint = fingerprint or getattr(backend_factory, "fingerprint", None)
+        self._model_name = model_name or getattr(backend_factory, "model_name", None)
+        self._is_demo = (
+            is_demo if is_demo is not None else getattr(backend_factory, "is_demo", None)
+        )
+
+    # -------------------------------------------------------------- identity
+
+    @property
+    def fingerprint(self) -> str:
+        if self._fingerprint is None:
+            self._fingerprint = self.backend.fingerprint
+        return self._fingerprint
+
+    @property
+    def model_name(self) -> str:
+        return self._model_name or self.fingerprint.split("@", 1)[0]
+
+    @property
+    def is_demo(self) -> bool:
+        return bool(self._is_demo)
+
+    @property
+    def backend_loaded(self) -> bool:
+        return self._backend is not None
+
+    @property
+    def backend(self) -> Backend:
+        if self._backend is None:
+            self._backend = self._factory()
+            self.ledger.record_load(
+                float(getattr(self._backend, "load_seconds", 0.0)), self._backend.gpus
+            )
+        return self._backend
+
+    def describe(self) -> dict[str, Any]:
+        """The `judge` block of summary.json: which model, how identified, on what device."""
+        info: dict[str, Any] = {
+            "model": self.model_name,
+            "fingerprint": self.fingerprint,
+            "demo": self.is_demo,
+            "backend": getattr(self._backend, "name", None)
+            or getattr(self._factory, "backend", None),
+            "loaded": self.backend_loaded,
+            "gpus": self.ledger.gpus,
+            "device": self.ledger.device_label,
+            "load_seconds": round(self.ledger.load_seconds, 3),
+        }
+        if self.is_demo:
+            info["notice"] = DEMO_NOTICE
+        return info
+
+    @classmethod
+    def from_settings(cls, settings: RunSettings, *, flush_every: int | None = None) -> JudgeClient:
+        """The client a run uses: profile/backend from settings, cache unless --no-cache."""
+        from nexagauge_local.judge.factory import make_backend_factory
+
+        cache = JudgeCache(settings.cache_dir) if settings.use_cache else None
+        return cls(
+            make_backend_factory(settings),
+            cache,
+            CostLedger(),
+            settings.gpu_hour_price,
+            seed=settings.seed,
+            flush_every=flush_every,
+        )
+
+    def close(self) -> None:
+        closer = getattr(self._backend, "close", None)
+        if callable(closer):
+            closer()
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # -------------------------------------------------------------- work
+
+    def key(self, request: JudgeRequest) -> str:
+        return request_key(
+            self.fingerprint,
+            request.prompt_version,
+            request.messages,
+            schema_id(request.schema),
+            max_tokens=request.max_tokens,
+            seed=self.seed,
+            want_logprobs=request.want_logprobs,
+        )
+
+    def run(
+        self,
+        node: str,
+        requests: Sequence[JudgeRequest],
+        progress: Callable[[int], None] | None = None,
+    ) -> list[JudgeResult]:
+        """Results aligned with `requests`. `progress(n)` is called with the number of requests
+        just completed (cache hits at once, then per backend chunk)."""
+        started = time.perf_counter()
+        usage = self.ledger.node(node)
+        keys = [self.key(r) for r in requests]
+        first: dict[str, int] = {}
+        for i, k in enumerate(keys):
+            first.setdefault(k, i)
+        hits = self.cache.get_many(first) if self.cache is not None else {}
+        done: dict[str, JudgeResult] = {
+            k: _from_cache(hits[k], requests[i]) for k, i in first.items() if k in hits
+        }
+        n_hit_positions = sum(1 for k in keys if k in hits)
+        if progress and n_hit_positions:
+            progress(n_hit_positions)
+        if self.cache is not None:
+            self.cache.record_hits(node, n_hit_positions)
+
+        misses = [k for k in first if k not in hits]
+        chunk = self.flush_every or max(len(misses), 1)
+        for start in range(0, len(misses), chunk):
+            part = misses[start : start + chunk]
+            reqs = [requests[first[k]] for k in part]
+            results = self.backend.generate(reqs)
+            if len(results) != len(reqs):
+                raise RuntimeError(f"backend returned {len(results)} results for {len(reqs)}")
+            usage.add(
+                backend_calls=1,
+                backend_requests=len(reqs),
+                input_tokens=sum(r.prompt_tokens for r in results),
+                output_tokens=sum(r.output_tokens for r in results),
+                gpu_seconds=sum(r.gpu_seconds for r in results),
+            )
+            if self.cache is not None:
+                self.cache.put_many(
+                    [_to_entry(k, node, r) for k, r in zip(part, results) if _cacheable(r)]
+                )
+            done.update(zip(part, results))
+            if progress:
+                in_part = set(part)
+                progress(sum(1 for k in keys if k in in_part))
+
+        out: list[JudgeResult] = []
+        for i, k in enumerate(keys):
+            res = done[k]
+            out.append(res if first[k] == i else _duplicate(res))
+        usage.add(
+            requests=len(requests),
+            cache_hits=n_hit_positions,
+            deduplicated=len(requests) - n_hit_positions - len(misses),
+            errors=sum(1 for r in out if r.error),
+            wall_seconds=time.perf_counter() - started,
+        )
+        return out
+
+
+def _from_cache(entry: CacheEntry, request: JudgeRequest) -> JudgeResult:
+    parsed, error = parse_output(
+        request.schema, entry.raw_text, hit_max_tokens=entry.output_tokens >= request.max_tokens
+    )
+    return JudgeResult(
+        parsed=parsed,
+        raw_text=entry.raw_text,
+        prompt_tokens=entry.prompt_tokens,
+        output_tokens=entry.output_tokens,
+        gpu_seconds=0.0,
+        error=error,
+        cached=True,
+        token_logprobs=entry.logprobs if request.want_logprobs else None,
+        extra={"cached_gpu_seconds": entry.gpu_seconds}
+        | ({"logprob_source": "cache"} if request.want_logprobs and entry.logprobs else {}),
+    )
+
+
+def _to_entry(key: str, node: str, result: JudgeResult) -> CacheEntry:
+    return CacheEntry(
+        key=key,
+        node=node,
+        raw_text=result.raw_text,
+        prompt_tokens=result.prompt_tokens,
+        output_tokens=result.output_tokens,
+        gpu_seconds=result.gpu_seconds,
+        logprobs=result.token_logprobs,
+    )
+
+
+def _duplicate(result: JudgeResult) -> JudgeResult:
+    """A later copy of an identical request: same answer, no extra device time charged."""
+    return replace(result, gpu_seconds=0.0, extra={**result.extra, "duplicate": True})

@@ -1,0 +1,326 @@
+"""The `hf` judge backend: transformers + outlines constrained decoding, CPU or CUDA.
+
+Why it looks like this:
+- One outlines generator (its compiled JSON-schema index) per schema, built once and reused:
+  compiling a schema against a 50k vocabulary is the expensive step, the per-batch reset is free.
+- Requests are grouped by (schema, max_tokens), sorted by prompt length (little padding) and run
+  in micro-batches bounded by a prompt-token budget, so memory stays bounded on any node size.
+- Decoding is our own loop (hf_decode.py) driven by the generator's compiled index rather than
+  `Generator.batch`, which returns only text and runs `model.generate`: we need the generated
+  ids (exact output token counts; no EOS within max_tokens = "truncated"), the top-5 logprobs
+  in the same pass (no teacher-forcing rerun), and two CPU wins `generate` lacks - the shared
+  rubric prefix prefilled once per micro-batch, and finished rows dropped from the batch.
+- GGUF weights are dequantised once and cached as safetensors (DESIGN.md section 7): 15-25 s
+  the first time, well under a second afterwards.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import os
+import shutil
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from nexagauge_local.judge.hf_decode import Decoded, constrained_greedy
+from nexagauge_local.judge.profiles import JudgeProfile, fingerprint
+from nexagauge_local.judge.schemas import parse_output, schema_id, schema_json
+from nexagauge_local.judge.types import JudgeRequest, JudgeResult, Messages
+
+log = logging.getLogger(__name__)
+
+TOP_LOGPROBS = 5
+LOGPROB_SOURCE = "hf_constrained_top5"
+
+
+# ------------------------------------------------------------------ loading
+
+
+def resolve_dtype(dtype: str, device: str) -> str:
+    """`auto` is bfloat16 on CUDA and float32 on CPU (CPU bf16 matmuls are slow on most hosts)."""
+    if dtype != "auto":
+        return dtype
+    return "bfloat16" if device.startswith("cuda") else "float32"
+
+
+def dequantised_dir(gguf: Path, cache_dir: Path) -> Path:
+    """Disk cache folder for a GGUF's dequantised weights, keyed on path + size + mtime."""
+    st = gguf.stat()
+    key = hashlib.sha256(f"{gguf.resolve()}:{st.st_size}:{st.st_mtime_ns}".encode()).hexdigest()
+    return cache_dir / "dequantised" / key[:20]
+
+
+def dequantised_ready(folder: Path) -> bool:
+    return (folder / "config.json").exists() and any(folder.glob("*.safetensors"))
+
+
+def load_tokenizer(profile: JudgeProfile, cache_dir: Path) -> Any:
+    """The judge's tokenizer without its weights (for `estimate` and the cache key path)."""
+    from transformers import AutoTokenizer
+
+    path = profile.weights_path()
+    if path.suffix.lower() == ".gguf":
+        deq = dequantised_dir(path, cache_dir)
+        if dequantised_ready(deq):
+            return AutoTokenizer.from_pretrained(deq)
+        return AutoTokenizer.from_pretrained(path.parent, gguf_file=path.name)
+    return AutoTokenizer.from_pretrained(path)
+
+
+def dequantise_gguf(gguf: Path, target: Path) -> None:
+    """Load a GGUF (transformers dequantises it) and save plain fp32 safetensors + tokenizer.
+
+    `save_pretrained` refuses a GGUF-loaded model ("quantized with gguf and is not
+    serializable") until the quantisation markers are cleared. Saved to a temp folder and
+    renamed, so a killed process never leaves a half-written cache that would be loaded later.
+    """
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    model = AutoModelForCausalLM.from_pretrained(
+        gguf.parent, gguf_file=gguf.name, dtype=torch.float32
+    )
+    tok = AutoTokenizer.from_pretrained(gguf.parent, gguf_file=gguf.name)
+    if hasattr(model.config, "quantization_config"):
+        del model.config.quantization_config
+    model.hf_quantizer = None
+    model.is_quantized = False
+    tmp = target.with_name(f"{target.name}.tmp{os.getpid()}")
+    shutil.rmtree(tmp, ignore_errors=True)
+    model.save_pretrained(tmp)
+    tok.save_pretrained(tmp)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        os.replace(tmp, target)
+    except OSError:  # another process won the race; its copy is as good as ours
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def load_model(profile: JudgeProfile, cache_dir: Path, dtype: str, device: str) -> tuple[Any, Any]:
+    """(model, tokenizer) on `device`, going through the dequantised cache for GGUF files."""
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    path = profile.weights_path()
+    if path.suffix.lower() == ".gguf":
+        folder = dequantised_dir(path, cache_dir)
+        if not dequantised_ready(folder):
+            log.info("dequantising %s once into %s", path.name, folder)
+            dequantise_gguf(path, folder)
+        path = folder
+    model = AutoModelForCausalLM.from_pretrained(path, dtype=getattr(torch, dtype))
+    model.to(device).eval()
+    return model, AutoTokenizer.from_pretrained(path)
+
+
+def render_prompt(tokenizer: Any, messages: Messages) -> str:
+    """Apply the chat template. Templates without a system role (Mistral/Prometheus) reject a
+    system turn; then the system text is merged into the first user turn."""
+    try:
+        return tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
+    except Exception:  # jinja TemplateError raised by the template itself
+        system = "\n\n".join(m["content"] for m in messages if m["role"] == "system")
+        rest = [dict(m) for m in messages if m["role"] != "system"]
+        if not system or not rest:
+            raise
+        rest[0]["content"] = f"{system}\n\n{rest[0]['content']}"
+        return tokenizer.apply_chat_template(rest, tokenize=False, add_generation_prompt=True)
+
+
+def count_prompt_tokens(tokenizer: Any, messages: Messages) -> int:
+    text = render_prompt(tokenizer, messages)
+    return len(tokenizer(text, add_special_tokens=False)["input_ids"])
+
+
+class TokenCounter:
+    """Tokenizer-only stand-in for a backend: exact prompt token counts, no weights loaded."""
+
+    def __init__(self, profile: JudgeProfile, cache_dir: Path) -> None:
+        self.profile = profile
+        self.tokenizer = load_tokenizer(profile, cache_dir)
+
+    def count_tokens(self, messages: Messages) -> int:
+        return count_prompt_tokens(self.tokenizer, messages)
+
+
+# ------------------------------------------------------------------ backend
+
+
+class HFBackend:
+    """transformers + outlines judge backend (the path CI tests)."""
+
+    name = "hf"
+
+    def __init__(
+        self,
+        profile: JudgeProfile,
+        *,
+        cache_dir: Path,
+        device: str | None = None,
+        dtype: str | None = None,
+        token_budget: int | None = None,
+        max_batch: int | None = None,
+        threads: int | None = None,
+    ) -> None:
+        """`threads` pins torch's CPU thread count during generate (restored after): 1 is
+        fastest for tiny models and on a host other jobs keep busy, where OpenMP threads
+        spin-waiting on a descheduled peer make every op slow."""
+        import torch
+
+        self.profile = profile
+        self.device = device or ("cuda" if torch.cuda.is_available() else "cpu")
+        self.dtype = resolve_dtype(dtype or profile.dtype, self.device)
+        on_gpu = self.device.startswith("cuda")
+        self.gpus = 1 if on_gpu else 0
+        self.token_budget = token_budget or (65536 if on_gpu else 16384)
+        self.max_batch = max_batch or (256 if on_gpu else 64)
+        self.threads = threads
+        self.fingerprint = fingerprint(profile, self.name, self.dtype)
+        started = time.perf_counter()
+        self.model, self.tokenizer = load_model(profile, cache_dir, self.dtype, self.device)
+        self._om = _outlines_model(self.model, self.tokenizer)
+        self.load_seconds = time.perf_counter() - started
+        self._generators: dict[str, Any] = {}
+        self._eos_ids = self._collect_eos_ids()
+
+    # -- protocol
+
+    def count_tokens(self, messages: Messages) -> int:
+        return count_prompt_tokens(self.tokenizer, messages)
+
+    def generate(self, requests: Sequence[JudgeRequest]) -> list[JudgeResult]:
+        import torch
+
+        before = torch.get_num_threads()
+        if self.threads:
+            torch.set_num_threads(self.threads)
+        try:
+            return self._generate(requests)
+        finally:
+            torch.set_num_threads(before)
+
+    def _generate(self, requests: Sequence[JudgeRequest]) -> list[JudgeResult]:
+        results: list[JudgeResult | None] = [None] * len(requests)
+        prompts = [render_prompt(self.tokenizer, r.messages) for r in requests]
+        lengths = [
+            len(ids) for ids in self.tokenizer(prompts, add_special_tokens=False)["input_ids"]
+        ]
+        groups: dict[tuple[str, int], list[int]] = {}
+        for i, r in enumerate(requests):
+            groups.setdefault((schema_id(r.schema), r.max_tokens), []).append(i)
+        for idxs in groups.values():
+            idxs.sort(key=lambda i: lengths[i])
+            for batch in self._micro_batches(idxs, lengths):
+                for i, res in zip(
+                    batch,
+                    self._run_batch([requests[i] for i in batch], [prompts[i] for i in batch]),
+                ):
+                    results[i] = res
+        return [r for r in results if r is not None]
+
+    # -- internals
+
+    def _micro_batches(self, idxs: list[int], lengths: list[int]) -> list[list[int]]:
+        """Cut length-sorted requests into batches with batch_size x longest prompt <= budget."""
+        batches: list[list[int]] = []
+        current: list[int] = []
+        for i in idxs:
+            longest = max([lengths[j] for j in current] + [lengths[i]])
+            if current and (
+                (len(current) + 1) * longest > self.token_budget or len(current) >= self.max_batch
+            ):
+                batches.append(current)
+                current = []
+            current.append(i)
+        if current:
+            batches.append(current)
+        return batches
+
+    def generator_for(self, schema: Any) -> Any:
+        """The outlines generator for a schema, compiled on first use and then reused."""
+        key = schema_id(schema)
+        if key not in self._generators:
+            import outlines
+            from outlines.types import JsonSchema
+
+            # No free whitespace between JSON tokens: shorter outputs, and no whitespace loops.
+            term = JsonSchema(schema_json(schema), whitespace_pattern="")
+            self._generators[key] = outlines.Generator(self._om, term)
+        return self._generators[key]
+
+    def _collect_eos_ids(self) -> set[int]:
+        ids = {self.tokenizer.eos_token_id}
+        cfg = getattr(self.model.generation_config, "eos_token_id", None)
+        ids.update(cfg if isinstance(cfg, list) else [cfg])
+        return {i for i in ids if i is not None}
+
+    def _run_batch(self, reqs: list[JudgeRequest], prompts: list[str]) -> list[JudgeResult]:
+        schema = reqs[0].schema
+        index = self.generator_for(schema).logits_processor.index
+        ids = self.tokenizer(prompts, add_special_tokens=False)["input_ids"]
+        want_lp = any(r.want_logprobs for r in reqs)
+        pad_id = self.tokenizer.pad_token_id
+        started = time.perf_counter()
+        decoded = constrained_greedy(
+            self.model,
+            index,
+            ids,
+            max_new_tokens=reqs[0].max_tokens,
+            eos_ids=self._eos_ids,
+            pad_id=pad_id if pad_id is not None else min(self._eos_ids),
+            top_k=TOP_LOGPROBS if want_lp else 0,
+        )
+        wall = time.perf_counter() - started
+        out: list[JudgeResult] = []
+        for req, prompt_ids, dec in zip(reqs, ids, decoded):
+            text_ids = dec.token_ids[:-1] if dec.stopped else dec.token_ids
+            text = self.tokenizer.decode(text_ids, skip_special_tokens=True)
+            parsed, error = parse_output(schema, text, hit_max_tokens=not dec.stopped)
+            res = JudgeResult(
+                parsed=parsed,
+                raw_text=text,
+                prompt_tokens=len(prompt_ids),
+                output_tokens=len(dec.token_ids),
+                gpu_seconds=0.0,
+                error=error,
+                extra={"batch_size": len(reqs)},
+            )
+            if req.want_logprobs:
+                res.token_logprobs = self._logprobs(dec)
+                res.extra["logprob_source"] = LOGPROB_SOURCE
+            out.append(res)
+        split_device_seconds(out, wall, self.gpus)
+        return out
+
+    def _logprobs(self, dec: Decoded) -> list[dict[str, float]]:
+        steps: list[dict[str, float]] = []
+        for values, indices in dec.top_logprobs:
+            alts: dict[str, float] = {}
+            for lp, tid in zip(values, indices):
+                if lp == float("-inf"):
+                    continue
+                text = self.tokenizer.decode([tid])
+                alts[text] = max(lp, alts.get(text, float("-inf")))
+            steps.append(alts)
+        return steps
+
+
+def _outlines_model(model: Any, tokenizer: Any) -> Any:
+    import outlines
+
+    return outlines.from_transformers(model, tokenizer)
+
+
+def split_device_seconds(results: Sequence[JudgeResult], wall: float, gpus: int) -> None:
+    """Charge a call's wall time x devices held to its requests in proportion to their tokens.
+
+    On CPU (gpus=0) one device is counted, so the figure is device-seconds of the CPU backend.
+    """
+    total = wall * max(gpus, 1)
+    tokens = [r.prompt_tokens + r.output_tokens for r in results]
+    denom = sum(tokens) or len(results) or 1
+    for r, t in zip(results, tokens):
+        r.gpu_seconds = total * ((t or (0 if sum(tokens) else 1)) / denom)

