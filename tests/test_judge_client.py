@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -337,3 +338,26 @@ def test_calibrate_and_estimate_without_weights(tiny_backend, tiny_profile, tmp_
     est = estimate_llm(reqs, counter, calib, cache=cache, fingerprint=tiny_backend.fingerprint)
     assert (est["cached"], est["uncached"]) == (2, 4)
     assert est["gpu_seconds"] > 0 and est["output_source"] == "calibration"
+
+
+def test_calibrate_cli_writes_profile(tiny_judge_dir: Path, tmp_path: Path) -> None:
+    from click.testing import CliRunner
+
+    from nexagauge_local.cli.judge_cmds import calibrate_cmd, load_calibration
+
+    args = [
+        "--model",
+        str(tiny_judge_dir),
+        "--backend",
+        "hf",
+        "--n",
+        "2",
+        "--cache-dir",
+        str(tmp_path),
+    ]
+    out = CliRunner().invoke(calibrate_cmd, args)
+    assert out.exit_code == 0, out.output
+    [written] = list((tmp_path / "calibration").glob("*.json"))
+    data = json.loads(written.read_text())
+    assert load_calibration(tmp_path, data["fingerprint"]) == data
+    assert "tok/s" in out.output
