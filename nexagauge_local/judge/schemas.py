@@ -112,15 +112,22 @@ def verdict_schema(
     return create_model(name, __base__=_Strict, **fields)
 
 
-@_cached
-def _claim_item_schema(
-    scoring_mode: str, include_reasoning: bool, reasoning_chars: int
-) -> type[BaseModel]:
+def _rating_fields(scoring_mode: str, include_reasoning: bool, reasoning_chars: int) -> dict[str, Any]:
+    """Reasoning (when asked) first, then a 1..5 `score` or a yes/no `verdict`: the shape shared
+    by per-claim verdicts and G-Eval."""
     fields: dict[str, Any] = dict(_reasoning_field(include_reasoning, reasoning_chars))
     if scoring_mode == "scale_1_5":
         fields["score"] = (Score1to5, ...)
     else:
         fields["verdict"] = (YesNo, ...)
+    return fields
+
+
+@_cached
+def _claim_item_schema(
+    scoring_mode: str, include_reasoning: bool, reasoning_chars: int
+) -> type[BaseModel]:
+    fields = _rating_fields(scoring_mode, include_reasoning, reasoning_chars)
     name = f"ClaimVerdict{_suffix(scoring_mode, include_reasoning)}_{reasoning_chars}"
     return create_model(name, __base__=_Strict, **fields)
 
@@ -163,11 +170,7 @@ def geval_schema(
 ) -> type[BaseModel]:
     """G-Eval score: `score` 1..5 (scale_1_5) or `verdict` yes/no (binary), reasoning first."""
     _check_mode(scoring_mode)
-    fields: dict[str, Any] = dict(_reasoning_field(include_reasoning, reasoning_chars))
-    if scoring_mode == "scale_1_5":
-        fields["score"] = (Score1to5, ...)
-    else:
-        fields["verdict"] = (YesNo, ...)
+    fields = _rating_fields(scoring_mode, include_reasoning, reasoning_chars)
     name = f"GEval{_suffix(scoring_mode, include_reasoning)}_{reasoning_chars}"
     return create_model(name, __base__=_Strict, **fields)
 
