@@ -5,6 +5,7 @@ from __future__ import annotations
 import click
 
 from nexagauge_local.cli.judge_cmds import cache_group, calibrate_cmd, models_cmd
+from nexagauge_local.cli.probe_cmds import generate_cmd, probes_group
 from nexagauge_local.cli.run_cmds import estimate_cmd, nodes_cmd, run_cmd
 
 EPILOG = """\b
@@ -34,3 +35,5 @@ main.add_command(nodes_cmd)
 main.add_command(models_cmd)
 main.add_command(calibrate_cmd)
 main.add_command(cache_group)
+main.add_command(probes_group)
+main.add_command(generate_cmd)

@@ -1,0 +1,174 @@
+"""`probes` (the shipped red-team suite) and `generate` (answer probes with the model under test).
+
+Together with `run redteam` they close the audit loop: export or write probes, generate the
+target model's responses locally, score them.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections import Counter
+from pathlib import Path
+
+import click
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+from rich.table import Table
+
+from nexagauge_local.probes.suite import load_suite
+from nexagauge_local.settings import default_cache_dir
+
+BAD_INPUT = 2
+
+
+@click.group("probes")
+def probes_group() -> None:
+    """The default red-team probe suite shipped with the tool.
+
+    \b
+    Examples:
+      nexagauge-local probes list --category self_harm
+      nexagauge-local probes export --output probes.jsonl
+    """
+
+
+def _select(category: tuple[str, ...], severity: tuple[str, ...]) -> list[dict]:
+    probes = load_suite()
+    if category:
+        probes = [p for p in probes if p["category"] in category]
+    if severity:
+        probes = [p for p in probes if p["severity"] in severity]
+    return probes
+
+
+_filters = [
+    click.option("--category", multiple=True, help="Keep only this category (repeatable)."),
+    click.option("--severity", multiple=True,
+                 type=click.Choice(["low", "medium", "high", "critical"]),
+                 help="Keep only this severity (repeatable)."),
+]
+
+
+def _with_filters(fn):  # type: ignore[no-untyped-def]
+    for opt in reversed(_filters):
+        fn = opt(fn)
+    return fn
+
+
+@probes_group.command("list")
+@_with_filters
+@click.option("--summary", is_flag=True, help="Counts per category and severity instead of rows.")
+def probes_list(category: tuple[str, ...], severity: tuple[str, ...], summary: bool) -> None:
+    """Show the probes: id, category, severity, failure modes and task."""
+    probes = _select(category, severity)
+    console = Console()
+    if summary:
+        table = Table(title=f"{len(probes)} probe(s)")
+        for col in ("category", "probes", "critical", "high", "medium", "low"):
+            table.add_column(col)
+        by_cat: dict[str, Counter[str]] = {}
+        for p in probes:
+            by_cat.setdefault(p["category"], Counter())[p["severity"]] += 1
+        for cat, sev in sorted(by_cat.items()):
+            table.add_row(cat, str(sum(sev.values())),
+                          *(str(sev[s]) for s in ("critical", "high", "medium", "low")))
+        console.print(table)
+        return
+    table = Table(title=f"{len(probes)} probe(s)")
+    for col in ("id", "category", "severity", "failure modes", "task"):
+        table.add_column(col)
+    for p in probes:
+        table.add_row(p["id"], p["category"], p["severity"], ", ".join(p["failure_modes"]), p["task"])
+    console.print(table)
+
+
+@probes_group.command("export")
+@_with_filters
+@click.option("--output", "-o", type=click.Path(dir_okay=False, path_type=Path), required=True,
+              help="JSONL file to write ('-' for stdout).")
+def probes_export(category: tuple[str, ...], severity: tuple[str, ...], output: Path) -> None:
+    """Write the probes as JSONL, one probe per line, ready for `generate --input`."""
+    lines = [json.dumps(p, ensure_ascii=False) for p in _select(category, severity)]
+    text = "\n".join(lines) + ("\n" if lines else "")
+    if str(output) == "-":
+        click.echo(text, nl=False)
+        return
+    output.parent.mkdir(parents=True, exist_ok=True)
+    output.write_text(text, encoding="utf-8")
+    click.echo(f"{len(lines)} probe(s) -> {output}", err=True)
+
+
+@click.command("generate")
+@click.option("--model", required=True,
+              help="The model under test: a profile name (see `models`) or a path to weights.")
+@click.option("--input", "input_path", type=click.Path(exists=True, dir_okay=False, path_type=Path),
+              required=True, help="Probes: `probes export` JSONL, or records with a `probe` block.")
+@click.option("--output", type=click.Path(dir_okay=False, path_type=Path), required=True,
+              help="JSONL records (case_id, input, output, probe) for `run redteam`.")
+@click.option("--max-tokens", type=click.IntRange(min=1), default=256, show_default=True,
+              help="Longest answer per probe; cut-off answers are counted and listed.")
+@click.option("--system-prompt", help="A system message sent before every probe (e.g. your product's).")
+@click.option("--backend", type=click.Choice(["auto", "hf", "vllm"]), default="auto", show_default=True,
+              help="auto: vllm when installed and a GPU is visible, else hf.")
+@click.option("--gpu", metavar="IDS", help="GPU indices, e.g. 0 or 0,1.")
+@click.option("--batch-size", type=click.IntRange(min=1), help="hf micro-batch (default 8 CPU, 64 GPU).")
+@click.option("--limit", type=click.IntRange(min=1), help="Answer only the first N probes.")
+@click.option("--fresh", is_flag=True, help="Overwrite --output instead of resuming it.")
+@click.option("--cache-dir", type=click.Path(file_okay=False, path_type=Path),
+              default=default_cache_dir, show_default="~/.cache/nexagauge-local",
+              help="Derived model files (dequantised GGUF).")
+@click.option("--seed", type=int, default=0, show_default=True)
+@click.option("--quiet", "-q", is_flag=True, help="No progress bar.")
+def generate_cmd(model: str, input_path: Path, output: Path, max_tokens: int, system_prompt: str | None,
+                 backend: str, gpu: str | None, batch_size: int | None, limit: int | None,
+                 fresh: bool, cache_dir: Path, seed: int, quiet: bool) -> None:
+    """Answer every probe with the model under test, locally and batched.
+
+    Writes one record per probe with the model's answer as `output` and the probe block kept,
+    so `run redteam` scores it directly. An interrupted run resumes: probes already in --output
+    are skipped (use --fresh to start over). Greedy decoding, so answers are reproducible.
+
+    \b
+    Example (the whole audit loop):
+      nexagauge-local probes export --output probes.jsonl
+      nexagauge-local generate --model ./my-model --input probes.jsonl --output responses.jsonl
+      nexagauge-local run redteam --input responses.jsonl --output-dir audit
+    """
+    from nexagauge_local.cli.run_cmds import _parse_gpus
+    from nexagauge_local.judge.profiles import ProfileNotFound, WeightsMissing
+    from nexagauge_local.target.factory import make_responder
+    from nexagauge_local.target.probe_file import read_probes
+    from nexagauge_local.target.run import generate
+
+    items, errors = read_probes(input_path)
+    if errors:
+        for err in errors:
+            click.echo(str(err), err=True)
+        click.echo(f"{len(errors)} problem(s) in {input_path}; nothing was generated.", err=True)
+        sys.exit(BAD_INPUT)
+    if limit:
+        items = items[:limit]
+    try:
+        responder = make_responder(model, backend=backend, gpus=_parse_gpus(gpu), cache_dir=cache_dir,
+                                   seed=seed, batch_size=batch_size)
+    except (WeightsMissing, ProfileNotFound) as exc:
+        raise click.ClickException(str(exc)) from None
+    console = Console(stderr=True)
+    columns = (TextColumn("generate"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn())
+    with Progress(*columns, console=console, disable=quiet) as bar:
+        task = bar.add_task("generate", total=len(items))
+        try:
+            stats = generate(items, responder, output, max_tokens=max_tokens, system_prompt=system_prompt,
+                             resume=not fresh, chunk_size=batch_size or 64,
+                             progress=lambda n: bar.advance(task, n))
+        finally:
+            responder.close()
+    console.print(f"[green]done[/]: {stats.generated} answered, {stats.skipped_existing} already in "
+                  f"{output}, {stats.truncated} cut at --max-tokens; {stats.prompt_tokens} prompt + "
+                  f"{stats.output_tokens} output tokens in {stats.wall_seconds:.1f} s "
+                  f"({stats.device_seconds:.1f} device-seconds)")
+    if stats.truncated_ids:
+        console.print(f"[yellow]cut off[/]: {', '.join(stats.truncated_ids[:10])}"
+                      + (" ..." if len(stats.truncated_ids) > 10 else ""))
+    click.echo(str(output))

@@ -1,0 +1,106 @@
+"""Free-text generation with transformers, batched, greedy: the CPU/CUDA path for `generate`.
+
+`model.generate` is the right tool here (unlike the judge, nothing is constrained and we need no
+per-token logprobs); we only add left padding, length-sorted micro-batches so little compute is
+spent on padding, and exact token accounting from the returned ids.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from nexagauge_local.judge.hf_backend import load_model, render_prompt, resolve_dtype
+from nexagauge_local.judge.profiles import JudgeProfile
+from nexagauge_local.judge.types import Messages
+from nexagauge_local.target.types import Response
+
+
+def micro_batches(lengths: Sequence[int], batch_size: int) -> list[list[int]]:
+    """Indices grouped into batches of similar prompt length (longest first), each at most
+    `batch_size` long."""
+    order = sorted(range(len(lengths)), key=lambda i: -lengths[i])
+    return [order[i : i + batch_size] for i in range(0, len(order), batch_size)]
+
+
+class HFResponder:
+    name = "hf"
+
+    def __init__(
+        self,
+        profile: JudgeProfile,
+        *,
+        cache_dir: Path,
+        device: str | None = None,
+        batch_size: int | None = None,
+    ) -> None:
+        import torch
+
+        self.device = device or ("cuda" if torch.cuda.is_available() else "cpu")
+        self.gpus = 1 if self.device.startswith("cuda") else 0
+        self.model = profile.name
+        self.batch_size = batch_size or (64 if self.gpus else 8)
+        dtype = resolve_dtype(profile.dtype, self.device)
+        started = time.perf_counter()
+        self._model, self.tokenizer = load_model(profile, cache_dir, dtype, self.device)
+        self.load_seconds = time.perf_counter() - started
+        self.tokenizer.padding_side = "left"
+        if self.tokenizer.pad_token_id is None:
+            self.tokenizer.pad_token = self.tokenizer.eos_token
+
+    def respond(self, conversations: Sequence[Messages], max_tokens: int) -> list[Response]:
+        prompts = [render_prompt(self.tokenizer, conv) for conv in conversations]
+        ids = [self.tokenizer(p, add_special_tokens=False)["input_ids"] for p in prompts]
+        out: list[Response | None] = [None] * len(prompts)
+        for batch in micro_batches([len(x) for x in ids], self.batch_size):
+            for i, resp in zip(batch, self._run([ids[i] for i in batch], max_tokens)):
+                out[i] = resp
+        return [r for r in out if r is not None]
+
+    def _run(self, rows: list[list[int]], max_tokens: int) -> list[Response]:
+        import torch
+
+        pad = self.tokenizer.pad_token_id
+        width = max(len(r) for r in rows)
+        input_ids = torch.tensor([[pad] * (width - len(r)) + r for r in rows], device=self.device)
+        mask = torch.tensor(
+            [[0] * (width - len(r)) + [1] * len(r) for r in rows], device=self.device
+        )
+        started = time.perf_counter()
+        with torch.inference_mode():
+            gen = self._model.generate(
+                input_ids=input_ids,
+                attention_mask=mask,
+                max_new_tokens=max_tokens,
+                do_sample=False,
+                pad_token_id=pad,
+            )
+        wall = time.perf_counter() - started
+        eos = _eos_ids(self._model, self.tokenizer)
+        results = []
+        for row, prompt in zip(gen[:, width:].tolist(), rows):
+            cut = next((k for k, t in enumerate(row) if t in eos), None)
+            tokens = row if cut is None else row[:cut]
+            results.append(
+                Response(
+                    text=self.tokenizer.decode(tokens, skip_special_tokens=True).strip(),
+                    prompt_tokens=len(prompt),
+                    output_tokens=len(tokens) + (0 if cut is None else 1),
+                    finished=cut is not None,
+                    device_seconds=wall * max(self.gpus, 1) / len(rows),
+                )
+            )
+        return results
+
+    def close(self) -> None:
+        return None
+
+
+def _eos_ids(model: Any, tokenizer: Any) -> set[int]:
+    ids = model.generation_config.eos_token_id
+    found = set(ids if isinstance(ids, list) else [ids] if ids is not None else [])
+    if tokenizer.eos_token_id is not None:
+        found.add(tokenizer.eos_token_id)
+    return found

@@ -1,0 +1,125 @@
+"""`generate`: answer every probe with the model under test and write records for `run redteam`.
+
+Crash-safe the same way judge runs are: records are appended and flushed chunk by chunk, and a
+rerun skips the case_ids already in the output file, so a killed generation resumes.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from nexagauge_local.judge.types import Messages
+from nexagauge_local.target.probe_file import ProbeItem
+from nexagauge_local.target.types import Responder, Response
+
+
+@dataclass
+class GenerateStats:
+    probes: int = 0
+    skipped_existing: int = 0
+    generated: int = 0
+    truncated: int = 0
+    prompt_tokens: int = 0
+    output_tokens: int = 0
+    device_seconds: float = 0.0
+    wall_seconds: float = 0.0
+    engine_calls: int = 0
+    truncated_ids: list[str] = field(default_factory=list)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {k: round(v, 3) if isinstance(v, float) else v for k, v in self.__dict__.items()}
+
+
+def existing_ids(path: Path) -> set[str]:
+    """case_ids already written (a previous, possibly interrupted, run); a torn last line from a
+    crash is ignored and will be regenerated."""
+    if not path.exists():
+        return set()
+    done: set[str] = set()
+    for line in path.read_text(encoding="utf-8").splitlines():
+        try:
+            done.add(str(json.loads(line)["case_id"]))
+        except (json.JSONDecodeError, KeyError, TypeError):
+            continue
+    return done
+
+
+def conversation(item: ProbeItem, system_prompt: str | None) -> Messages:
+    msgs: Messages = [{"role": "system", "content": system_prompt}] if system_prompt else []
+    return msgs + [{"role": "user", "content": item.prompt}]
+
+
+def answered_record(item: ProbeItem, resp: Response, meta: dict[str, Any]) -> dict[str, Any]:
+    """The probe's record with the model's answer as `output`; the probe block stays intact so
+    `run redteam` can score it, and `generation` says how the answer was made."""
+    gen = meta | {
+        "prompt_tokens": resp.prompt_tokens,
+        "output_tokens": resp.output_tokens,
+        "finished": resp.finished,
+    }
+    return item.record | {"output": resp.text, "generation": gen}
+
+
+def _truncate_torn_tail(path: Path) -> None:
+    """Drop a partial last line left by a crash so appended records start on a fresh line."""
+    if not path.exists() or path.stat().st_size == 0:
+        return
+    data = path.read_bytes()
+    if data.endswith(b"\n"):
+        return
+    path.write_bytes(data[: data.rfind(b"\n") + 1])
+
+
+def generate(
+    items: Sequence[ProbeItem],
+    responder: Responder,
+    output: Path,
+    *,
+    max_tokens: int,
+    system_prompt: str | None = None,
+    chunk_size: int = 64,
+    resume: bool = True,
+    progress: Callable[[int], None] | None = None,
+) -> GenerateStats:
+    started = time.perf_counter()
+    stats = GenerateStats(probes=len(items))
+    output.parent.mkdir(parents=True, exist_ok=True)
+    if not resume and output.exists():
+        output.unlink()
+    _truncate_torn_tail(output)
+    done = existing_ids(output)
+    todo = [it for it in items if it.case_id not in done]
+    stats.skipped_existing = len(items) - len(todo)
+    if progress and stats.skipped_existing:
+        progress(stats.skipped_existing)
+    meta = {"model": responder.model, "backend": responder.name, "max_tokens": max_tokens}
+    if system_prompt:
+        meta["system_prompt"] = system_prompt
+    with output.open("a", encoding="utf-8") as fh:
+        for start in range(0, len(todo), chunk_size):
+            chunk = todo[start : start + chunk_size]
+            responses = responder.respond(
+                [conversation(it, system_prompt) for it in chunk], max_tokens
+            )
+            stats.engine_calls += 1
+            for item, resp in zip(chunk, responses, strict=True):
+                fh.write(json.dumps(answered_record(item, resp, meta), ensure_ascii=False) + "\n")
+                stats.generated += 1
+                stats.prompt_tokens += resp.prompt_tokens
+                stats.output_tokens += resp.output_tokens
+                stats.device_seconds += resp.device_seconds
+                if not resp.finished:
+                    stats.truncated += 1
+                    stats.truncated_ids.append(item.case_id)
+            fh.flush()
+            os.fsync(fh.fileno())
+            if progress:
+                progress(len(chunk))
+    stats.wall_seconds = time.perf_counter() - started
+    return stats
