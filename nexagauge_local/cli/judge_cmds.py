@@ -9,31 +9,30 @@ prompt token and per output token.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import platform
 import time
-from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any
 
 import click
 from rich.console import Console
 from rich.table import Table
 
-from nexagauge_local.cache import JudgeCache, request_key
+from nexagauge_local.cache import JudgeCache
+from nexagauge_local.estimate.cost import (  # noqa: F401  (re-exported: the CLI's helpers)
+    CALIBRATION_VERSION,
+    TokenCounting,
+    calibration_path,
+    estimate_llm,
+    load_calibration,
+)
 from nexagauge_local.judge import schemas as S
 from nexagauge_local.judge.client import DEMO_NOTICE
 from nexagauge_local.judge.profiles import expand_weights, list_profiles
-from nexagauge_local.judge.types import Backend, JudgeRequest, JudgeResult, Messages
+from nexagauge_local.judge.types import Backend, JudgeRequest, JudgeResult
 from nexagauge_local.settings import RunSettings, default_cache_dir
-
-CALIBRATION_VERSION = 1
-
-
-class TokenCounting(Protocol):
-    def count_tokens(self, messages: Messages) -> int: ...
 
 
 def _console() -> Console:
@@ -93,11 +92,6 @@ def device_key(backend: Backend) -> str:
         names = {torch.cuda.get_device_name(i) for i in range(torch.cuda.device_count())}
         return f"cuda:{backend.gpus}x{'/'.join(sorted(names))}"
     return f"cpu:{os.cpu_count()}x{platform.machine()}"
-
-
-def calibration_path(cache_dir: Path, fingerprint: str, device: str) -> Path:
-    digest = hashlib.sha256(f"{fingerprint}|{device}".encode()).hexdigest()[:20]
-    return cache_dir / "calibration" / f"{digest}.json"
 
 
 def _workload(n: int, schema: type, tag: str) -> list[JudgeRequest]:
@@ -219,88 +213,6 @@ def calibrate_cmd(
         f"{unit}-seconds per red-team judgement (batched, n={n}); parsed {result['parsed']}/{2 * n}"
     )
     console.print(f"calibration written to {path}")
-
-
-def load_calibration(cache_dir: Path, fingerprint: str) -> dict[str, Any] | None:
-    """The newest calibration for this judge fingerprint on any device of this host."""
-    folder = cache_dir / "calibration"
-    found = []
-    for p in folder.glob("*.json") if folder.is_dir() else []:
-        try:
-            data = json.loads(p.read_text())
-        except (OSError, ValueError):
-            continue
-        if data.get("fingerprint") == fingerprint and data.get("version") == CALIBRATION_VERSION:
-            found.append(data)
-    return max(found, key=lambda d: d.get("measured_at", "")) if found else None
-
-
-# ------------------------------------------------------------------ estimate helper
-
-
-def estimate_llm(
-    requests: Sequence[JudgeRequest],
-    backend_tokenizer_only: TokenCounting,
-    calibration: dict[str, Any] | None,
-    *,
-    cache: JudgeCache | None = None,
-    fingerprint: str | None = None,
-    seed: int = 0,
-) -> dict[str, Any]:
-    """Predict a node's judge cost without loading weights.
-
-    Prompt tokens are exact (the judge's tokenizer + chat template). Output tokens: the
-    calibrated mean for the same schema, else max_tokens x the calibrated fill ratio, else half
-    the schema bound. Device-seconds from the calibrated per-token costs (None without one).
-    Requests already in the cache (same key as a run would use) cost nothing.
-    """
-    unique: dict[str, JudgeRequest] = {}
-    for r in requests:
-        k = (
-            request_key(
-                fingerprint,
-                r.prompt_version,
-                r.messages,
-                S.schema_id(r.schema),
-                max_tokens=r.max_tokens,
-                seed=seed,
-                want_logprobs=r.want_logprobs,
-            )
-            if fingerprint
-            else json.dumps([r.messages, S.schema_id(r.schema), r.max_tokens])
-        )
-        unique.setdefault(k, r)
-    cached = set(cache.get_many(unique)) if cache is not None and fingerprint else set()
-    todo = [r for k, r in unique.items() if k not in cached]
-    schemas = (calibration or {}).get("schemas", {})
-    fill = (calibration or {}).get("fill_ratio")
-    prompt_tokens = sum(backend_tokenizer_only.count_tokens(r.messages) for r in todo)
-    output_tokens = 0.0
-    for r in todo:
-        known = schemas.get(S.schema_id(r.schema))
-        if known:
-            output_tokens += known["mean_output_tokens"]
-        elif fill:
-            output_tokens += r.max_tokens * fill
-        else:
-            output_tokens += r.max_tokens / 2
-    gpu_seconds = None
-    if calibration:
-        gpu_seconds = (
-            prompt_tokens * calibration["seconds_per_prompt_token"]
-            + output_tokens * calibration["seconds_per_output_token"]
-        )
-    return {
-        "requests": len(requests),
-        "unique": len(unique),
-        "cached": len(cached),
-        "uncached": len(todo),
-        "prompt_tokens": prompt_tokens,
-        "output_tokens": round(output_tokens),
-        "output_source": "calibration" if calibration else "schema_bounds/2",
-        "gpu_seconds": gpu_seconds,
-        "device": (calibration or {}).get("device"),
-    }
 
 
 # ------------------------------------------------------------------ cache

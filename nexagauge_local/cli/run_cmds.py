@@ -156,22 +156,40 @@ def _fmt(x: float | None) -> str:
 @click.command("estimate")
 @click.argument("target", callback=lambda c, p, v: _target(v), metavar="TARGET")
 @dataset_options
+@click.option("--model", default="demo", show_default=True,
+              help="Judge profile name (see `models`) or a path to weights; only its tokenizer is loaded.")
+@click.option("--backend", type=click.Choice(["auto", "hf", "vllm"]), default="auto", show_default=True,
+              help="Must match the run's, since the cache key names the backend.")
+@click.option("--cache-dir", type=click.Path(file_okay=False, path_type=Path),
+              default=default_cache_dir, show_default="~/.cache/nexagauge-local",
+              help="Judge cache (cached requests cost nothing) and calibrations.")
+@click.option("--json", "as_json", is_flag=True, help="Print the estimate as JSON.")
 def estimate_cmd(target: str, input_path: str, limit: int | None, fields: tuple[str, ...],
-                 on_error: str) -> None:
-    """Say what `run TARGET` would do, without running it: eligible cases per node.
+                 on_error: str, model: str, backend: str, cache_dir: Path, as_json: bool) -> None:
+    """Say what `run TARGET` would do and cost, without loading the judge's weights.
 
-    Deterministic nodes cost zero GPU-seconds.
+    Per node: eligible cases; for LLM nodes the judge requests, how many the cache already
+    holds, exact prompt tokens (the judge's tokenizer and chat template), predicted output
+    tokens, and GPU-seconds when `calibrate` has measured this judge on this host. grounding,
+    relevance and geval depend on earlier judge answers (claims, steps), so their requests are
+    built from stand-ins and marked as estimated. Deterministic nodes cost zero GPU-seconds.
 
     \b
-    Example:
+    Examples:
       nexagauge-local estimate eval --input data.jsonl --limit 100
+      nexagauge-local calibrate --model qwen2.5-7b-instruct --gpu 0   # then estimate again
+      nexagauge-local estimate redteam --input probes.jsonl --model qwen2.5-7b-instruct --json
     """
+    import json
+
+    specs = [s for s in plan(target) if s.name != "report"]
+    settings = RunSettings(target=target, limit=limit, on_error=on_error, cache_dir=cache_dir,
+                           model=model, backend=backend, progress=False)
     with tempfile.TemporaryDirectory() as tmp:
         dataset = _open_dataset(input_path, fields, limit, Path(tmp))
         scan = dataset.scan()
         if scan.errors and on_error == "fail":
             _fail_records(RecordsError(scan.errors))
-        specs = [s for s in plan(target) if s.name != "report"]
         eligible: Counter[str] = Counter()
         reasons: dict[str, Counter[str]] = {s.name: Counter() for s in specs}
         for case in dataset.cases():
@@ -183,14 +201,58 @@ def estimate_cmd(target: str, input_path: str, limit: int | None, fields: tuple[
                     eligible[spec.name] += 1
                 else:
                     reasons[spec.name][reason] += 1
+        judge = _judge_estimates(dataset, settings) if any(s.kind == "llm" for s in specs) else {}
+    if as_json:
+        click.echo(json.dumps({"target": target, "cases": scan.valid, "nodes": {
+            s.name: {"kind": s.kind, "eligible": eligible[s.name],
+                     "skipped": dict(reasons[s.name]), **({"judge": judge[s.name]} if s.name in judge else {})}
+            for s in specs}}, indent=2))
+        return
     table = Table(title=f"estimate {target}: {scan.valid} case(s)")
-    for col in ("node", "kind", "eligible", "skipped (why)", "GPU-seconds"):
-        table.add_column(col)
+    for col in ("node", "cases", "requests", "cached", "prompt tok", "output tok", "GPU-s"):
+        table.add_column(col, justify="left" if col == "node" else "right")
     for spec in specs:
-        why = ", ".join(f"{n} {r}" for r, n in reasons[spec.name].most_common(3))
-        gpu = "0" if spec.kind != "llm" else "needs judge"
-        table.add_row(spec.name, spec.kind, str(eligible[spec.name]), why, gpu)
-    Console().print(table)
+        est = judge.get(spec.name)
+        if est is None:
+            cells = ["-", "-", "-", "-", "0" if spec.kind != "llm" else "-"]
+        else:
+            mark = "~" if est["basis"] != "exact requests" else ""
+            gpu = "n/a" if est["gpu_seconds"] is None else f"{mark}{est['gpu_seconds']:.1f}"
+            cells = [str(est["requests"]), str(est["cached"]), f"{mark}{est['prompt_tokens']}",
+                     f"~{est['output_tokens']}", gpu]
+        table.add_row(spec.name + ("" if spec.kind == "llm" else " *"), str(eligible[spec.name]), *cells)
+    console = Console()
+    console.print(table)
+    console.print("* no judge: zero GPU-seconds.")
+    for spec in specs:
+        if reasons[spec.name]:
+            why = ", ".join(f"{n} {r}" for r, n in reasons[spec.name].most_common(3))
+            console.print(f"{spec.name}: skipped {sum(reasons[spec.name].values())} ({why})")
+    if judge:
+        first = next(iter(judge.values()))
+        console.print("~ = estimated: grounding/relevance/geval requests are built from stand-in "
+                      "claims/steps; output tokens are predicted.")
+        if first["gpu_seconds"] is None:
+            console.print(f"GPU-seconds need a calibration of this judge on this host: "
+                          f"`nexagauge-local calibrate --model {model}`.")
+        else:
+            console.print(f"GPU-seconds from the calibration on {first['device']}.")
+
+
+def _judge_estimates(dataset: Dataset, settings: RunSettings) -> dict[str, dict[str, Any]]:
+    """Resolve the judge (tokenizer only) and estimate its requests; a missing model is a
+    usage error naming where the weights should be."""
+    from nexagauge_local.estimate.plan import judge_estimates
+    from nexagauge_local.judge.factory import make_backend_factory
+    from nexagauge_local.judge.hf_backend import TokenCounter
+    from nexagauge_local.judge.profiles import ProfileNotFound, WeightsMissing
+
+    try:
+        factory = make_backend_factory(settings)
+    except (WeightsMissing, ProfileNotFound) as exc:
+        raise click.ClickException(str(exc)) from None
+    counter = TokenCounter(factory.profile, settings.cache_dir)
+    return judge_estimates(dataset, settings, counter, factory.fingerprint)
 
 
 @click.command("nodes")

@@ -1,0 +1,105 @@
+"""Turn a node's judge requests into predicted tokens and device-seconds.
+
+Prompt tokens are exact (the judge's own tokenizer and chat template, no weights). Output
+tokens come from `calibrate` when it measured the same schema, else max_tokens x the calibrated
+fill ratio, else half the schema bound. Device-seconds need a calibration for this judge
+fingerprint; without one they are None rather than a guess.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any, Protocol
+
+from nexagauge_local.cache import JudgeCache, request_key
+from nexagauge_local.judge import schemas as S
+from nexagauge_local.judge.types import JudgeRequest, Messages
+
+CALIBRATION_VERSION = 1
+
+
+class TokenCounting(Protocol):
+    def count_tokens(self, messages: Messages) -> int: ...
+
+
+def calibration_path(cache_dir: Path, fingerprint: str, device: str) -> Path:
+    import hashlib
+
+    digest = hashlib.sha256(f"{fingerprint}|{device}".encode()).hexdigest()[:20]
+    return cache_dir / "calibration" / f"{digest}.json"
+
+
+def load_calibration(cache_dir: Path, fingerprint: str) -> dict[str, Any] | None:
+    """The newest calibration for this judge fingerprint on any device of this host."""
+    folder = cache_dir / "calibration"
+    found = []
+    for p in folder.glob("*.json") if folder.is_dir() else []:
+        try:
+            data = json.loads(p.read_text())
+        except (OSError, ValueError):
+            continue
+        if data.get("fingerprint") == fingerprint and data.get("version") == CALIBRATION_VERSION:
+            found.append(data)
+    return max(found, key=lambda d: d.get("measured_at", "")) if found else None
+
+
+def estimate_llm(
+    requests: Sequence[JudgeRequest],
+    backend_tokenizer_only: TokenCounting,
+    calibration: dict[str, Any] | None,
+    *,
+    cache: JudgeCache | None = None,
+    fingerprint: str | None = None,
+    seed: int = 0,
+) -> dict[str, Any]:
+    """Predict a node's judge cost; requests already cached (same key a run would use) and
+    in-node duplicates cost nothing."""
+    unique: dict[str, JudgeRequest] = {}
+    for r in requests:
+        k = (
+            request_key(
+                fingerprint,
+                r.prompt_version,
+                r.messages,
+                S.schema_id(r.schema),
+                max_tokens=r.max_tokens,
+                seed=seed,
+                want_logprobs=r.want_logprobs,
+            )
+            if fingerprint
+            else json.dumps([r.messages, S.schema_id(r.schema), r.max_tokens])
+        )
+        unique.setdefault(k, r)
+    cached = set(cache.get_many(unique)) if cache is not None and fingerprint else set()
+    todo = [r for k, r in unique.items() if k not in cached]
+    schemas = (calibration or {}).get("schemas", {})
+    fill = (calibration or {}).get("fill_ratio")
+    prompt_tokens = sum(backend_tokenizer_only.count_tokens(r.messages) for r in todo)
+    output_tokens = 0.0
+    for r in todo:
+        known = schemas.get(S.schema_id(r.schema))
+        if known:
+            output_tokens += known["mean_output_tokens"]
+        elif fill:
+            output_tokens += r.max_tokens * fill
+        else:
+            output_tokens += r.max_tokens / 2
+    gpu_seconds = None
+    if calibration:
+        gpu_seconds = (
+            prompt_tokens * calibration["seconds_per_prompt_token"]
+            + output_tokens * calibration["seconds_per_output_token"]
+        )
+    return {
+        "requests": len(requests),
+        "unique": len(unique),
+        "cached": len(cached),
+        "uncached": len(todo),
+        "prompt_tokens": prompt_tokens,
+        "output_tokens": round(output_tokens),
+        "output_source": "calibration" if calibration else "schema_bounds/2",
+        "gpu_seconds": gpu_seconds,
+        "device": (calibration or {}).get("device"),
+    }

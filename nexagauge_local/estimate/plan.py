@@ -1,0 +1,58 @@
+"""Per-node judge estimates for `estimate TARGET`: the front door over recorder + cost."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rich.console import Console
+
+from nexagauge_local.cache import JudgeCache
+from nexagauge_local.dataset import Dataset
+from nexagauge_local.estimate.cost import TokenCounting, estimate_llm, load_calibration
+from nexagauge_local.estimate.recorder import PROXIED, RecordingJudge, estimate_registry
+from nexagauge_local.graph import plan
+from nexagauge_local.nodes import REGISTRY
+from nexagauge_local.settings import RunSettings
+
+
+def judge_estimates(
+    dataset: Dataset,
+    settings: RunSettings,
+    counter: TokenCounting,
+    fingerprint: str,
+    *,
+    console: Console | None = None,
+) -> dict[str, dict[str, Any]]:
+    """{llm node: estimate_llm(...) + basis} for every LLM node TARGET plans, without weights."""
+    from nexagauge_local.runner import Runner
+
+    llm_nodes = [s.name for s in plan(settings.target) if s.kind == "llm"]
+    if not llm_nodes:
+        return {}
+    recorder = RecordingJudge()
+    quiet = settings.model_copy(update={"output_dir": None})
+    Runner(
+        quiet,
+        registry=estimate_registry(dict(REGISTRY)),
+        judge_factory=lambda: recorder,
+        console=console or Console(stderr=True, quiet=True),
+    ).run(dataset)
+    cache = JudgeCache(settings.cache_dir) if settings.use_cache else None
+    calibration = load_calibration(settings.cache_dir, fingerprint)
+    out: dict[str, dict[str, Any]] = {}
+    for node in llm_nodes:
+        est = estimate_llm(
+            recorder.requests.get(node, []),
+            counter,
+            calibration,
+            cache=cache,
+            fingerprint=fingerprint,
+            seed=settings.seed,
+        )
+        est["basis"] = (
+            f"requests built from stand-in {PROXIED[node]} (judge answers not known yet)"
+            if node in PROXIED
+            else "exact requests"
+        )
+        out[node] = est
+    return out

@@ -1,0 +1,147 @@
+"""`estimate`: exact prompt tokens without weights, cached requests free, calibrated seconds."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from click.testing import CliRunner
+
+from nexagauge_local.cli import main
+from nexagauge_local.estimate.cost import calibration_path
+
+ROOT = Path(__file__).resolve().parents[1]
+SAMPLE = ROOT / "nexagauge_local" / "data" / "sample.jsonl"
+
+
+def _estimate(target: str, tiny_judge_dir: Path, cache: Path, limit: int = 6) -> dict:
+    res = CliRunner().invoke(
+        main,
+        [
+            "estimate",
+            target,
+            "--input",
+            str(SAMPLE),
+            "--limit",
+            str(limit),
+            "--json",
+            "--model",
+            str(tiny_judge_dir),
+            "--backend",
+            "hf",
+            "--cache-dir",
+            str(cache),
+        ],
+    )
+    assert res.exit_code == 0, res.output
+    return json.loads(res.output)
+
+
+def test_estimate_matches_the_run_exactly_then_is_free_once_cached(
+    tiny_judge_dir: Path, tmp_path: Path
+) -> None:
+    cache = tmp_path / "cache"
+    before = _estimate("redteam", tiny_judge_dir, cache)
+    red = before["nodes"]["redteam"]["judge"]
+    assert red["basis"] == "exact requests" and red["cached"] == 0 and red["gpu_seconds"] is None
+    assert before["nodes"]["scan"].get("judge") is None
+
+    out = tmp_path / "out"
+    res = CliRunner().invoke(
+        main,
+        [
+            "run",
+            "redteam",
+            "--input",
+            str(SAMPLE),
+            "--limit",
+            "6",
+            "--output-dir",
+            str(out),
+            "-q",
+            "--model",
+            str(tiny_judge_dir),
+            "--backend",
+            "hf",
+            "--cache-dir",
+            str(cache),
+        ],
+    )
+    assert res.exit_code == 0, res.output
+    used = json.loads((out / "summary.json").read_text())["nodes"]["redteam"]
+    assert red["requests"] == used["requests"]
+    assert red["prompt_tokens"] == used["input_tokens"]  # exact: same tokenizer, same template
+
+    after = _estimate("redteam", tiny_judge_dir, cache)["nodes"]["redteam"]["judge"]
+    assert after["cached"] == after["unique"] == red["unique"]
+    assert after["uncached"] == 0 and after["prompt_tokens"] == 0
+
+
+def test_calibration_turns_tokens_into_gpu_seconds(tiny_judge_dir: Path, tmp_path: Path) -> None:
+    from nexagauge_local.judge.factory import make_backend_factory
+    from nexagauge_local.settings import RunSettings
+
+    cache = tmp_path / "cache"
+    fp = make_backend_factory(
+        RunSettings(model=str(tiny_judge_dir), backend="hf", cache_dir=cache)
+    ).fingerprint
+    calib = {
+        "version": 1,
+        "fingerprint": fp,
+        "device": "cpu-test",
+        "fill_ratio": 0.5,
+        "seconds_per_prompt_token": 0.001,
+        "seconds_per_output_token": 0.01,
+        "schemas": {},
+        "measured_at": "2026-11-22T00:00:00",
+    }
+    path = calibration_path(cache, fp, "cpu-test")
+    path.parent.mkdir(parents=True)
+    path.write_text(json.dumps(calib))
+    est = _estimate("eval", tiny_judge_dir, cache)["nodes"]
+    red = est["redteam"]["judge"]
+    expected = red["prompt_tokens"] * 0.001 + red["output_tokens"] * 0.01
+    assert abs(red["gpu_seconds"] - expected) < 0.01 * max(1.0, expected)
+    assert est["relevance"]["judge"]["basis"].startswith("requests built from stand-in claims")
+    assert est["relevance"]["judge"]["requests"] == est["relevance"]["eligible"]
+    assert est["claims"]["judge"]["requests"] >= est["claims"]["eligible"]
+    assert est["refmatch"].get("judge") is None  # deterministic: no judge, zero GPU-seconds
+
+
+def test_estimate_table_names_the_missing_calibration(tiny_judge_dir: Path, tmp_path: Path) -> None:
+    res = CliRunner().invoke(
+        main,
+        [
+            "estimate",
+            "redteam",
+            "--input",
+            str(SAMPLE),
+            "--limit",
+            "3",
+            "--model",
+            str(tiny_judge_dir),
+            "--backend",
+            "hf",
+            "--cache-dir",
+            str(tmp_path),
+        ],
+    )
+    assert res.exit_code == 0, res.output
+    assert "calibrate --model" in res.output and "redteam" in res.output
+
+
+def test_estimate_unknown_model_is_a_clear_error(tmp_path: Path) -> None:
+    res = CliRunner().invoke(
+        main,
+        [
+            "estimate",
+            "redteam",
+            "--input",
+            str(SAMPLE),
+            "--model",
+            "no-such-judge",
+            "--cache-dir",
+            str(tmp_path),
+        ],
+    )
+    assert res.exit_code != 0 and "unknown judge model 'no-such-judge'" in res.output
