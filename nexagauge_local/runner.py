@@ -229,6 +229,7 @@ class Runner:
             "nodes_run": [s.name for s in specs],
             "nodes_unavailable": unavailable,
             "judge": judge_info,
+            "prompt_versions": dict(sorted(ctx.prompt_versions.items())),
             "gpus": self.settings.gpus,
             "gpu_hour_price": price,
             "nodes": usage,

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import click
 
+from nexagauge_local.cli.compare_cmds import compare_cmd, gate_cmd
 from nexagauge_local.cli.judge_cmds import cache_group, calibrate_cmd, models_cmd
 from nexagauge_local.cli.probe_cmds import generate_cmd, probes_group
 from nexagauge_local.cli.run_cmds import estimate_cmd, nodes_cmd, run_cmd
@@ -37,3 +38,5 @@ main.add_command(calibrate_cmd)
 main.add_command(cache_group)
 main.add_command(probes_group)
 main.add_command(generate_cmd)
+main.add_command(compare_cmd)
+main.add_command(gate_cmd)

@@ -38,6 +38,9 @@ class RunContext:
     embedder_factory: Callable[[], Embedder]
     judge_factory: Callable[[], JudgeClient] | None = None
     advance: Callable[[str, int], None] = lambda node, n: None
+    # node -> the prompt version its judge requests carried (part of the cache key); recorded
+    # in summary.json so `compare` can say when two runs used different prompts.
+    prompt_versions: dict[str, str] = field(default_factory=dict)
     _embedder: Embedder | None = None
     _judge: JudgeClient | None = None
 

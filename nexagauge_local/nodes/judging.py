@@ -61,6 +61,9 @@ def run_judge(
     """
     if not requests:
         return []
+    versions = sorted({r.prompt_version for r in requests if r.prompt_version})
+    if versions:
+        ctx.prompt_versions[node] = ",".join(versions)
     if ctx.judge_factory is None:
         return [failed(NO_JUDGE) for _ in requests]
     try:

@@ -1,0 +1,234 @@
+"""The gate policy file: parsing and validation, with the file and line of every bad rule.
+
+Format (TOML):
+
+    rules = [
+      "grounding.mean >= 0.8",
+      "redteam.toxicity.pass_rate >= 0.98",
+      "redteam.aggregate.high_stakes_failure_rate <= 0.0",
+    ]
+    optional = [                      # SKIP instead of an error when the run lacks the metric
+      "geval.answers_question.mean >= 0.7",
+    ]
+
+    [compare]                         # needs --baseline RUN_BASE
+    max_regression = 0.02             # largest drop of any metric's mean or pass rate
+
+A rule is `PATH OP NUMBER`, OP one of >= <= > < ==. Rules are strings rather than tables
+because one line reads like the threshold it states and is easy to review in a diff.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import tomllib
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal
+
+Op = Literal[">=", "<=", ">", "<", "=="]
+OPS: dict[str, str] = {
+    ">=": "at least",
+    "<=": "at most",
+    ">": "above",
+    "<": "below",
+    "==": "equal to",
+}
+TOP_KEYS = ("rules", "optional", "compare")
+COMPARE_KEYS = ("max_regression",)
+
+_RULE = re.compile(
+    r"^\s*(?P<path>[A-Za-z0-9_\-]+(?:\.[A-Za-z0-9_\-]+)+)\s*"
+    r"(?P<op>>=|<=|==|>|<)\s*"
+    r"(?P<value>[-+]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?)\s*$"
+)
+_TOML_LINE = re.compile(r"at line (\d+)")
+
+
+class PolicyError(Exception):
+    """A bad policy; str() is `FILE:LINE: message`, the form editors and CI logs link."""
+
+    def __init__(self, path: Path, line: int | None, message: str) -> None:
+        self.path, self.line, self.message = path, line, message
+        where = f"{path}:{line}" if line else str(path)
+        super().__init__(f"{where}: {message}")
+
+
+@dataclass(frozen=True)
+class Rule:
+    text: str  # as written in the policy (also the JUnit test name)
+    path: str  # e.g. redteam.toxicity.pass_rate
+    op: Op
+    threshold: float
+    line: int | None
+    optional: bool = False
+
+    def holds(self, value: float) -> bool:
+        t = self.threshold
+        match self.op:
+            case ">=":
+                return value >= t
+            case "<=":
+                return value <= t
+            case ">":
+                return value > t
+            case "<":
+                return value < t
+            case "==":
+                return math.isclose(value, t, rel_tol=1e-9, abs_tol=1e-12)
+
+
+@dataclass(frozen=True)
+class Policy:
+    path: Path
+    rules: list[Rule]
+
+    @property
+    def needs_baseline(self) -> bool:
+        return any(r.path.startswith("compare.") for r in self.rules)
+
+
+class _Lines:
+    """Finds where a value sits in the raw text.
+
+    Why search the text: tomllib (stdlib) returns plain values with no source positions, and a
+    round-trip parser (tomlkit) would be a dependency only for line numbers. A rule is a literal
+    string in the file, so its text is found verbatim; scanning forward from the previous rule
+    keeps duplicates and several rules on one line in their right place.
+    """
+
+    def __init__(self, text: str) -> None:
+        self.lines = text.splitlines()
+        self.pos = (0, 0)  # (line index, column) just after the last match
+
+    def key(self, key: str, table: str | None = None) -> int | None:
+        """Line of `key =` (inside `[table]` when given), or of the `[table]` header."""
+        start = 0
+        if table is not None:
+            header = re.compile(rf"^\s*\[\s*{re.escape(table)}\s*\]")
+            start = next((i for i, ln in enumerate(self.lines) if header.match(ln)), -1)
+            if start < 0:
+                return None
+            if key == "":
+                return start + 1
+        assign = re.compile(rf"^\s*[\"']?{re.escape(key)}[\"']?\s*=")
+        for i in range(start, len(self.lines)):
+            if assign.match(self.lines[i]):
+                return i + 1
+        return None
+
+    def find(self, literal: str, since: int | None = None) -> int | None:
+        line, col = self.pos
+        if since is not None and since - 1 > line:
+            line, col = since - 1, 0
+        for i in range(line, len(self.lines)):
+            at = self.lines[i].find(literal, col if i == line else 0)
+            if at >= 0:
+                self.pos = (i, at + len(literal))
+                return i + 1
+        return None
+
+
+def parse_rule(text: str, line: int | None, optional: bool, path: Path) -> Rule:
+    m = _RULE.match(text)
+    if m is None:
+        raise PolicyError(
+            path,
+            line,
+            f"bad rule {text!r}: expected `NODE[.METRIC].STAT OP NUMBER`"
+            f' with OP one of {" ".join(OPS)}, e.g. "grounding.mean >= 0.8"',
+        )
+    value = float(m["value"])
+    return Rule(
+        text=text.strip(),
+        path=m["path"],
+        op=m["op"],
+        threshold=value,  # type: ignore[arg-type]
+        line=line,
+        optional=optional,
+    )
+
+
+def load_policy(path: Path) -> Policy:
+    try:
+        raw = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise PolicyError(path, None, f"cannot read policy ({exc})") from None
+    try:
+        data = tomllib.loads(raw)
+    except tomllib.TOMLDecodeError as exc:
+        found = _TOML_LINE.search(str(exc))
+        raise PolicyError(
+            path, int(found[1]) if found else None, f"not valid TOML: {exc}"
+        ) from None
+    return parse_policy(data, raw, path)
+
+
+def parse_policy(data: dict[str, object], raw: str, path: Path) -> Policy:
+    where = _Lines(raw)
+    for key in data:
+        if key not in TOP_KEYS:
+            raise PolicyError(
+                path,
+                where.key(key) or where.key("", key),
+                f"unknown key {key!r}; a policy has {', '.join(TOP_KEYS)}",
+            )
+    rules: list[Rule] = []
+    for key, optional in (("rules", False), ("optional", True)):
+        items = data.get(key, [])
+        key_line = where.key(key)
+        if not isinstance(items, list):
+            raise PolicyError(
+                path, key_line, f'{key} must be a list of strings such as ["grounding.mean >= 0.8"]'
+            )
+        where.pos = (key_line - 1, 0) if key_line else where.pos
+        for item in items:
+            if not isinstance(item, str):
+                raise PolicyError(
+                    path, key_line, f"{key}: every rule must be a string, got {item!r}"
+                )
+            rules.append(parse_rule(item, where.find(item, key_line) or key_line, optional, path))
+    rules.extend(_compare_rules(data.get("compare"), where, path))
+    if not rules:
+        raise PolicyError(path, None, "the policy has no rules (add `rules = [...]`)")
+    seen: dict[str, Rule] = {}
+    for rule in rules:
+        if rule.path in seen and seen[rule.path].op == rule.op:
+            raise PolicyError(
+                path, rule.line, f"{rule.path} {rule.op} is also set at line {seen[rule.path].line}"
+            )
+        seen[rule.path] = rule
+    return Policy(path=path, rules=rules)
+
+
+def _compare_rules(table: object, where: _Lines, path: Path) -> list[Rule]:
+    if table is None:
+        return []
+    header = where.key("", "compare")
+    if not isinstance(table, dict):
+        raise PolicyError(
+            path,
+            where.key("compare") or header,
+            "compare must be a table: [compare] max_regression = 0.02",
+        )
+    out: list[Rule] = []
+    for key, value in table.items():
+        # `[compare] max_regression = x` or the dotted form `compare.max_regression = x`
+        line = where.key(key, "compare") or where.key(f"compare.{key}") or header
+        if key not in COMPARE_KEYS:
+            raise PolicyError(
+                path, line, f"unknown key compare.{key}; known: {', '.join(COMPARE_KEYS)}"
+            )
+        if isinstance(value, bool) or not isinstance(value, int | float) or value < 0:
+            raise PolicyError(path, line, f"compare.{key} must be a number >= 0, got {value!r}")
+        out.append(
+            Rule(
+                text=f"compare.{key} <= {value}",
+                path=f"compare.{key}",
+                op="<=",
+                threshold=float(value),
+                line=line,
+            )
+        )
+    return out
