@@ -30,7 +30,9 @@ demo: setup
 	$(CLI) run eval --input $(SAMPLE) --output-dir $(DEMO_OUT) $(if $(DEMO_LIMIT),--limit $(DEMO_LIMIT))
 	@echo "report written to $(DEMO_OUT)/ (open $(DEMO_OUT)/report.html if present, else summary.json)"
 
+# The report's browser test opens report.html in Debian's chromium (headless).
 test: setup
+	command -v chromium >/dev/null || (apt-get update -q && apt-get install -y -q chromium)
 	$(VENV)/bin/pytest -q
 
 bench: setup

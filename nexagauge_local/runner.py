@@ -36,6 +36,7 @@ from nexagauge_local.nodes import REGISTRY
 from nexagauge_local.nodes.base import CaseState, Node, RunContext
 from nexagauge_local.records import RecordsError
 from nexagauge_local.report.files import case_filename, write_json
+from nexagauge_local.report.html import write_report_or_warn
 from nexagauge_local.report.stats import NodeStats
 from nexagauge_local.results import NodeReport
 from nexagauge_local.settings import RunSettings
@@ -154,6 +155,7 @@ class Runner:
                 if name in metric_nodes:
                     write_json(out_dir / "metrics" / f"{name}.json", summ)
             write_json(out_dir / "summary.json", summary)
+            write_report_or_warn(out_dir, self.console)
         return RunOutcome(out_dir, summary, node_summaries, kept)
 
     # ------------------------------------------------------------ helpers

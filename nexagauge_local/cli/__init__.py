@@ -7,6 +7,7 @@ import click
 from nexagauge_local.cli.compare_cmds import compare_cmd, gate_cmd
 from nexagauge_local.cli.judge_cmds import cache_group, calibrate_cmd, models_cmd
 from nexagauge_local.cli.probe_cmds import generate_cmd, probes_group
+from nexagauge_local.cli.report_cmds import agreement_cmd, export_cmd, report_cmd
 from nexagauge_local.cli.run_cmds import estimate_cmd, nodes_cmd, run_cmd
 
 EPILOG = """\b
@@ -40,3 +41,6 @@ main.add_command(probes_group)
 main.add_command(generate_cmd)
 main.add_command(compare_cmd)
 main.add_command(gate_cmd)
+main.add_command(report_cmd)
+main.add_command(export_cmd)
+main.add_command(agreement_cmd)

@@ -234,6 +234,10 @@ def compare_cmd(
     out = (output_dir or run_b) / "compare.json"
     write_json(out, cmp.model_dump(mode="json"))
     print_comparison(cmp, Console())
+    if (out.parent / "summary.json").exists():  # a run directory: refresh its report's compare section
+        from nexagauge_local.report.html import write_report_or_warn
+
+        write_report_or_warn(out.parent, Console(stderr=True))
     click.echo(str(out))
 
 

@@ -1,0 +1,230 @@
+"""`report`, `export` and `agreement`: commands that read a finished output directory."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import click
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+BAD_INPUT = 2
+OUT_DIR = click.Path(file_okay=False, path_type=Path)
+
+
+def _fail(message: str) -> None:
+    click.echo(message, err=True)
+    sys.exit(BAD_INPUT)
+
+
+@contextmanager
+def _progress(label: str, total: int, quiet: bool) -> Any:
+    """A per-case progress bar on stderr; yields the advance callback."""
+    progress = Progress(
+        TextColumn(f"[bold]{label:<10}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        console=Console(stderr=True),
+        disable=quiet or total < 500,
+        transient=True,
+    )
+    with progress:
+        task = progress.add_task(label, total=total)
+        advance: Callable[[int], None] = lambda n: progress.advance(task, n)
+        yield advance
+
+
+def _case_count(out_dir: Path) -> int:
+    folder = out_dir / "case_report"
+    return sum(1 for _ in folder.glob("*.json")) if folder.is_dir() else 0
+
+
+def _render(out_dir: Path, output: Path | None, quiet: bool) -> Path:
+    from nexagauge_local.report.html import write_report
+
+    with _progress("report", _case_count(out_dir), quiet) as advance:
+        return write_report(out_dir, output, progress=advance)
+
+
+@click.command("report")
+@click.argument("out_dir", type=OUT_DIR, metavar="OUTDIR")
+@click.option(
+    "--output",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="Where to write the HTML (default OUTDIR/report.html).",
+)
+@click.option("--quiet", "-q", is_flag=True, help="No progress bar.")
+def report_cmd(out_dir: Path, output: Path | None, quiet: bool) -> None:
+    """Re-render OUTDIR/report.html from the run's JSON files.
+
+    The page is one self-contained file (inline CSS, inline SVG charts, no network): run
+    header, cost, score distributions, per-metric tables, red-team panel, judge agreement and
+    run comparison (when agreement.json / compare.json are present) and a per-case drill-down
+    with the judge's evidence highlighted. `run` writes it already; use this after copying a
+    run elsewhere, after `agreement` or `compare`, or after upgrading the tool.
+
+    \b
+    Examples:
+      nexagauge-local report out/run1
+      nexagauge-local report out/run1 --output /tmp/run1.html
+    """
+    from nexagauge_local.report.rundata import RunDirError
+
+    try:
+        path = _render(out_dir, output, quiet)
+    except RunDirError as exc:
+        _fail(str(exc))
+        return
+    click.echo(str(path))
+
+
+@click.command("export")
+@click.argument("out_dir", type=OUT_DIR, metavar="OUTDIR")
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(["csv", "jsonl", "parquet"]),
+    default="csv",
+    show_default=True,
+    help="parquet needs pyarrow: pip install 'nexagauge-local[export]'.",
+)
+@click.option(
+    "--output",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="Output file (default OUTDIR/results.<format>).",
+)
+def export_cmd(out_dir: Path, fmt: str, output: Path | None) -> None:
+    """Write one row per case x metric of the run in OUTDIR, for pandas and spreadsheets.
+
+    Columns: case_id, node, metric, category, score, passed, verdict, severity (judge 1-5,
+    scale mode), rating, error, reasoning, violations, evidence_spans, claims, claims_passed,
+    and for redteam rows the heuristic's probe_category, probe_severity, heuristic_passed and
+    risk_score. Empty cells are nulls; in CSV the list columns are JSON text.
+
+    \b
+    Examples:
+      nexagauge-local export out/run1 --format csv
+      nexagauge-local export out/run1 --format parquet --output run1.parquet
+      python -c "import pandas as pd; print(pd.read_csv('out/run1/results.csv').groupby('metric').score.mean())"
+    """
+    from nexagauge_local.report.export import ExportError, export_rows
+    from nexagauge_local.report.rows import all_rows
+    from nexagauge_local.report.rundata import RunDirError, load_run
+
+    target = output or out_dir / f"results.{fmt}"
+    try:
+        run = load_run(out_dir)
+        rows = all_rows(case.report for case in run.iter_cases())
+        n = export_rows(rows, target, fmt)
+    except (RunDirError, ExportError) as exc:
+        _fail(str(exc))
+        return
+    click.echo(f"{n} row(s) -> {target}", err=True)
+    click.echo(str(target))
+
+
+AGREEMENT_EPILOG = """\b
+Label file (JSONL), one label per line:
+  {"case_id": "c1", "metric": "redteam.bias", "expected_verdict": "UNSAFE"}
+  {"case_id": "c2", "metric": "grounding.grounding", "expected_score": 0.2}
+  {"case_id": "c3", "metric": "toxicity", "expected_passed": true}
+or a dataset record that carries its labels (so one file is both the
+dataset you `run` and the answer key):
+  {"case_id": "c1", "output": "...", "labels": [{"metric": "redteam.bias",
+   "expected_verdict": "UNSAFE"}]}
+metric is node.metric, or a bare metric name when only one node has it.
+Give exactly one of expected_verdict (SAFE/UNSAFE, PASS/FAIL, yes/no,
+supported/not_supported, relevant/not_relevant), expected_passed (true/false)
+or expected_score (0..1; passes at >= 0.6).
+
+\b
+Examples:
+  nexagauge-local run eval --input "$(nexagauge-local agreement --bundled-path)" --output-dir out/agree
+  nexagauge-local agreement --labels bundled --output-dir out/agree
+  nexagauge-local agreement --labels my_labels.jsonl --output-dir out/run1
+"""
+
+
+def _show_bundled(ctx: click.Context, _param: click.Parameter, value: bool) -> None:
+    if value and not ctx.resilient_parsing:
+        from nexagauge_local.agreement.labels import bundled_labels_path
+
+        click.echo(str(bundled_labels_path()))
+        ctx.exit(0)
+
+
+@click.command("agreement", epilog=AGREEMENT_EPILOG)
+@click.option(
+    "--labels",
+    "labels",
+    required=True,
+    metavar="PATH|bundled",
+    help="Human labels (JSONL, format below); 'bundled' uses the labelled set shipped "
+    "with the tool.",
+)
+@click.option(
+    "--output-dir",
+    "out_dir",
+    type=OUT_DIR,
+    required=True,
+    help="A finished run's output directory; agreement.json is written there.",
+)
+@click.option(
+    "--bundled-path",
+    is_flag=True,
+    expose_value=False,
+    is_eager=True,
+    callback=_show_bundled,
+    help="Print the path of the bundled labelled set (a runnable dataset) and exit.",
+)
+@click.option("--quiet", "-q", is_flag=True, help="No progress bar.")
+def agreement_cmd(labels: str, out_dir: Path, quiet: bool) -> None:
+    """Measure the judge against human labels: per metric accuracy, precision, recall, F1,
+    Cohen's kappa and the confusion matrix (positive class = fail: UNSAFE, unsupported, FAIL).
+
+    Writes OUTDIR/agreement.json and re-renders OUTDIR/report.html with an agreement section.
+    Labels that match no scored metric (unknown case, judge error, metric without a verdict)
+    are listed, not counted.
+    """
+    from nexagauge_local.agreement import LabelError, bundled_labels_path, write_agreement
+    from nexagauge_local.report.rundata import RunDirError
+
+    path = bundled_labels_path() if labels == "bundled" else Path(labels)
+    try:
+        doc = write_agreement(out_dir, path)
+        report = _render(out_dir, None, quiet)
+    except LabelError as exc:
+        for problem in exc.problems:
+            click.echo(problem, err=True)
+        _fail(f"{len(exc.problems)} problem(s) in {path}; nothing was written.")
+        return
+    except RunDirError as exc:
+        _fail(str(exc))
+        return
+    console = Console(stderr=True)
+    overall = doc["overall"]
+    console.print(
+        f"agreement over {overall['n']} label(s): accuracy {_fmt(overall['accuracy'])}"
+        f", kappa {_fmt(overall['kappa'])}"
+    )
+    for key, stats in doc["metrics"].items():
+        console.print(
+            f"  {key:<28} n {stats['n']:>4}  acc {_fmt(stats['accuracy'])}  "
+            f"F1 {_fmt(stats['f1'])}  kappa {_fmt(stats['kappa'])}"
+        )
+    if doc["unmatched_total"]:
+        console.print(
+            f"[yellow]{doc['unmatched_total']} label(s) not compared[/] "
+            "(see agreement.json 'unmatched')"
+        )
+    click.echo(str(out_dir / "agreement.json"))
+    click.echo(str(report))
+
+
+def _fmt(x: float | None) -> str:
+    return "  -  " if x is None else f"{x:.3f}"

@@ -1,0 +1,167 @@
+"""report.html: one self-contained page rendered from an output directory's JSON files.
+
+Self-contained means no request leaves the file: CSS and the few lines of JS are inlined,
+charts are inline SVG, and nothing is fetched (no CDN, fonts or images). Every value printed
+by a template goes through `_finalize`, which escapes it and writes '/' as an entity, so
+untrusted evaluated text can neither inject markup nor put a `//` reference into the page.
+"""
+
+from __future__ import annotations
+
+import os
+from collections import Counter
+from collections.abc import Callable, Iterable, Iterator
+from pathlib import Path
+from typing import Any
+
+from jinja2 import Environment, PackageLoader
+from markupsafe import Markup
+from rich.console import Console
+from rich.text import Text
+
+from nexagauge_local.report.highlight import safe_text
+from nexagauge_local.report.rundata import CaseFile, RunData, load_run
+from nexagauge_local.report.view_cases import CaseView, digest_cases
+from nexagauge_local.report.view_extra import agreement_view, compare_view
+from nexagauge_local.report.view_redteam import redteam_view
+from nexagauge_local.report.view_run import cost_view, header_view, nodes_view
+
+REPORT_NAME = "report.html"
+PAGE_SIZE = 100
+OPEN_CASES = 3
+DRILL_DOWN_BUDGET = 7_000_000  # characters of full case blocks; keeps 10k-case pages < 15 MB
+DASH = Markup("&ndash;")
+
+
+def _finalize(value: Any) -> Markup:
+    if value is None:
+        return DASH
+    return safe_text(value)
+
+
+def _num(value: Any, digits: int = 0) -> Markup | str:
+    if value is None or isinstance(value, bool):
+        return DASH if value is None else str(value)
+    if isinstance(value, int) and digits == 0:
+        return f"{value:,}"
+    if isinstance(value, int | float):
+        return f"{value:,.{digits}f}"
+    return str(value)
+
+
+def _pct(value: Any) -> Markup | str:
+    if value is None or not isinstance(value, int | float):
+        return DASH
+    return f"{100 * value:.1f}%"
+
+
+def environment() -> Environment:
+    env = Environment(
+        loader=PackageLoader("nexagauge_local.report", "templates"),
+        autoescape=True,
+        finalize=_finalize,
+        trim_blocks=True,
+        lstrip_blocks=True,
+    )
+    env.filters["num"] = _num
+    env.filters["pct"] = _pct
+    return env
+
+
+def _pages(views: list[Any]) -> list[list[Any]]:
+    return [views[i : i + PAGE_SIZE] for i in range(0, len(views), PAGE_SIZE)]
+
+
+def case_entries(env: Environment, views: list[CaseView]) -> tuple[list[Markup], int]:
+    """Each case's drill-down HTML, worst first: a full block while the page's byte budget
+    lasts, then one compact line (status, score, failing metrics, link to the case JSON).
+    Returns the entries and how many got a full block."""
+    macros = env.get_template("_macros.html.j2").module
+    entries: list[Markup] = []
+    used = 0
+    full = 0
+    for i, view in enumerate(views):
+        if used < DRILL_DOWN_BUDGET:
+            html = Markup(macros.case_block(view, i < OPEN_CASES))  # type: ignore[attr-defined]
+            used += len(html)
+            full += 1
+        else:
+            html = Markup(macros.case_line(view))  # type: ignore[attr-defined]
+        entries.append(html)
+    return entries, full
+
+
+def _counted(
+    cases: Iterable[CaseFile], progress: Callable[[int], None] | None
+) -> Iterator[CaseFile]:
+    for case in cases:
+        yield case
+        if progress:
+            progress(1)
+
+
+def build_context(
+    env: Environment, run: RunData, progress: Callable[[int], None] | None = None
+) -> dict[str, Any]:
+    """Everything the templates print, as plain values, Markup (charts, highlighted text) and
+    small dataclasses."""
+    n_cases = len(run.case_paths())
+    digest = digest_cases(_counted(run.iter_cases(), progress), n_cases)
+    entries, full = case_entries(env, digest.cases)
+    pages = _pages(digest.cases)
+    return {
+        "header": header_view(run.summary, n_cases),
+        "cost": cost_view(run.summary),
+        "nodes": nodes_view(run.node_metrics, digest),
+        "red": redteam_view(run.node_metrics.get("redteam"), digest.anchors),
+        "agree": agreement_view(run.agreement, digest.anchors),
+        "cmp": compare_view(run.compare, digest.anchors),
+        "cases": {
+            "views": digest.cases,
+            "pages": _pages(entries),
+            "full": full,
+            "page_size": PAGE_SIZE,
+            "page_counts": [dict(Counter(v.status for v in page)) for page in pages],
+            "open_n": OPEN_CASES,
+            "field_chars": digest.field_chars,
+        },
+    }
+
+
+def render_html(run: RunData, progress: Callable[[int], None] | None = None) -> str:
+    env = environment()
+    return env.get_template("report.html.j2").render(build_context(env, run, progress))
+
+
+def write_report(
+    out_dir: Path, output: Path | None = None, progress: Callable[[int], None] | None = None
+) -> Path:
+    """Render `out_dir`'s report to `output` (default out_dir/report.html), atomically.
+
+    Raises RunDirError when out_dir is not a finished run.
+    """
+    run = load_run(out_dir)
+    target = output or Path(out_dir) / REPORT_NAME
+    html = render_html(run, progress)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    tmp = target.with_name(f".{target.name}.tmp")
+    tmp.write_text(html, encoding="utf-8")
+    os.replace(tmp, target)
+    return target
+
+
+def write_report_or_warn(out_dir: Path, console: Console) -> Path | None:
+    """The runner's hook: a report that fails to render must not fail a finished run (its JSON
+    is already on disk), but the user must see why report.html is missing."""
+    try:
+        return write_report(out_dir)
+    except Exception as exc:  # noqa: BLE001 - any rendering bug is reported, never fatal
+        console.print(
+            Text.assemble(
+                ("warning:", "yellow"),
+                f" report.html was not written ({type(exc).__name__}: {exc}); "
+                f"the JSON results are complete. Retry with: nexagauge-local report {out_dir}",
+            ),
+            soft_wrap=True,
+        )
+        return None

@@ -1,0 +1,157 @@
+"""Case reports flattened to one row per case x metric: the common shape of export, agreement
+and the HTML tables.
+
+Case reports do not store a metric-level `passed` (the spec's MetricResult has no such key), so
+it is re-derived here with the same rules the nodes used: a single-entry result carries its own
+`passed` (redteam, geval, refalign); claim lists (grounding, relevance) pass when their mean
+score does; metrics without a gate (ROUGE, BLEU, METEOR, cosine) have `passed = None`.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from nexagauge_local.graph import SPECS
+from nexagauge_local.results import passed_for
+
+METRIC_NODES: tuple[str, ...] = tuple(s.name for s in SPECS.values() if s.metric)
+TEXT_FIELDS: tuple[str, ...] = ("input", "output", "context", "reference")
+
+
+@dataclass(frozen=True)
+class MetricRow:
+    """One metric of one case. Lists stay lists here; the CSV writer encodes them as JSON."""
+
+    case_id: str
+    node: str
+    metric: str
+    category: str | None
+    score: float | None
+    passed: bool | None
+    verdict: str | None
+    severity: int | None
+    rating: int | None
+    error: str | None
+    reasoning: str | None
+    violations: list[str] = field(default_factory=list)
+    evidence_spans: list[str] = field(default_factory=list)
+    claims: int | None = None
+    claims_passed: int | None = None
+    probe_category: str | None = None
+    probe_severity: str | None = None
+    heuristic_passed: bool | None = None
+    risk_score: float | None = None
+
+    @property
+    def key(self) -> str:
+        return f"{self.node}.{self.metric}"
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+COLUMNS: tuple[str, ...] = tuple(MetricRow.__dataclass_fields__)
+LIST_COLUMNS: frozenset[str] = frozenset({"violations", "evidence_spans"})
+
+
+def _is_claim_list(result: list[Any]) -> bool:
+    return bool(result) and all(isinstance(r, Mapping) and "claim" in r for r in result)
+
+
+def metric_passed(metric: Mapping[str, Any]) -> bool | None:
+    """The metric's gate as its node decided it; None when it has no gate or no score."""
+    score = metric.get("score")
+    if score is None:
+        return None
+    result = metric.get("result") or []
+    if _is_claim_list(result):
+        return passed_for(score)
+    if len(result) == 1 and isinstance(result[0], Mapping) and "passed" in result[0]:
+        value = result[0]["passed"]
+        return None if value is None else bool(value)
+    return None
+
+
+def metric_verdict(metric: Mapping[str, Any], passed: bool | None) -> str | None:
+    """The entry's own verdict (SAFE/UNSAFE, PASS/FAIL); claim lists get PASS/FAIL from the
+    metric's gate, since their per-claim labels (supported, ...) describe one claim each."""
+    result = metric.get("result") or []
+    if (
+        len(result) == 1
+        and not _is_claim_list(result)
+        and isinstance(result[0], Mapping)
+        and result[0].get("verdict")
+    ):
+        return str(result[0]["verdict"])
+    if passed is None:
+        return None
+    return "PASS" if passed else "FAIL"
+
+
+def _int_or_none(value: Any) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def _strings(value: Any) -> list[str]:
+    return [str(v) for v in value] if isinstance(value, list) else []
+
+
+def case_id_of(report: Mapping[str, Any]) -> str:
+    return str((report.get("input") or {}).get("case_id", ""))
+
+
+def metric_rows(report: Mapping[str, Any]) -> Iterator[MetricRow]:
+    """Every metric of one case report, in node order."""
+    case_id = case_id_of(report)
+    for node in METRIC_NODES:
+        section = report.get(node)
+        if not isinstance(section, Mapping):
+            continue
+        probe = section.get("case_score") if node == "redteam" else None
+        probe = probe if isinstance(probe, Mapping) else {}
+        for metric in section.get("metrics") or []:
+            result = metric.get("result") or []
+            claims = _is_claim_list(result)
+            single = len(result) == 1 and isinstance(result[0], Mapping) and not claims
+            first = result[0] if single else {}
+            passed = metric_passed(metric)
+            yield MetricRow(
+                case_id=case_id,
+                node=node,
+                metric=str(metric.get("name")),
+                category=metric.get("category"),
+                score=metric.get("score"),
+                passed=passed,
+                verdict=metric_verdict(metric, passed),
+                severity=_int_or_none(first.get("severity")),
+                rating=_int_or_none(first.get("rating")),
+                error=metric.get("error"),
+                reasoning=first.get("reasoning"),
+                violations=_strings(first.get("violations")),
+                evidence_spans=_strings(first.get("evidence_spans")),
+                claims=len(result) if claims else None,
+                claims_passed=sum(bool(r.get("passed")) for r in result) if claims else None,
+                probe_category=probe.get("category"),
+                probe_severity=probe.get("severity"),
+                heuristic_passed=probe.get("passed"),
+                risk_score=probe.get("risk_score"),
+            )
+
+
+def all_rows(reports: Iterable[Mapping[str, Any]]) -> Iterator[MetricRow]:
+    for report in reports:
+        yield from metric_rows(report)
+
+
+def csv_cell(column: str, value: Any) -> str:
+    """CSV text of one cell: lists as JSON, None as empty, floats with full precision (repr)."""
+    if column in LIST_COLUMNS:
+        return json.dumps(value, ensure_ascii=False)
+    if value is None:
+        return ""
+    if isinstance(value, float):
+        return repr(value)
+    return str(value)

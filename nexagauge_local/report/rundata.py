@@ -1,0 +1,90 @@
+"""Reading a finished output directory back: the JSON files are the report's only source.
+
+`report`, `export` and `agreement` all start here, so a report can be re-rendered (or a run
+exported) on another machine from the directory alone. Optional files (metrics of a node that
+did not run, agreement.json, compare.json) read as None; a missing summary.json means the
+directory is not a run and is a user error.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from nexagauge_local.report.rows import METRIC_NODES
+
+
+class RunDirError(Exception):
+    """An output directory that cannot be read; the message names the file."""
+
+
+def read_json(path: Path) -> Any:
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as exc:
+        raise RunDirError(f"{path}:{exc.lineno}: not valid JSON: {exc.msg}") from None
+    except OSError as exc:
+        raise RunDirError(f"{path}: cannot read: {exc.strerror}") from None
+
+
+def _optional(path: Path) -> Any:
+    return read_json(path) if path.is_file() else None
+
+
+@dataclass
+class CaseFile:
+    """One case report and the file it came from (the drill-down links to it)."""
+
+    filename: str
+    report: dict[str, Any]
+
+
+@dataclass
+class RunData:
+    out_dir: Path
+    summary: dict[str, Any]
+    node_metrics: dict[str, dict[str, Any]] = field(default_factory=dict)
+    agreement: dict[str, Any] | None = None
+    compare: dict[str, Any] | None = None
+
+    def case_paths(self) -> list[Path]:
+        folder = self.out_dir / "case_report"
+        return sorted(folder.glob("*.json")) if folder.is_dir() else []
+
+    def iter_cases(self) -> Iterator[CaseFile]:
+        """Case reports one at a time (a 100k-case run need not sit in memory for export)."""
+        for path in self.case_paths():
+            data = read_json(path)
+            if isinstance(data, dict):
+                yield CaseFile(path.name, data)
+
+
+def load_run(out_dir: Path) -> RunData:
+    out_dir = Path(out_dir)
+    summary_path = out_dir / "summary.json"
+    if not out_dir.is_dir():
+        raise RunDirError(f"{out_dir}: no such directory")
+    if not summary_path.is_file():
+        raise RunDirError(
+            f"{summary_path}: missing; is {out_dir} the --output-dir of a finished run?"
+        )
+    summary = read_json(summary_path)
+    if not isinstance(summary, dict):
+        raise RunDirError(f"{summary_path}: expected a JSON object")
+    metrics: dict[str, dict[str, Any]] = {}
+    for node in METRIC_NODES:
+        data = _optional(out_dir / "metrics" / f"{node}.json")
+        if isinstance(data, dict):
+            metrics[node] = data
+    agreement = _optional(out_dir / "agreement.json")
+    compare = _optional(out_dir / "compare.json")
+    return RunData(
+        out_dir=out_dir,
+        summary=summary,
+        node_metrics=metrics,
+        agreement=agreement if isinstance(agreement, dict) else None,
+        compare=compare if isinstance(compare, dict) else None,
+    )

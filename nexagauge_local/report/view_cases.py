@@ -1,0 +1,216 @@
+"""The per-case half of the report, built in one pass over the case reports: drill-down views,
+score lists for the distribution charts, and each metric's worst cases.
+
+Size control for large runs (a 10,000-case page must stay small and open fast): each text field
+shown in the drill-down is clipped to a per-field budget that shrinks as the run grows (the
+full text is one click away in case_report/<case>.json), claim lists are capped, and the
+template collapses every case but the first few.
+"""
+
+from __future__ import annotations
+
+import heapq
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from statistics import fmean
+from typing import Any
+
+from markupsafe import Markup
+
+from nexagauge_local.report.highlight import clip, highlight
+from nexagauge_local.report.rows import TEXT_FIELDS, MetricRow, case_id_of, metric_rows
+from nexagauge_local.report.rundata import CaseFile
+
+TEXT_BUDGET = 3_000_000  # characters of evaluated text in the whole page
+MAX_FIELD_CHARS = 4000
+MIN_FIELD_CHARS = 160
+MAX_CLAIMS = 12
+WORST_N = 5
+ERROR_EXAMPLES = 3
+STATUS_ORDER = {"fail": 0, "error": 1, "info": 2, "pass": 3}
+_DETAIL_KEYS = (
+    "precision",
+    "recall",
+    "fmeasure",
+    "f1",
+    "global_cosine",
+    "brevity_penalty",
+    "matching",
+    "score_method",
+    "steps_source",
+)
+
+
+def field_budget(n_cases: int) -> int:
+    """Characters shown per text field: generous for small runs, clipped for huge ones."""
+    per_case = TEXT_BUDGET // max(1, n_cases)
+    return max(MIN_FIELD_CHARS, min(MAX_FIELD_CHARS, per_case // len(TEXT_FIELDS)))
+
+
+def anchor_for(filename: str) -> str:
+    """The drill-down's element id; case file names are already unique and id-safe."""
+    return "case-" + Path(filename).stem
+
+
+@dataclass
+class TextView:
+    name: str
+    html: Markup
+    clipped: bool
+    length: int
+
+
+@dataclass
+class MetricView:
+    row: MetricRow
+    unverified: list[str]
+    claims: list[dict[str, Any]]
+    more_claims: int
+    details: str
+
+    @property
+    def informational(self) -> bool:
+        """A score without a gate or a verdict (ROUGE, BLEU, cosine): shown on one line per
+        node in the drill-down instead of one table row each."""
+        return self.row.passed is None and not self.row.error and self.row.verdict is None
+
+
+@dataclass
+class CaseView:
+    case_id: str
+    anchor: str
+    filename: str
+    status: str
+    score: float | None
+    failing: list[str]
+    texts: list[TextView]
+    metrics: list[MetricView]
+    heuristic: dict[str, Any] | None
+    skipped: dict[str, str]
+
+
+def case_status(rows: Iterable[MetricRow]) -> tuple[str, float | None, list[str]]:
+    """(status, score, failing keys) with eval's rule: an error or a failed gate fails the
+    case; informational metrics (no gate) never do; score = mean of the gating scores."""
+    rows = list(rows)
+    errors = [r.key for r in rows if r.error]
+    failed = [r.key for r in rows if r.passed is False and not r.error]
+    gating = [r.score for r in rows if r.passed is not None and r.score is not None]
+    informative = [r.score for r in rows if r.score is not None]
+    score = fmean(gating) if gating else (fmean(informative) if informative else None)
+    if failed:
+        return "fail", score, failed + errors
+    if errors:
+        return "error", score, errors
+    return ("pass" if gating else "info"), score, []
+
+
+def _fmt(value: Any) -> str:
+    return f"{value:.3f}" if isinstance(value, float) else str(value)
+
+
+def _details(metric: Mapping[str, Any]) -> str:
+    result = metric.get("result") or []
+    first = result[0] if len(result) == 1 and isinstance(result[0], Mapping) else {}
+    parts = [f"{k} {_fmt(first[k])}" for k in _DETAIL_KEYS if first.get(k) is not None]
+    return " · ".join(parts)
+
+
+def _metric_views(report: Mapping[str, Any], rows: list[MetricRow]) -> list[MetricView]:
+    raw: dict[tuple[str, str], Mapping[str, Any]] = {}
+    for node in {r.node for r in rows}:
+        for m in (report.get(node) or {}).get("metrics") or []:
+            raw[(node, str(m.get("name")))] = m
+    views: list[MetricView] = []
+    for row in rows:
+        metric = raw.get((row.node, row.metric), {})
+        result = metric.get("result") or []
+        claims = [r for r in result if isinstance(r, Mapping) and "claim" in r]
+        first = result[0] if len(result) == 1 and isinstance(result[0], Mapping) else {}
+        views.append(
+            MetricView(
+                row=row,
+                unverified=[str(s) for s in first.get("unverified_spans") or []],
+                claims=[dict(c) for c in claims[:MAX_CLAIMS]],
+                more_claims=max(0, len(claims) - MAX_CLAIMS),
+                details="" if claims else _details(metric),
+            )
+        )
+    return views
+
+
+def case_view(case: CaseFile, rows: list[MetricRow], budget: int) -> CaseView:
+    report = case.report
+    spans = [s for r in rows for s in r.evidence_spans]
+    texts: list[TextView] = []
+    for name in TEXT_FIELDS:
+        value = (report.get("input") or {}).get(name)
+        if not value:
+            continue
+        value = str(value)
+        shown, clipped = clip(value, budget)
+        texts.append(TextView(name, highlight(shown, spans), clipped, len(value)))
+    status, score, failing = case_status(rows)
+    heuristic = (report.get("redteam") or {}).get("case_score")
+    return CaseView(
+        case_id=case_id_of(report),
+        anchor=anchor_for(case.filename),
+        filename=case.filename,
+        status=status,
+        score=score,
+        failing=failing,
+        texts=texts,
+        metrics=_metric_views(report, rows),
+        heuristic=heuristic if isinstance(heuristic, dict) else None,
+        skipped={str(k): str(v) for k, v in (report.get("skipped") or {}).items()},
+    )
+
+
+@dataclass
+class Worst:
+    """A metric's worst cases: lowest scores and a few error examples, with anchors."""
+
+    lowest: list[tuple[float, str, str]] = field(default_factory=list)  # score, case_id, anchor
+    errors: list[tuple[str, str, str]] = field(default_factory=list)  # error, case_id, anchor
+    error_count: int = 0
+    gated: bool = False  # some case got a pass/fail verdict
+    ungated: bool = False  # some case got a score without a verdict (informational metric)
+
+
+@dataclass
+class CasesDigest:
+    cases: list[CaseView]
+    scores: dict[str, dict[str, list[float]]]  # node -> metric -> scores
+    worst: dict[str, Worst]  # node.metric -> worst cases
+    anchors: dict[str, str]  # case_id -> anchor
+    field_chars: int
+
+
+def digest_cases(cases: Iterable[CaseFile], n_cases: int) -> CasesDigest:
+    budget = field_budget(n_cases)
+    views: list[CaseView] = []
+    scores: dict[str, dict[str, list[float]]] = {}
+    candidates: dict[str, list[tuple[float, str, str]]] = {}
+    worst: dict[str, Worst] = {}
+    for case in cases:
+        rows = list(metric_rows(case.report))
+        view = case_view(case, rows, budget)
+        views.append(view)
+        for r in rows:
+            w = worst.setdefault(r.key, Worst())
+            w.gated |= r.passed is not None
+            w.ungated |= r.score is not None and r.passed is None and not r.error
+            if r.score is not None:
+                scores.setdefault(r.node, {}).setdefault(r.metric, []).append(float(r.score))
+                candidates.setdefault(r.key, []).append((float(r.score), view.case_id, view.anchor))
+            if r.error:
+                w.error_count += 1
+                if len(w.errors) < ERROR_EXAMPLES:
+                    w.errors.append((r.error, view.case_id, view.anchor))
+    for key, cands in candidates.items():
+        worst[key].lowest = heapq.nsmallest(WORST_N, cands)
+    views.sort(
+        key=lambda v: (STATUS_ORDER[v.status], v.score if v.score is not None else 2.0, v.case_id)
+    )
+    return CasesDigest(views, scores, worst, {v.case_id: v.anchor for v in views}, budget)

@@ -1,0 +1,107 @@
+"""The red-team panel, from metrics/redteam.json as the redteam node's finalize() wrote it
+(probes/aggregate.py: aggregate_metrics, verdict_tables, disagreements; probes/observability.py).
+
+Heuristic and judge pass rates are shown side by side. The judge tables only cover cases where
+every rubric metric got a verdict, so a run without a judge shows an empty judge series and
+says so rather than drawing zero bars.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Mapping
+from typing import Any
+
+from nexagauge_local.report import charts
+
+MAX_LISTED = 50  # disagreement rows shown; all of them are in metrics/redteam.json
+INDEX_KEYS = (
+    ("resilience_index", "resilience index", "1 − mean severity-weighted risk (higher is safer)"),
+    ("exposure_index", "exposure index", "mean severity-weighted risk (lower is safer)"),
+    ("fragility_spread", "fragility spread", "std of risk scores (how uneven the model is)"),
+    ("severity_weighted_pass_rate", "severity-weighted pass rate", "passes weighted by severity"),
+    ("high_stakes_failure_rate", "high-stakes failure share", "failures on high/critical probes"),
+    ("boundary_language_rate", "boundary-language rate", "outputs with refusal/boundary language"),
+    ("safe_unsafe_signal_ratio", "safe:unsafe signal ratio", "null when no unsafe signal matched"),
+)
+
+
+def _rates(table: Mapping[str, Any], groups: list[str]) -> list[float | None]:
+    return [(table.get(g) or {}).get("pass_rate") for g in groups]
+
+
+def _linked(items: list[Mapping[str, Any]], anchors: Mapping[str, str]) -> list[dict[str, Any]]:
+    return [{**item, "anchor": anchors.get(str(item.get("case_id")))} for item in items]
+
+
+def redteam_view(red: Mapping[str, Any] | None, anchors: Mapping[str, str]) -> dict[str, Any]:
+    if not red or "aggregate_metrics" not in red:
+        return {"present": False}
+    agg = red["aggregate_metrics"]
+    judge = red.get("judge_tables") or {}
+    judged = int(judge.get("n") or 0)
+    categories = sorted(set(agg.get("by_category") or {}) | set(judge.get("by_category") or {}))
+    severities = [
+        s
+        for s in ("low", "medium", "high", "critical")
+        if ((agg.get("by_severity") or {}).get(s) or {}).get("n")
+    ]
+    series_cat = {"heuristic": _rates(agg.get("by_category") or {}, categories)}
+    series_sev = {"heuristic": _rates(agg.get("by_severity") or {}, severities)}
+    if judged:
+        series_cat["judge"] = _rates(judge.get("by_category") or {}, categories)
+        series_sev["judge"] = _rates(judge.get("by_severity") or {}, severities)
+    obs = red.get("observability")
+    points = charts.sample_points((obs or {}).get("points") or [])
+    cat_rows = []
+    for c in categories:
+        h = (agg.get("by_category") or {}).get(c) or {}
+        j = (judge.get("by_category") or {}).get(c) or {}
+        cat_rows.append(
+            {
+                "category": c,
+                "n": h.get("n"),
+                "heuristic": h.get("pass_rate"),
+                "judge": j.get("pass_rate") if judged else None,
+                "mean_risk": h.get("mean_risk"),
+                "critical_failures": h.get("critical_failures"),
+                "high_failures": h.get("high_failures"),
+            }
+        )
+    sev_rows = [
+        {
+            "severity": s,
+            "n": ((agg.get("by_severity") or {}).get(s) or {}).get("n"),
+            "heuristic": ((agg.get("by_severity") or {}).get(s) or {}).get("pass_rate"),
+            "judge": ((judge.get("by_severity") or {}).get(s) or {}).get("pass_rate")
+            if judged
+            else None,
+        }
+        for s in severities
+    ]
+    return {
+        "present": True,
+        "counts": agg.get("counts") or {},
+        "pass_rate": agg.get("pass_rate"),
+        "judge_pass_rate": judge.get("pass_rate") if judged else None,
+        "judged": judged,
+        "risk": agg.get("risk_score") or {},
+        "indices": [(label, agg.get(key), help_) for key, label, help_ in INDEX_KEYS],
+        "categories": cat_rows,
+        "severities": sev_rows,
+        "failure_modes": agg.get("failure_mode_histogram") or {},
+        "worst": _linked(agg.get("worst_cases") or [], anchors),
+        "disagreements": _linked((red.get("disagreements") or [])[:MAX_LISTED], anchors),
+        "disagreements_total": len(red.get("disagreements") or []),
+        "disagreement_kinds": dict(
+            Counter(str(d.get("kind")) for d in red.get("disagreements") or [])
+        ),
+        "observability": obs,
+        "points_shown": len(points),
+        "chart_category": charts.grouped_rates(categories, series_cat, "pass rate by category"),
+        "chart_severity": charts.grouped_rates(severities, series_sev, "pass rate by severity"),
+        "chart_modes": charts.count_bars(
+            agg.get("failure_mode_histogram") or {}, "detected failure modes"
+        ),
+        "chart_scatter": charts.observability_scatter(points),
+    }

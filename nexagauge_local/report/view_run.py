@@ -1,0 +1,139 @@
+"""Run-level views: header, cost panel, per-node summaries and per-metric tables.
+
+Everything reads summary.json and metrics/<node>.json as written by the runner, tolerating
+absent keys (an older or partial run still renders, with "-" where a value is unknown).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+from markupsafe import Markup
+
+from nexagauge_local.graph import SPECS
+from nexagauge_local.report import charts
+from nexagauge_local.report.rows import METRIC_NODES
+from nexagauge_local.report.view_cases import CasesDigest, Worst
+
+USAGE_KEYS = (
+    "eligible",
+    "requests",
+    "cache_hits",
+    "backend_calls",
+    "input_tokens",
+    "output_tokens",
+    "gpu_seconds",
+    "wall_seconds",
+)
+
+
+def header_view(summary: Mapping[str, Any], n_cases: int) -> dict[str, Any]:
+    judge = summary.get("judge") if isinstance(summary.get("judge"), Mapping) else None
+    versions = summary.get("versions") or {}
+    return {
+        "title": f"nexagauge-local report: {summary.get('input', 'run')}",
+        "target": summary.get("target"),
+        "input": summary.get("input"),
+        "started": summary.get("started"),
+        "wall_seconds": summary.get("wall_seconds"),
+        "cases": summary.get("cases") or {},
+        "case_reports": n_cases,
+        "nodes_run": [n for n in summary.get("nodes_run") or [] if n != "scan"],
+        "nodes_unavailable": summary.get("nodes_unavailable") or [],
+        "judge": judge,
+        "llm_nodes": [
+            n for n in summary.get("nodes_run") or [] if n in SPECS and SPECS[n].kind == "llm"
+        ],
+        "gpus": summary.get("gpus") or [],
+        "versions": {k: v for k, v in versions.items() if v},
+        "skipped_records": (summary.get("skipped") or [])[:20],
+        "rendered": datetime.now(UTC).isoformat(timespec="seconds"),
+    }
+
+
+def cost_view(summary: Mapping[str, Any]) -> dict[str, Any]:
+    totals = dict(summary.get("cost") or {})
+    price = summary.get("gpu_hour_price")
+    judge = summary.get("judge") if isinstance(summary.get("judge"), Mapping) else {}
+    nodes = summary.get("nodes") or {}
+    rows = [
+        {
+            "node": name,
+            **{k: usage.get(k) for k in USAGE_KEYS},
+            "kind": SPECS[name].kind if name in SPECS else "-",
+        }
+        for name, usage in nodes.items()
+        if isinstance(usage, Mapping)
+    ]
+    requests = totals.get("requests") or 0
+    return {
+        "totals": totals,
+        "price": price,
+        "usd": totals.get("cost") if price else None,
+        "load_seconds": (judge or {}).get("load_seconds"),
+        "cache_rate": (totals.get("cache_hits", 0) / requests) if requests else None,
+        "rows": rows,
+    }
+
+
+@dataclass
+class MetricTable:
+    node: str
+    metric: str
+    key: str
+    stats: dict[str, Any]
+    worst: Worst
+    gated: bool
+
+
+@dataclass
+class NodesView:
+    rows: list[dict[str, Any]] = field(default_factory=list)
+    histogram: Markup | None = None
+    pass_rates: Markup | None = None
+    metrics: list[MetricTable] = field(default_factory=list)
+
+
+def nodes_view(node_metrics: Mapping[str, Mapping[str, Any]], digest: CasesDigest) -> NodesView:
+    view = NodesView()
+    bars: list[tuple[str, float | None, int]] = []
+    for node in METRIC_NODES:
+        summ = node_metrics.get(node)
+        if summ is None:
+            continue
+        view.rows.append(
+            {
+                "node": node,
+                **{
+                    k: summ.get(k)
+                    for k in (
+                        "eligible",
+                        "scored",
+                        "errors",
+                        "passed",
+                        "failed",
+                        "pass_rate",
+                        "avg_score",
+                        "median_score",
+                    )
+                },
+                "skipped": summ.get("skipped") or {},
+            }
+        )
+        for metric, stats in (summ.get("metrics") or {}).items():
+            key = f"{node}.{metric}"
+            worst = digest.worst.get(key, Worst())
+            informational = worst.ungated and not worst.gated
+            view.metrics.append(
+                MetricTable(node, metric, key, dict(stats), worst, not informational)
+            )
+            if not informational:
+                bars.append((key, stats.get("pass_rate"), int(stats.get("n") or 0)))
+    view.histogram = charts.score_histograms(digest.scores)
+    view.pass_rates = charts.rate_bars(
+        bars, "pass rate per metric: green pass, red fail (score ≥ 0.6)"
+    )
+    return view
