@@ -34,4 +34,7 @@ class RunSettings(BaseSettings):
     gpus: list[int] = Field(default_factory=list)
     gpu_hour_price: float | None = Field(default=None, ge=0)
     seed: int = 0
+    # scale-out: a Ray cluster for the judge work (cluster/spec.py: auto, local, HOST:PORT,
+    # ray://HOST:PORT, with ?workers=..&batch=.. options); None = this process
+    cluster: str | None = None
     progress: bool = True

@@ -60,7 +60,13 @@ def _with_filters(fn):  # type: ignore[no-untyped-def]
 @_with_filters
 @click.option("--summary", is_flag=True, help="Counts per category and severity instead of rows.")
 def probes_list(category: tuple[str, ...], severity: tuple[str, ...], summary: bool) -> None:
-    """Show the probes: id, category, severity, failure modes and task."""
+    """Show the probes: id, category, severity, failure modes and task.
+
+    \b
+    Examples:
+      nexagauge-local probes list --summary
+      nexagauge-local probes list --category self_harm --severity critical
+    """
     probes = _select(category, severity)
     console = Console()
     if summary:
@@ -88,7 +94,12 @@ def probes_list(category: tuple[str, ...], severity: tuple[str, ...], summary: b
 @click.option("--output", "-o", type=click.Path(dir_okay=False, path_type=Path), required=True,
               help="JSONL file to write ('-' for stdout).")
 def probes_export(category: tuple[str, ...], severity: tuple[str, ...], output: Path) -> None:
-    """Write the probes as JSONL, one probe per line, ready for `generate --input`."""
+    """Write the probes as JSONL, one probe per line, ready for `generate --input`.
+
+    \b
+    Example:
+      nexagauge-local probes export --output probes.jsonl --category prompt_injection
+    """
     lines = [json.dumps(p, ensure_ascii=False) for p in _select(category, severity)]
     text = "\n".join(lines) + ("\n" if lines else "")
     if str(output) == "-":

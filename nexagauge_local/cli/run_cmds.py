@@ -92,10 +92,15 @@ def _fail_records(exc: RecordsError) -> None:
 @click.option("--gpu-hour-price", type=click.FloatRange(min=0), help="USD per GPU-hour, to fill `cost`.")
 @click.option("--shard-size", type=click.IntRange(min=1), default=5000, show_default=True,
               help="Cases per shard; memory stays bounded and finished shards are on disk.")
+@click.option("--cluster", metavar="ADDRESS",
+              help="Send the judge work to a Ray cluster: auto (Ray running on this host), local "
+                   "(a private one), HOST:PORT or ray://HOST:PORT; options as ?workers=N&batch=N "
+                   "(see docs/scale-out.md). Needs the `cluster` extra.")
 @click.option("--quiet", "-q", is_flag=True, help="No progress bars.")
 def run_cmd(target: str, input_path: str, limit: int | None, fields: tuple[str, ...], on_error: str,
             output_dir: Path, cache_dir: Path, no_cache: bool, model: str, backend: str,
-            gpu: str | None, gpu_hour_price: float | None, shard_size: int, quiet: bool) -> None:
+            gpu: str | None, gpu_hour_price: float | None, shard_size: int, cluster: str | None,
+            quiet: bool) -> None:
     """Run TARGET and everything it needs over a dataset.
 
     TARGET is a node (see `nexagauge-local nodes`); `eval` runs every metric branch a case is
@@ -106,6 +111,7 @@ def run_cmd(target: str, input_path: str, limit: int | None, fields: tuple[str, 
       nexagauge-local run eval --input data.jsonl --output-dir out --gpu 0
       nexagauge-local run refmatch --input sample.json --output-dir out --limit 10
       cat data.jsonl | nexagauge-local run redteam --input - --output-dir out
+      nexagauge-local run eval --input big.jsonl --output-dir out --cluster ray://head:10001
     """
     from nexagauge_local.judge.client import JudgeClient
     from nexagauge_local.judge.profiles import WeightsMissing
@@ -114,7 +120,7 @@ def run_cmd(target: str, input_path: str, limit: int | None, fields: tuple[str, 
     settings = RunSettings(
         target=target, output_dir=output_dir, limit=limit, on_error=on_error, cache_dir=cache_dir,
         use_cache=not no_cache, model=model, backend=backend, gpus=_parse_gpus(gpu),
-        gpu_hour_price=gpu_hour_price, shard_size=shard_size, progress=not quiet,
+        gpu_hour_price=gpu_hour_price, shard_size=shard_size, cluster=cluster, progress=not quiet,
     )
     console = Console(stderr=True)
     needs_judge = any(s.kind == "llm" for s in plan(target))
@@ -125,15 +131,31 @@ def run_cmd(target: str, input_path: str, limit: int | None, fields: tuple[str, 
             make_backend_factory(settings)
         except WeightsMissing as exc:
             raise click.ClickException(str(exc)) from None
+    if cluster and needs_judge:  # no Ray, a bad value or an unreachable cluster: stop, exit 2
+        from nexagauge_local.cluster import ClusterUnavailable, connect_cluster
+
+        try:
+            connect_cluster(cluster)
+        except ClusterUnavailable as exc:
+            click.echo(f"Error: {exc}", err=True)
+            sys.exit(BAD_INPUT)
     with tempfile.TemporaryDirectory() as tmp:
         dataset = _open_dataset(input_path, fields, limit, Path(tmp))
-        runner = Runner(settings, console=console,
-                        judge_factory=(lambda: JudgeClient.from_settings(settings)) if needs_judge else None)
+        opened: list[JudgeClient] = []  # closed below: data-parallel engines and cluster actors
+
+        def judge_factory() -> JudgeClient:
+            opened.append(JudgeClient.from_settings(settings))
+            return opened[-1]
+
+        runner = Runner(settings, console=console, judge_factory=judge_factory if needs_judge else None)
         try:
             outcome = runner.run(dataset)
         except RecordsError as exc:
             _fail_records(exc)
             return
+        finally:
+            for client in opened:
+                client.close()
     cases = outcome.summary["cases"]
     console.print(f"[green]done[/]: {cases['valid']} case(s), {cases['skipped']} skipped record(s), "
                   f"{cases['duplicates']} duplicate(s) -> {output_dir}")

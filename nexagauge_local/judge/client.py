@@ -19,9 +19,10 @@ call per chunk (still a large batch), and a run killed mid-node resumes after th
 from __future__ import annotations
 
 import time
+from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import replace
-from typing import Any, Self
+from typing import Any, Protocol, Self
 
 from nexagauge_local.cache import CacheEntry, JudgeCache, request_key
 from nexagauge_local.cost import CostLedger
@@ -32,6 +33,22 @@ from nexagauge_local.settings import RunSettings
 DEMO_NOTICE = "demo judge (SmolLM2-135M): its verdicts are for trying the tool, not for decisions"
 
 BACKEND_ERROR_PREFIX = "backend:"
+
+
+class Executor(Protocol):
+    """Answers a node's cache misses somewhere else (cluster/executor.py: a Ray actor pool),
+    calling `on_batch(positions, results)` as each batch lands so results are cached at once."""
+
+    def run(
+        self,
+        node: str,
+        requests: Sequence[JudgeRequest],
+        on_batch: Callable[[list[int], list[JudgeResult]], None],
+    ) -> None: ...
+
+    def describe(self) -> dict[str, Any]: ...
+
+    def close(self) -> None: ...
 
 
 def _cacheable(result: JudgeResult) -> bool:
@@ -51,6 +68,7 @@ class JudgeClient:
         fingerprint: str | None = None,
         model_name: str | None = None,
         is_demo: bool | None = None,
+        executor: Executor | None = None,
     ) -> None:
         """`backend_factory` may carry `fingerprint`, `model_name` and `is_demo` attributes
         (factory.BackendFactory does); then keys are computed without building the backend.
@@ -65,6 +83,7 @@ class JudgeClient:
         self.gpu_hour_price = gpu_hour_price
         self.seed = seed
         self.flush_every = flush_every
+        self.executor = executor
         self._fingerprint = fingerprint or getattr(backend_factory, "fingerprint", None)
         self._model_name = model_name or getattr(backend_factory, "model_name", None)
         self._is_demo = (
@@ -115,6 +134,8 @@ class JudgeClient:
         }
         if self.is_demo:
             info["notice"] = DEMO_NOTICE
+        if self.executor is not None:
+            info["cluster"] = self.executor.describe()
         return info
 
     @classmethod
@@ -123,16 +144,25 @@ class JudgeClient:
         from nexagauge_local.judge.factory import make_backend_factory
 
         cache = JudgeCache(settings.cache_dir) if settings.use_cache else None
+        factory, ledger = make_backend_factory(settings), CostLedger()
+        executor = None
+        if settings.cluster:
+            from nexagauge_local.cluster import make_executor
+
+            executor = make_executor(settings.cluster, factory, ledger, flush_every)
         return cls(
-            make_backend_factory(settings),
+            factory,
             cache,
-            CostLedger(),
+            ledger,
             settings.gpu_hour_price,
             seed=settings.seed,
             flush_every=flush_every,
+            executor=executor,
         )
 
     def close(self) -> None:
+        if self.executor is not None:
+            self.executor.close()
         closer = getattr(self._backend, "close", None)
         if callable(closer):
             closer()
@@ -181,16 +211,15 @@ class JudgeClient:
             self.cache.record_hits(node, n_hit_positions)
 
         misses = [k for k in first if k not in hits]
-        chunk = self.flush_every or max(len(misses), 1)
-        for start in range(0, len(misses), chunk):
-            part = misses[start : start + chunk]
-            reqs = [requests[first[k]] for k in part]
-            results = self.backend.generate(reqs)
-            if len(results) != len(reqs):
-                raise RuntimeError(f"backend returned {len(results)} results for {len(reqs)}")
+        copies = Counter(keys)  # positions per key: a chunk's progress without rescanning keys
+
+        def settle(part: list[str], results: list[JudgeResult]) -> None:
+            """Book, cache and report one answered chunk of misses."""
+            if len(results) != len(part):
+                raise RuntimeError(f"backend returned {len(results)} results for {len(part)}")
             usage.add(
                 backend_calls=1,
-                backend_requests=len(reqs),
+                backend_requests=len(part),
                 input_tokens=sum(r.prompt_tokens for r in results),
                 output_tokens=sum(r.output_tokens for r in results),
                 gpu_seconds=sum(r.gpu_seconds for r in results),
@@ -201,8 +230,20 @@ class JudgeClient:
                 )
             done.update(zip(part, results))
             if progress:
-                in_part = set(part)
-                progress(sum(1 for k in keys if k in in_part))
+                progress(sum(copies[k] for k in part))
+
+        if self.executor is not None:
+            if misses:
+                self.executor.run(
+                    node,
+                    [requests[first[k]] for k in misses],
+                    lambda pos, results: settle([misses[i] for i in pos], results),
+                )
+        else:
+            chunk = self.flush_every or max(len(misses), 1)
+            for start in range(0, len(misses), chunk):
+                part = misses[start : start + chunk]
+                settle(part, self.backend.generate([requests[first[k]] for k in part]))
 
         out: list[JudgeResult] = []
         for i, k in enumerate(keys):
