@@ -72,14 +72,14 @@ class Runner:
         *,
         registry: Mapping[str, Callable[[], Node]] = REGISTRY,
         judge_factory: Callable[[], Any] | None = None,
-        embedder_factory: Callable[[], Embedder] = Embedder,
+        embedder_factory: Callable[[], Embedder] | None = None,
         console: Console | None = None,
         keep_reports: bool = False,
     ):
         self.settings = settings
         self.registry = registry
         self.judge_factory = judge_factory
-        self.embedder_factory = embedder_factory
+        self.embedder_factory = embedder_factory or (lambda: Embedder(dtype=settings.embed_dtype))
         self.console = console or Console(stderr=True)
         self.keep_reports = keep_reports
 
@@ -231,6 +231,7 @@ class Runner:
             "nodes_run": [s.name for s in specs],
             "nodes_unavailable": unavailable,
             "judge": judge_info,
+            "embedder": getattr(ctx._embedder, "describe", lambda: None)(),
             "prompt_versions": dict(sorted(ctx.prompt_versions.items())),
             "gpus": self.settings.gpus,
             "gpu_hour_price": price,

@@ -34,6 +34,8 @@ class RunSettings(BaseSettings):
     gpus: list[int] = Field(default_factory=list)
     gpu_hour_price: float | None = Field(default=None, ge=0)
     seed: int = 0
+    # embeddings (refiner/refalign): auto = bfloat16 on CUDA or a CPU with native bf16
+    embed_dtype: Literal["auto", "float32", "bfloat16"] = "auto"
     # scale-out: a Ray cluster for the judge work (cluster/spec.py: auto, local, HOST:PORT,
     # ray://HOST:PORT, with ?workers=..&batch=.. options); None = this process
     cluster: str | None = None

@@ -96,11 +96,15 @@ def _fail_records(exc: RecordsError) -> None:
               help="Send the judge work to a Ray cluster: auto (Ray running on this host), local "
                    "(a private one), HOST:PORT or ray://HOST:PORT; options as ?workers=N&batch=N "
                    "(see docs/scale-out.md). Needs the `cluster` extra.")
+@click.option("--embed-dtype", type=click.Choice(["auto", "float32", "bfloat16"]), default="auto",
+              show_default=True,
+              help="Embeddings for refiner/refalign. auto: bfloat16 on a GPU or a CPU with native bf16 "
+                   "(about 2x faster; cosines move by <0.004), else float32.")
 @click.option("--quiet", "-q", is_flag=True, help="No progress bars.")
 def run_cmd(target: str, input_path: str, limit: int | None, fields: tuple[str, ...], on_error: str,
             output_dir: Path, cache_dir: Path, no_cache: bool, model: str, backend: str,
             gpu: str | None, gpu_hour_price: float | None, shard_size: int, cluster: str | None,
-            quiet: bool) -> None:
+            embed_dtype: str, quiet: bool) -> None:
     """Run TARGET and everything it needs over a dataset.
 
     TARGET is a node (see `nexagauge-local nodes`); `eval` runs every metric branch a case is
@@ -121,6 +125,7 @@ def run_cmd(target: str, input_path: str, limit: int | None, fields: tuple[str, 
         target=target, output_dir=output_dir, limit=limit, on_error=on_error, cache_dir=cache_dir,
         use_cache=not no_cache, model=model, backend=backend, gpus=_parse_gpus(gpu),
         gpu_hour_price=gpu_hour_price, shard_size=shard_size, cluster=cluster, progress=not quiet,
+        embed_dtype=embed_dtype,
     )
     console = Console(stderr=True)
     needs_judge = any(s.kind == "llm" for s in plan(target))
