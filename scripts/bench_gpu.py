@@ -46,6 +46,7 @@ from nexagauge_local.devkit.phases import (
     shape_of,
     write_model_dir,
 )
+from nexagauge_local.judge.hf_backend import prompt_ids
 from nexagauge_local.judge.types import JudgeRequest
 
 ASSUMED_MAX_NUM_SEQS = 1024  # vLLM's default on >= 70 GiB GPUs (engine/arg_utils.py)
@@ -59,7 +60,7 @@ def build_dry_plan(cases: int, hf_cases: int, tokenizer_dir: Path | None, cache_
     """The plan and the floor arithmetic, from the real workload and ASSUMED H100 rates."""
     reqs = requests_for(cases, SEED, cache_dir)
     tok = load_tokenizer(tokenizer_dir, cache_dir)
-    ids = [workload.prompt_ids(tok, r.messages) for r in reqs]
+    ids = [prompt_ids(tok, r.messages) for r in reqs]
     cached = workload.prefix_cache_estimate(ids)
     schema = reqs[0].schema
     min_answer = json.dumps(workload.minimal_answer(schema), separators=(",", ":"))

@@ -30,7 +30,7 @@ from typing import Any
 
 from nexagauge_local.dataset import Dataset
 from nexagauge_local.judge.client import JudgeClient
-from nexagauge_local.judge.hf_backend import render_prompt
+from nexagauge_local.judge.hf_backend import prompt_ids
 from nexagauge_local.judge.prefix import prefix_stats
 from nexagauge_local.judge.types import JudgeRequest, JudgeResult
 from nexagauge_local.runner import Runner
@@ -47,7 +47,10 @@ class CapturingClient:
         self.sent: dict[str, list[JudgeRequest]] = {}
 
     def run(
-        self, node: str, requests: Sequence[JudgeRequest], progress: Callable[[int], None] | None = None
+        self,
+        node: str,
+        requests: Sequence[JudgeRequest],
+        progress: Callable[[int], None] | None = None,
     ) -> list[JudgeResult]:
         self.sent.setdefault(node, []).extend(requests)
         return self._client.run(node, requests, progress=progress)
@@ -57,16 +60,25 @@ class CapturingClient:
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     ap.add_argument("--limit", type=int, default=None, help="first N records of the sample")
     ap.add_argument("--model", default="demo", help="judge profile or weights path")
     ap.add_argument("--input", type=Path, default=SAMPLE)
     args = ap.parse_args()
 
     with tempfile.TemporaryDirectory() as tmp:
-        settings = RunSettings(target="eval", output_dir=Path(tmp) / "out", limit=args.limit,
-                               model=args.model, backend="hf", use_cache=False,
-                               cache_dir=default_cache_dir(), progress=True)
+        settings = RunSettings(
+            target="eval",
+            output_dir=Path(tmp) / "out",
+            limit=args.limit,
+            model=args.model,
+            backend="hf",
+            use_cache=False,
+            cache_dir=default_cache_dir(),
+            progress=True,
+        )
         client = CapturingClient(JudgeClient.from_settings(settings))
         started = time.perf_counter()
         outcome = Runner(settings, judge_factory=lambda: client).run(
@@ -76,26 +88,35 @@ def main() -> None:
         tokenizer = client.backend.tokenizer
 
     judge = outcome.summary["judge"] or {}
-    print(f"bench_nodes: run eval on {args.input.name} ({outcome.summary['cases']['valid']} cases), "
-          f"judge {judge.get('model')} ({judge.get('backend')}, {judge.get('device')}), cache off")
-    print(f"host: {platform.machine()} {os.cpu_count()} CPU(s), {platform.python_version()}, "
-          f"model load {judge.get('load_seconds', 0):.1f} s, whole run {wall:.1f} s")
-    head = (f"{'node':<12}{'requests':>9}{'calls':>7}{'prompt tok':>12}{'output tok':>12}"
-            f"{'common pfx':>12}{'reusable':>10}{'seconds':>9}")
+    print(
+        f"bench_nodes: run eval on {args.input.name} ({outcome.summary['cases']['valid']} cases), "
+        f"judge {judge.get('model')} ({judge.get('backend')}, {judge.get('device')}), cache off"
+    )
+    print(
+        f"host: {platform.machine()} {os.cpu_count()} CPU(s), {platform.python_version()}, "
+        f"model load {judge.get('load_seconds', 0):.1f} s, whole run {wall:.1f} s"
+    )
+    head = (
+        f"{'node':<12}{'requests':>9}{'calls':>7}{'prompt tok':>12}{'output tok':>12}"
+        f"{'common pfx':>12}{'reusable':>10}{'seconds':>9}"
+    )
     print(head)
     print("-" * len(head))
     for node, usage in outcome.summary["nodes"].items():
         sent = client.sent.get(node)
         if not sent:
             continue
-        rows = [tokenizer(render_prompt(tokenizer, r.messages), add_special_tokens=False)["input_ids"]
-                for r in sent]
+        rows = [prompt_ids(tokenizer, r.messages) for r in sent]
         st = prefix_stats(rows)
-        print(f"{node:<12}{usage['requests']:>9}{usage['backend_calls']:>7}{usage['input_tokens']:>12}"
-              f"{usage['output_tokens']:>12}{st.common_share:>12.1%}{st.reusable_share:>10.1%}"
-              f"{usage['wall_seconds']:>9.1f}")
-    print("common pfx = share of the node's prompt tokens in the prefix ALL its prompts share; "
-          "reusable = share a perfect prefix cache serves (1 - token-trie size / total).")
+        print(
+            f"{node:<12}{usage['requests']:>9}{usage['backend_calls']:>7}{usage['input_tokens']:>12}"
+            f"{usage['output_tokens']:>12}{st.common_share:>12.1%}{st.reusable_share:>10.1%}"
+            f"{usage['wall_seconds']:>9.1f}"
+        )
+    print(
+        "common pfx = share of the node's prompt tokens in the prefix ALL its prompts share; "
+        "reusable = share a perfect prefix cache serves (1 - token-trie size / total)."
+    )
 
 
 if __name__ == "__main__":

@@ -18,6 +18,7 @@ from click.testing import CliRunner
 
 from nexagauge_local.devkit import baseline as B
 from nexagauge_local.devkit import benchreport, floor, workload
+from nexagauge_local.judge.hf_backend import prompt_ids
 from nexagauge_local.judge.prompts import REDTEAM_VERSION, render_redteam
 from nexagauge_local.judge.prompts.redteam import BIAS, TOXICITY
 from nexagauge_local.judge.schemas import max_tokens_for, verdict_schema
@@ -82,7 +83,7 @@ def test_dry_run_counts_tokens_with_the_demo_tokenizer(dry, tmp_path: Path) -> N
     counts = [count_prompt_tokens(tok, r.messages) for r in reqs]
     assert plan["prompt_tokens"]["first"] == counts[0]
     assert plan["prompt_tokens"]["total"] == sum(counts)
-    ids = [workload.prompt_ids(tok, r.messages) for r in reqs]
+    ids = [prompt_ids(tok, r.messages) for r in reqs]
     assert plan["prefix_cache_estimate"]["tokens"] == workload.prefix_cache_estimate(ids)
     # two metrics share their rubric across cases: most of each prompt is cacheable
     assert 0.5 < plan["prefix_cache_estimate"]["share"] < 1.0

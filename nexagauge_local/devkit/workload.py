@@ -11,14 +11,15 @@ from __future__ import annotations
 
 import itertools
 import random
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from nexagauge_local.case import Case
-from nexagauge_local.judge.types import JudgeRequest, JudgeResult, Messages
+from nexagauge_local.estimate.recorder import RecordingJudge
+from nexagauge_local.judge.prefix import common_prefix
+from nexagauge_local.judge.types import JudgeRequest
 from nexagauge_local.nodes.base import CaseState, RunContext
-from nexagauge_local.nodes.judging import failed
 from nexagauge_local.nodes.redteam import RedteamNode
 from nexagauge_local.settings import RunSettings
 
@@ -64,32 +65,16 @@ def synthetic_cases(n: int, seed: int = 0) -> list[Case]:
     return cases
 
 
-class CapturingJudge:
-    """JudgeClient stand-in that records the node's requests and judges nothing."""
-
-    def __init__(self) -> None:
-        self.requests: list[JudgeRequest] = []
-
-    def run(
-        self,
-        node: str,
-        requests: Sequence[JudgeRequest],
-        progress: Callable[[int], None] | None = None,
-    ) -> list[JudgeResult]:
-        self.requests.extend(requests)
-        return [failed("captured for the benchmark") for _ in requests]
-
-
 def redteam_requests(cases: Sequence[Case], cache_dir: Path) -> list[JudgeRequest]:
     """Every judge request the redteam node makes for `cases`, in the node's order."""
-    judge = CapturingJudge()
+    judge = RecordingJudge()
     ctx = RunContext(
         settings=RunSettings(cache_dir=cache_dir, progress=False, use_cache=False),
         embedder_factory=_no_embedder,
         judge_factory=lambda: judge,  # type: ignore[arg-type, return-value]
     )
     RedteamNode().run([CaseState(c) for c in cases], ctx)
-    return judge.requests
+    return judge.requests.get(RedteamNode.name, [])
 
 
 def _no_embedder() -> Any:
@@ -107,24 +92,6 @@ def demo_tokenizer(cache_dir: Path) -> Any:
     return load_tokenizer(resolve_profile("demo"), cache_dir)
 
 
-def prompt_ids(tokenizer: Any, messages: Messages) -> list[int]:
-    """Token ids of the chat-templated prompt, exactly as the hf backend counts them."""
-    from nexagauge_local.judge.hf_backend import render_prompt
-
-    return list(
-        tokenizer(render_prompt(tokenizer, messages), add_special_tokens=False)["input_ids"]
-    )
-
-
-def _lcp(a: Sequence[int], b: Sequence[int]) -> int:
-    n = 0
-    for x, y in zip(a, b):
-        if x != y:
-            break
-        n += 1
-    return n
-
-
 def prefix_cache_estimate(seqs: Sequence[Sequence[int]], block: int = VLLM_BLOCK) -> int:
     """Prompt tokens an ideal prefix cache serves when every prompt is sent once.
 
@@ -136,7 +103,7 @@ def prefix_cache_estimate(seqs: Sequence[Sequence[int]], block: int = VLLM_BLOCK
     ordered = sorted(tuple(s) for s in seqs)
     total = 0
     for prev, cur in itertools.pairwise(ordered):
-        shared = min(_lcp(prev, cur), len(cur) - 1)
+        shared = min(common_prefix(prev, cur), len(cur) - 1)
         total += (shared // block) * block
     return total
 

@@ -8,6 +8,7 @@ fingerprint; without one they are None rather than a guess.
 
 from __future__ import annotations
 
+import hashlib
 import json
 from collections.abc import Sequence
 from pathlib import Path
@@ -25,8 +26,6 @@ class TokenCounting(Protocol):
 
 
 def calibration_path(cache_dir: Path, fingerprint: str, device: str) -> Path:
-    import hashlib
-
     digest = hashlib.sha256(f"{fingerprint}|{device}".encode()).hexdigest()[:20]
     return cache_dir / "calibration" / f"{digest}.json"
 

@@ -130,9 +130,23 @@ def render_prompt(tokenizer: Any, messages: Messages) -> str:
         return tokenizer.apply_chat_template(rest, tokenize=False, add_generation_prompt=True)
 
 
+def prompt_ids(tokenizer: Any, messages: Messages) -> list[int]:
+    """Token ids of the chat-templated prompt, exactly as the backend feeds them."""
+    return list(
+        tokenizer(render_prompt(tokenizer, messages), add_special_tokens=False)["input_ids"]
+    )
+
+
 def count_prompt_tokens(tokenizer: Any, messages: Messages) -> int:
-    text = render_prompt(tokenizer, messages)
-    return len(tokenizer(text, add_special_tokens=False)["input_ids"])
+    return len(prompt_ids(tokenizer, messages))
+
+
+def eos_token_ids(model: Any, tokenizer: Any) -> set[int]:
+    """Every id that ends an answer: the tokenizer's EOS and the generation config's."""
+    ids = {tokenizer.eos_token_id}
+    cfg = getattr(model.generation_config, "eos_token_id", None)
+    ids.update(cfg if isinstance(cfg, list) else [cfg])
+    return {i for i in ids if i is not None}
 
 
 class TokenCounter:
@@ -184,7 +198,7 @@ class HFBackend:
         self._om = _outlines_model(self.model, self.tokenizer)
         self.load_seconds = time.perf_counter() - started
         self._generators: dict[str, Any] = {}
-        self._eos_ids = self._collect_eos_ids()
+        self._eos_ids = eos_token_ids(self.model, self.tokenizer)
 
     # -- protocol
 
@@ -250,12 +264,6 @@ class HFBackend:
             term = JsonSchema(schema_json(schema), whitespace_pattern="")
             self._generators[key] = outlines.Generator(self._om, term)
         return self._generators[key]
-
-    def _collect_eos_ids(self) -> set[int]:
-        ids = {self.tokenizer.eos_token_id}
-        cfg = getattr(self.model.generation_config, "eos_token_id", None)
-        ids.update(cfg if isinstance(cfg, list) else [cfg])
-        return {i for i in ids if i is not None}
 
     def _run_batch(self, reqs: list[JudgeRequest], prompts: list[str]) -> list[JudgeResult]:
         schema = reqs[0].schema

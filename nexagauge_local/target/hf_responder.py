@@ -10,9 +10,13 @@ from __future__ import annotations
 import time
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
 
-from nexagauge_local.judge.hf_backend import load_model, render_prompt, resolve_dtype
+from nexagauge_local.judge.hf_backend import (
+    eos_token_ids,
+    load_model,
+    prompt_ids,
+    resolve_dtype,
+)
 from nexagauge_local.judge.profiles import JudgeProfile
 from nexagauge_local.judge.types import Messages
 from nexagauge_local.target.types import Response
@@ -49,11 +53,11 @@ class HFResponder:
         self.tokenizer.padding_side = "left"
         if self.tokenizer.pad_token_id is None:
             self.tokenizer.pad_token = self.tokenizer.eos_token
+        self._eos = eos_token_ids(self._model, self.tokenizer)
 
     def respond(self, conversations: Sequence[Messages], max_tokens: int) -> list[Response]:
-        prompts = [render_prompt(self.tokenizer, conv) for conv in conversations]
-        ids = [self.tokenizer(p, add_special_tokens=False)["input_ids"] for p in prompts]
-        out: list[Response | None] = [None] * len(prompts)
+        ids = [prompt_ids(self.tokenizer, conv) for conv in conversations]
+        out: list[Response | None] = [None] * len(ids)
         for batch in micro_batches([len(x) for x in ids], self.batch_size):
             for i, resp in zip(batch, self._run([ids[i] for i in batch], max_tokens)):
                 out[i] = resp
@@ -78,10 +82,9 @@ class HFResponder:
                 pad_token_id=pad,
             )
         wall = time.perf_counter() - started
-        eos = _eos_ids(self._model, self.tokenizer)
         results = []
         for row, prompt in zip(gen[:, width:].tolist(), rows):
-            cut = next((k for k, t in enumerate(row) if t in eos), None)
+            cut = next((k for k, t in enumerate(row) if t in self._eos), None)
             tokens = row if cut is None else row[:cut]
             results.append(
                 Response(
@@ -96,11 +99,3 @@ class HFResponder:
 
     def close(self) -> None:
         return None
-
-
-def _eos_ids(model: Any, tokenizer: Any) -> set[int]:
-    ids = model.generation_config.eos_token_id
-    found = set(ids if isinstance(ids, list) else [ids] if ids is not None else [])
-    if tokenizer.eos_token_id is not None:
-        found.add(tokenizer.eos_token_id)
-    return found

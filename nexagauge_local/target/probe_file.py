@@ -8,7 +8,6 @@ they are). Every problem is reported with file, line and field, all at once.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -69,7 +68,7 @@ def read_probes(path: Path) -> tuple[list[ProbeItem], list[RecordError]]:
     items: list[ProbeItem] = []
     errors: list[RecordError] = []
     seen: dict[str, SourceRef] = {}
-    for raw in _raw(path):
+    for raw in iter_raw(path):
         if raw.data is None:
             errors.append(RecordError(raw.source, None, raw.error or "unreadable record"))
             continue
@@ -87,7 +86,3 @@ def read_probes(path: Path) -> tuple[list[ProbeItem], list[RecordError]]:
             continue
         items.append(ProbeItem(record, raw.source))
     return items, errors
-
-
-def _raw(path: Path) -> Iterator[Any]:
-    yield from iter_raw(path)
