@@ -70,7 +70,7 @@ def model_path(arg: str | None, tmp: Path) -> str:
 
 def bench_pool(factory: Any, workers: int, n: int, batch: int, cache_dir: Path) -> dict[str, Any]:
     """Warm a pool of `workers` actors, then time one node of `n` requests through it."""
-    from nexagauge_local.cache import CacheEntry, JudgeCache
+    from nexagauge_local.judge.cache import CacheEntry, JudgeCache
     from nexagauge_local.cluster import parse_cluster
     from nexagauge_local.cluster.executor import ClusterExecutor
 

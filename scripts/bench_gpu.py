@@ -33,9 +33,9 @@ sys.path.insert(0, str(ROOT))  # the checkout's code, not an older installed cop
 
 import click
 
-from nexagauge_local.devkit import baseline as B
-from nexagauge_local.devkit import benchreport, floor, workload
-from nexagauge_local.devkit.phases import (
+from devkit import baseline as B
+from devkit import benchreport, floor, workload
+from devkit.phases import (
     PHASE_FUNCS,
     PHASES,
     SEED,

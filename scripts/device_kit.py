@@ -24,8 +24,8 @@ from pathlib import Path
 import click
 from rich.console import Console
 
-from nexagauge_local.devkit import assemble, bundle, callplan, pipresolve, wheels
-from nexagauge_local.devkit.callplan import TOKENIZER_TAR
+from devkit import assemble, bundle, callplan, pipresolve, wheels
+from devkit.callplan import TOKENIZER_TAR
 
 ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_KINDS = Path("/work/.library/device/KINDS.md")
@@ -190,7 +190,7 @@ def build(
     kinds: Path, out: Path, vllm_version: str | None, carry: tuple[str, ...], part_mib: int
 ) -> None:
     """Download, build, split and checksum the kit; print the device calls."""
-    from nexagauge_local.devkit.workload import demo_tokenizer
+    from devkit.workload import demo_tokenizer
     from nexagauge_local.settings import default_cache_dir
 
     device, choice, closure = _resolve(kinds, out, vllm_version, carry)

@@ -16,8 +16,8 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 
-from nexagauge_local.devkit import baseline as B
-from nexagauge_local.devkit import benchreport, floor, workload
+from devkit import baseline as B
+from devkit import benchreport, floor, workload
 from nexagauge_local.judge.hf_backend import prompt_ids
 from nexagauge_local.judge.prompts import REDTEAM_VERSION, render_redteam
 from nexagauge_local.judge.prompts.redteam import BIAS, TOXICITY
@@ -293,7 +293,7 @@ def test_run_concurrent_deadline_stops_new_requests() -> None:
 
 
 def test_measure_rates_on_cpu() -> None:
-    from nexagauge_local.devkit.gpuprobe import measure_rates
+    from devkit.gpuprobe import measure_rates
 
     rates = measure_rates("cpu", n=64, copy_mib=1, iters=2, warmup=1)
     assert rates.device == "cpu" and rates.matmul_n == 64
@@ -319,7 +319,7 @@ http.server.HTTPServer(("127.0.0.1", int(sys.argv[1])), H).serve_forever()
 def test_server_waited_for_then_stopped_with_its_process_group(tmp_path: Path) -> None:
     import subprocess
 
-    from nexagauge_local.devkit import phases
+    from devkit import phases
 
     port = phases._free_port()
     server = subprocess.Popen([sys.executable, "-c", FAKE_SERVER, str(port)],

@@ -5,7 +5,7 @@ from __future__ import annotations
 import sqlite3
 from pathlib import Path
 
-from nexagauge_local.cache import CacheEntry, JudgeCache, request_key
+from nexagauge_local.judge.cache import CacheEntry, JudgeCache, request_key
 
 
 def _entry(key: str, node: str = "redteam", text: str = '{"score":3}') -> CacheEntry:

@@ -18,8 +18,8 @@ from types import ModuleType
 import pytest
 from click.testing import CliRunner
 
-from nexagauge_local.devkit import assemble, bundle, callplan, wheels
-from nexagauge_local.devkit.bundle import BundleError, Manifest
+from devkit import assemble, bundle, callplan, wheels
+from devkit.bundle import BundleError, Manifest
 
 ROOT = Path(__file__).resolve().parents[1]
 KiB = 1024
@@ -150,7 +150,7 @@ def test_bundle_runs_on_the_device_with_the_standard_library_only(kit, tmp_path:
     out, manifest, files = kit
     stage = tmp_path / "stage"
     stage_all(out, manifest, stage)
-    script = ROOT / "nexagauge_local" / "devkit" / "bundle.py"
+    script = ROOT / "scripts" / "devkit" / "bundle.py"
     into = tmp_path / "device_kit"
     run = [sys.executable, "-S", str(script), "join", "--manifest", str(out / "manifest.json"),
            "--stage", str(stage), "--into", str(into)]  # fmt: skip

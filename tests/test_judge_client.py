@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from nexagauge_local.cache import JudgeCache
-from nexagauge_local.cost import CostLedger
+from nexagauge_local.judge.cache import JudgeCache
+from nexagauge_local.judge.cost import CostLedger
 from nexagauge_local.judge import schemas as S
 from nexagauge_local.judge.client import JudgeClient
 from nexagauge_local.judge.types import JudgeRequest, JudgeResult, Messages
@@ -240,8 +240,8 @@ _CHILD = textwrap.dedent(
     import sys, time
     from pathlib import Path
     sys.path.insert(0, {repo!r})
-    from nexagauge_local.cache import JudgeCache
-    from nexagauge_local.cost import CostLedger
+    from nexagauge_local.judge.cache import JudgeCache
+    from nexagauge_local.judge.cost import CostLedger
     from nexagauge_local.judge.client import JudgeClient
     from nexagauge_local.judge.hf_backend import HFBackend
     from nexagauge_local.judge.profiles import JudgeProfile

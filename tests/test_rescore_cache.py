@@ -18,9 +18,9 @@ import pytest
 from click.testing import CliRunner
 from rich.console import Console
 
-from nexagauge_local.cache import JudgeCache
+from nexagauge_local.judge.cache import JudgeCache
 from nexagauge_local.cli import main
-from nexagauge_local.cost import CostLedger
+from nexagauge_local.judge.cost import CostLedger
 from nexagauge_local.dataset import Dataset
 from nexagauge_local.judge.client import JudgeClient
 from nexagauge_local.judge.types import JudgeRequest, JudgeResult

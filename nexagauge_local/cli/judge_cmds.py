@@ -20,7 +20,7 @@ import click
 from rich.console import Console
 from rich.table import Table
 
-from nexagauge_local.cache import JudgeCache
+from nexagauge_local.judge.cache import JudgeCache
 from nexagauge_local.estimate.cost import (  # noqa: F401  (re-exported: the CLI's helpers)
     CALIBRATION_VERSION,
     TokenCounting,

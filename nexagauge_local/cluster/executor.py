@@ -35,7 +35,7 @@ from nexagauge_local.cluster.plan import (
 from nexagauge_local.cluster.spec import ClusterSpec, ClusterUnavailable, import_ray
 from nexagauge_local.cluster.stats import ClusterStats, NodeRun, WorkerStats
 from nexagauge_local.cluster.worker import JudgeWorker
-from nexagauge_local.cost import CostLedger
+from nexagauge_local.judge.cost import CostLedger
 from nexagauge_local.judge.factory import BackendFactory
 from nexagauge_local.judge.schemas import parse_output
 from nexagauge_local.judge.types import JudgeRequest, JudgeResult

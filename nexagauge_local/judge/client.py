@@ -24,8 +24,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import replace
 from typing import Any, Protocol, Self
 
-from nexagauge_local.cache import CacheEntry, JudgeCache, request_key
-from nexagauge_local.cost import CostLedger
+from nexagauge_local.judge.cache import CacheEntry, JudgeCache, request_key
+from nexagauge_local.judge.cost import CostLedger
 from nexagauge_local.judge.schemas import parse_output, schema_id
 from nexagauge_local.judge.types import Backend, JudgeRequest, JudgeResult
 from nexagauge_local.settings import RunSettings

@@ -15,7 +15,7 @@ from __future__ import annotations
 import json
 from dataclasses import asdict, dataclass
 
-from nexagauge_local.devkit.bundle import Manifest
+from devkit.bundle import Manifest
 
 STAGE = "/tmp/stage"
 KIT = "/tmp/kit"
@@ -71,7 +71,7 @@ def _stage(kit_rel: str, call: int) -> str:
 def install_commands(kit_rel: str, has_tokenizer: bool) -> list[str]:
     steps = [
         (
-            f"python3 nexagauge_local/devkit/bundle.py join --manifest {kit_rel}/manifest.json "
+            f"python3 scripts/devkit/bundle.py join --manifest {kit_rel}/manifest.json "
             f"--stage {STAGE} --into {KIT}"
         ),
         (

@@ -16,7 +16,7 @@ from pathlib import Path
 from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 
-from nexagauge_local.devkit.wheels import MANYLINUX_MINORS, DeviceEnv, Dist
+from devkit.wheels import MANYLINUX_MINORS, DeviceEnv, Dist
 
 
 class PipFailed(RuntimeError):
