@@ -1,0 +1,33 @@
+"""`Judge`: everything a pipeline node and the runner may ask of the judge subsystem.
+
+Nodes depend on this protocol, never on JudgeClient, so a scripted judge in tests and the real
+client (cache, deduplication, backend or cluster executor behind it) are interchangeable, and the
+runner reads usage and identity without probing for attributes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any, Protocol
+
+from nexagauge_local.judge.cost import CostLedger
+from nexagauge_local.judge.types import JudgeRequest, JudgeResult
+
+
+class Judge(Protocol):
+    ledger: CostLedger  # per-node usage: requests, cache hits, tokens, device-seconds
+
+    def run(
+        self,
+        node: str,
+        requests: Sequence[JudgeRequest],
+        progress: Callable[[int], None] | None = None,
+    ) -> list[JudgeResult]:
+        """Results aligned with `requests`; `progress(n)` as n more requests complete."""
+        ...
+
+    def describe(self) -> dict[str, Any]:
+        """The `judge` block of summary.json (model, fingerprint, backend, device)."""
+        ...
+
+    def close(self) -> None: ...
