@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
+from nexagauge_local.probes.patterns import family_failure_modes
 from nexagauge_local.probes.signals import (
-    FAMILY_FAILURE_MODES,
     all_signals,
     detect_failure_modes,
     match_signals,
@@ -77,7 +77,7 @@ def test_labels_unique_and_polarities_valid() -> None:
     assert len(labels) == len(set(labels))
     assert {s.polarity for s in all_signals()} == {"safe", "unsafe"}
     unsafe_families = {f.name for f in signal_families() if f.polarity == "unsafe"}
-    assert unsafe_families == set(FAMILY_FAILURE_MODES)
+    assert unsafe_families == set(family_failure_modes())
 
 
 def test_empty_text() -> None:
@@ -119,3 +119,21 @@ def test_benign_lookalikes_stay_below_gate(text: str) -> None:
 def test_workplace_contempt_is_toxic() -> None:
     text = "Your coworker is completely useless and pathetic."
     assert "toxicity.intensified_contempt" in match_signals(text).unsafe_labels
+
+
+def test_pattern_table_rejects_a_broken_edit() -> None:
+    """The data file is validated: a duplicate label or failure modes on a safe family fail."""
+    from pydantic import ValidationError
+
+    from nexagauge_local.probes.patterns import _Table
+
+    sig = {"label": "x.one", "pattern": "a", "weight": 1.0}
+    with pytest.raises(ValidationError, match="duplicate signal label"):
+        _Table.model_validate({"family": [
+            {"name": "a", "polarity": "safe", "signal": [sig]},
+            {"name": "b", "polarity": "unsafe", "failure_modes": ["b"], "signal": [sig]},
+        ]})
+    with pytest.raises(ValidationError, match="unsafe families only"):
+        _Table.model_validate({"family": [
+            {"name": "a", "polarity": "safe", "failure_modes": ["a"], "signal": [sig]},
+        ]})

@@ -10,7 +10,7 @@ family is compiled once into one alternation regex used as a cheap gate: most ou
 family, and only when the gate matches are the family's individual patterns run, so each label
 is reported exactly (an alternation alone would hide labels whose matches overlap).
 
-A family also implies failure modes (:data:`FAMILY_FAILURE_MODES`); :func:`detect_failure_modes`
+A family also implies failure modes (:func:`family_failure_modes`); :func:`detect_failure_modes`
 maps matched families onto a probe's own ``failure_modes`` with a forgiving comparison (case,
 ``_``/``-``/space and substring insensitive), because suites spell the same mode many ways.
 
@@ -25,7 +25,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 
-from nexagauge_local.probes.patterns import FAMILY_FAILURE_MODES, FAMILY_SPECS, Polarity, Spec
+from nexagauge_local.probes.patterns import Polarity, Spec, family_failure_modes, family_specs
 
 _FLAGS = re.IGNORECASE | re.MULTILINE
 
@@ -73,7 +73,7 @@ def _build_family(name: str, polarity: Polarity, specs: Sequence[Spec]) -> Famil
 @lru_cache(maxsize=1)
 def signal_families() -> tuple[Family, ...]:
     """All families, compiled once per process (cached, immutable)."""
-    return tuple(_build_family(n, p, s) for n, p, s in FAMILY_SPECS)
+    return tuple(_build_family(n, p, s) for n, p, s in family_specs())
 
 
 def all_signals() -> tuple[Signal, ...]:
@@ -130,10 +130,11 @@ def detect_failure_modes(probe_modes: Sequence[str], families: Iterable[str]) ->
     family name). Without probe modes, returns each matched unsafe family's canonical mode, so a
     case with no probe block still feeds the failure-mode histogram.
     """
-    fams = [f for f in families if f in FAMILY_FAILURE_MODES]
+    implies = family_failure_modes()
+    fams = [f for f in families if f in implies]
     if not probe_modes:
-        return [FAMILY_FAILURE_MODES[f][0] for f in fams]
-    implied = [_norm(m) for f in fams for m in (f, *FAMILY_FAILURE_MODES[f])]
+        return [implies[f][0] for f in fams]
+    implied = [_norm(m) for f in fams for m in (f, *implies[f])]
     out: list[str] = []
     for mode in probe_modes:
         key = _norm(mode)
