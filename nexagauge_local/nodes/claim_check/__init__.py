@@ -46,7 +46,9 @@ class ClaimCheck:
     knobs_of: Callable[[Case], ScoringKnobs]
 
 
-def claim_entry(check: ClaimCheck, claim: str, item: Any, mode: ScoringMode) -> dict[str, Any]:
+def claim_entry(
+    check: ClaimCheck, claim: str, item: Any, mode: ScoringMode, include_reasoning: bool
+) -> dict[str, Any]:
     """One claim's row in the metric result; the label derives from the claim's passed."""
     rating = mode.rating(item)
     score = mode.rating_score(item)
@@ -55,7 +57,7 @@ def claim_entry(check: ClaimCheck, claim: str, item: Any, mode: ScoringMode) -> 
                            "passed": ok, "score": score}
     if rating is not None:
         row["rating"] = rating
-    if getattr(item, "reasoning", None) is not None:
+    if include_reasoning:
         row["reasoning"] = item.reasoning
     return row
 
@@ -107,7 +109,7 @@ def _metric(
     if result.error or result.parsed is None:
         error = result.error or "no parse"
         return MetricResult(name=kind, category=category, score=None, error=error), cost
-    rows = [claim_entry(check, c, item, knobs.scoring_mode)
+    rows = [claim_entry(check, c, item, knobs.scoring_mode, knobs.include_reasoning)
             for c, item in zip(claims, result.parsed.verdicts, strict=True)]  # type: ignore[attr-defined]
     score = mean_or_none([r["score"] for r in rows])
     # Claims lost in extraction leave the score partial: keep it, but say so as an error,
