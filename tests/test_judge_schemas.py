@@ -165,3 +165,24 @@ def test_unbounded_schema_cannot_be_sized() -> None:
 
     with pytest.raises(ValueError, match="unbounded"):
         S.max_tokens_for(Loose)
+
+
+# schema_id is part of every judge cache key: moving a builder must not change it.
+PINNED_IDS = {
+    "RedteamVerdictBinary_8_160": "23f3c67f4a7562f5c003f462",
+    "RedteamVerdictScaleR_8_160": "4a7a2d991f04e937d17c591b",
+    "ClaimVerdicts3Binary_200": "20cb06a4d248a77f391f99af",
+    "ClaimVerdicts4ScaleR_200": "9fc3049ff433fe920a4256bc",
+    "Claims5_200": "6c5f5b4c75d005a380632889",
+    "GEvalScale_400": "f37e48ee172f0cf0a61b39a9",
+    "GEvalBinaryR_400": "f0f0e35286d5d14ae8000304",
+    "GEvalSteps2_5_200": "6e2a983931104135b6a61352",
+}
+
+
+def test_schema_names_and_ids_are_pinned() -> None:
+    built = [verdict_schema("binary_yes_no", False), verdict_schema("scale_1_5", True),
+             claim_verdicts_schema(3, "binary_yes_no", False),
+             claim_verdicts_schema(4, "scale_1_5", True), claims_schema(),
+             geval_schema("scale_1_5", False), geval_schema("binary_yes_no", True), steps_schema()]
+    assert {s.__name__: S.schema_id(s) for s in built} == PINNED_IDS
