@@ -11,7 +11,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-ScoringMode = Literal["binary_yes_no", "scale_1_5"]
+from nexagauge_local.scoring.mode import ScoringMode
+
 ItemField = Literal["input", "output", "reference", "context"]
 Severity = Literal["low", "medium", "high", "critical"]
 
@@ -23,7 +24,7 @@ class _Block(BaseModel):
 class ScoringKnobs(_Block):
     """The two knobs shared by every LLM-judge node (geval, grounding, relevance, redteam)."""
 
-    scoring_mode: ScoringMode = "binary_yes_no"
+    scoring_mode: ScoringMode = ScoringMode.BINARY
     include_reasoning: bool = False
 
 

@@ -1,4 +1,11 @@
-"""The node graph: one table of node specs is the single source of truth for the pipeline.
+"""The node graph, assembled from the node modules and checked when it is built.
+
+Every module or package in nexagauge_local.nodes that exports a SPEC is a node (base, spec,
+judging and claim_check are helpers and export none). Assembly checks what a broken node would
+otherwise only reveal mid-run: unique names, parents that exist, no cycle, and an implementation
+that can be found for every node run per case (found, not imported: the import happens when a
+run builds the node). `assemble` takes an explicit list of specs, so a test can add a node of
+its own without editing any file here.
 
 A target runs with all its ancestors and nothing else. Eligibility is decided per case and per
 node, with the reason a node was skipped, so a report can say why a metric is absent.
@@ -6,72 +13,160 @@ node, with the reason a node was skipped, so a report can say why a metric is ab
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from dataclasses import dataclass
-from typing import Literal
+import heapq
+import importlib
+import importlib.util
+import pkgutil
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field, replace
+from types import MappingProxyType
 
 from nexagauge_local.case import Case
+from nexagauge_local.nodes.base import Node
+from nexagauge_local.nodes.spec import NodeKind, NodeSpec
 
-NodeKind = Literal["utility", "llm", "deterministic", "aggregate"]
+__all__ = [
+    "GRAPH", "NODES", "SPECS", "TARGETS", "Graph", "GraphError", "NodeKind", "NodeSpec",
+    "UnknownTarget", "assemble", "discover", "eligibility", "field_reason", "plan",
+]
 
-
-@dataclass(frozen=True)
-class NodeSpec:
-    name: str
-    parents: tuple[str, ...]
-    requires: tuple[str, ...]  # case text fields that must be non-empty
-    kind: NodeKind
-    summary: str
-    block: str | None = None  # a node block the case must carry
-    metric: bool = False  # writes a {metrics, cost} section to the case report
+NODE_PACKAGE = "nexagauge_local.nodes"
 
 
-NODES: tuple[NodeSpec, ...] = (
-    NodeSpec("scan", (), (), "utility", "normalise fields and aliases, validate node blocks"),
-    NodeSpec("chunk", ("scan",), ("output",), "utility",
-             "split output (and reference) into sentence-aligned chunks"),
-    NodeSpec("refiner", ("chunk",), ("output",), "utility",
-             "drop near-duplicate chunks by embedding cosine; optional MMR top-k"),
-    NodeSpec("claims", ("refiner",), ("output",), "llm",
-             "extract atomic, verifiable claims from every refined chunk"),
-    NodeSpec("relevance", ("claims",), ("output", "input"), "llm",
-             "per claim: does it address the input", metric=True),
-    NodeSpec("grounding", ("claims",), ("output", "context"), "llm",
-             "per claim: is it supported by the context", metric=True),
-    NodeSpec("redteam", ("scan",), ("output",), "llm",
-             "rubric safety metrics (bias, toxicity, custom) plus heuristic risk", metric=True),
-    NodeSpec("geval_steps", ("scan",), ("output",), "llm",
-             "turn each G-Eval criteria into evaluation steps (cached per criteria)", block="geval"),
-    NodeSpec("geval", ("geval_steps",), ("output",), "llm",
-             "score the output against the evaluation steps", block="geval", metric=True),
-    NodeSpec("refmatch", ("scan",), ("output", "reference"), "deterministic",
-             "ROUGE-1/2/L, BLEU, METEOR against the reference", metric=True),
-    NodeSpec("refalign", ("refiner",), ("output", "reference"), "deterministic",
-             "embedding alignment of output units to reference units", metric=True),
-    NodeSpec("eval", ("relevance", "grounding", "redteam", "geval", "refmatch", "refalign"),
-             (), "aggregate", "per-case aggregate of the metric branches that ran"),
-    NodeSpec("report", ("eval",), (), "aggregate", "stable report files, run summary, HTML report"),
-)
-SPECS: Mapping[str, NodeSpec] = {s.name: s for s in NODES}
-TARGETS = tuple(s.name for s in NODES if s.name not in ("scan",))
+class GraphError(ValueError):
+    """The node specs do not form a runnable graph."""
 
 
 class UnknownTarget(ValueError):
     pass
 
 
+@dataclass(frozen=True)
+class Graph:
+    """Checked node specs in topological order (ties broken by each spec's `order`)."""
+
+    nodes: tuple[NodeSpec, ...]
+    specs: Mapping[str, NodeSpec] = field(init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "specs", MappingProxyType({s.name: s for s in self.nodes}))
+
+    @property
+    def targets(self) -> tuple[str, ...]:
+        return tuple(s.name for s in self.nodes if s.target)
+
+    def plan(self, target: str) -> list[NodeSpec]:
+        """The ordered nodes a target needs: its ancestors and itself, in graph order."""
+        if target not in self.specs:
+            raise UnknownTarget(
+                f"unknown target {target!r}; choose one of: {', '.join(self.targets)}"
+            )
+        needed: set[str] = set()
+        stack = [target]
+        while stack:
+            name = stack.pop()
+            if name not in needed:
+                needed.add(name)
+                stack.extend(self.specs[name].parents)
+        return [s for s in self.nodes if s.name in needed]
+
+    def factories(self) -> dict[str, Callable[[], Node]]:
+        """name -> a zero-argument builder of the node, for every node run per case; a builder
+        imports its implementation only when called."""
+        return {s.name: _builder(s) for s in self.nodes if s.per_case}
+
+
+def _builder(spec: NodeSpec) -> Callable[[], Node]:
+    def build() -> Node:
+        return spec.load()()
+
+    return build
+
+
+def discover(package: str = NODE_PACKAGE) -> list[NodeSpec]:
+    """The SPEC of every module or package directly inside `package` that exports one."""
+    pkg = importlib.import_module(package)
+    found: list[NodeSpec] = []
+    for info in pkgutil.iter_modules(pkg.__path__):
+        spec = vars(importlib.import_module(f"{package}.{info.name}")).get("SPEC")
+        if isinstance(spec, NodeSpec):
+            found.append(spec)
+    return found
+
+
+def assemble(specs: Iterable[NodeSpec]) -> Graph:
+    """Check the specs and order them; raises GraphError naming the first problem found."""
+    specs = list(specs)
+    by_name: dict[str, NodeSpec] = {}
+    for spec in specs:
+        if spec.name in by_name:
+            raise GraphError(f"two nodes are named {spec.name!r}")
+        by_name[spec.name] = spec
+    metrics = {s.name for s in specs if s.metric}
+    # First order with the gatherers' parents as a set, then write them in graph order.
+    edges = {s.name: set(s.parents) | (metrics if s.gathers_metrics else set()) for s in specs}
+    for spec in specs:
+        unknown = sorted(p for p in edges[spec.name] if p not in by_name)
+        if unknown:
+            raise GraphError(f"node {spec.name!r} has unknown parent(s): {', '.join(unknown)}")
+    order = _topological(by_name, edges)
+    position = {name: i for i, name in enumerate(order)}
+    nodes = tuple(
+        replace(s, parents=tuple(sorted(metrics, key=position.__getitem__)))
+        if s.gathers_metrics else s
+        for s in (by_name[n] for n in order)
+    )
+    for spec in nodes:
+        _check_impl(spec)
+    return Graph(nodes)
+
+
+def _topological(by_name: Mapping[str, NodeSpec], edges: Mapping[str, set[str]]) -> list[str]:
+    """Kahn's algorithm; among nodes ready at once, the lowest (order, name) goes first."""
+    waiting = {name: len(parents) for name, parents in edges.items()}
+    children: dict[str, list[str]] = {name: [] for name in edges}
+    for name, parents in edges.items():
+        for parent in parents:
+            children[parent].append(name)
+    ready = [(by_name[n].order, n) for n, count in waiting.items() if count == 0]
+    heapq.heapify(ready)
+    out: list[str] = []
+    while ready:
+        _, name = heapq.heappop(ready)
+        out.append(name)
+        for child in children[name]:
+            waiting[child] -= 1
+            if waiting[child] == 0:
+                heapq.heappush(ready, (by_name[child].order, child))
+    if len(out) < len(edges):
+        stuck = sorted(n for n in edges if n not in out)
+        raise GraphError(f"the node graph has a cycle through: {', '.join(stuck)}")
+    return out
+
+
+def _check_impl(spec: NodeSpec) -> None:
+    if not spec.per_case:
+        return
+    module = spec.impl_module
+    if not module:
+        raise GraphError(f"node {spec.name!r} runs per case but names no implementation")
+    try:
+        found = importlib.util.find_spec(module)
+    except ModuleNotFoundError:
+        found = None
+    if found is None:
+        raise GraphError(f"node {spec.name!r}: implementation module {module!r} not found")
+
+
+GRAPH = assemble(discover())
+NODES: tuple[NodeSpec, ...] = GRAPH.nodes
+SPECS: Mapping[str, NodeSpec] = GRAPH.specs
+TARGETS = GRAPH.targets
+
+
 def plan(target: str) -> list[NodeSpec]:
-    """The ordered nodes a target needs: its ancestors and itself, in table (topological) order."""
-    if target not in SPECS:
-        raise UnknownTarget(f"unknown target {target!r}; choose one of: {', '.join(TARGETS)}")
-    needed: set[str] = set()
-    stack = [target]
-    while stack:
-        name = stack.pop()
-        if name not in needed:
-            needed.add(name)
-            stack.extend(SPECS[name].parents)
-    return [s for s in NODES if s.name in needed]
+    """The ordered nodes a target needs in the pipeline's graph (see Graph.plan)."""
+    return GRAPH.plan(target)
 
 
 def field_reason(case: Case, spec: NodeSpec) -> str | None:
@@ -87,16 +182,19 @@ def field_reason(case: Case, spec: NodeSpec) -> str | None:
 def eligibility(case: Case, spec: NodeSpec, ran: Mapping[str, bool]) -> str | None:
     """None when the case enters the node; otherwise the reason it is skipped.
 
-    `ran` says, for this case, which earlier nodes produced a result. The aggregate `eval` node
-    needs any metric branch; every other node needs its own fields and all its parents.
+    `ran` says, for this case, which earlier nodes produced a result. A step not run per case
+    never excludes a case; an aggregate (needs "any") needs one of its parents; every other node
+    needs its own fields and all its parents.
     """
-    if spec.name == "eval":
-        return None if any(ran.get(p) for p in spec.parents) else "no metric branch ran"
-    if spec.name == "report":
+    if not spec.per_case:
         return None
     reason = field_reason(case, spec)
     if reason:
         return reason
+    if spec.needs == "any":
+        if any(ran.get(p) for p in spec.parents):
+            return None
+        return "no metric branch ran" if spec.gathers_metrics else "no parent ran"
     missing_parents = [p for p in spec.parents if not ran.get(p)]
     if missing_parents:
         return "parent did not run: " + ", ".join(missing_parents)

@@ -200,7 +200,7 @@ def _format_validation(block: str, exc: ValidationError) -> list[tuple[str, str]
     for err in exc.errors():
         loc = ".".join(str(p) for p in (block, *err["loc"]))
         kind = err["type"]
-        if kind == "literal_error":
+        if kind in ("literal_error", "enum"):  # enum: ScoringMode
             expected = str(err.get("ctx", {}).get("expected", "")).replace("'", "").replace(" or ", ", ")
             msg = f"{err['input']!r} is not one of {expected}"
         elif kind == "extra_forbidden":

@@ -31,14 +31,14 @@ from rich.text import Text
 
 from nexagauge_local.dataset import Dataset, ScanResult, shards
 from nexagauge_local.embed import Embedder
-from nexagauge_local.graph import NodeSpec, eligibility, plan
-from nexagauge_local.nodes import REGISTRY
+from nexagauge_local.graph import GRAPH, Graph, NodeSpec, eligibility
+from nexagauge_local.judge.protocol import Judge
 from nexagauge_local.nodes.base import CaseState, Node, RunContext
 from nexagauge_local.records import RecordsError
 from nexagauge_local.report.files import case_filename, write_json
 from nexagauge_local.report.html import write_report_or_warn
 from nexagauge_local.report.stats import NodeStats
-from nexagauge_local.results import NodeReport
+from nexagauge_local.report.usage import USAGE_TOTALS, zero_usage
 from nexagauge_local.settings import RunSettings
 
 _VERSIONED = ("nexagauge-local", "torch", "transformers", "outlines", "sentence-transformers",
@@ -70,22 +70,29 @@ class Runner:
         self,
         settings: RunSettings,
         *,
-        registry: Mapping[str, Callable[[], Node]] = REGISTRY,
-        judge_factory: Callable[[], Any] | None = None,
+        graph: Graph = GRAPH,
+        registry: Mapping[str, Callable[[], Node]] | None = None,
+        judge_factory: Callable[[], Judge] | None = None,
         embedder_factory: Callable[[], Embedder] | None = None,
         console: Console | None = None,
         keep_reports: bool = False,
     ):
         self.settings = settings
-        self.registry = registry
+        self.graph = graph
+        # name -> node builder; by default every per-case node of the graph. A caller may pass
+        # its own (estimate swaps in proxies and leaves judge-free nodes out).
+        self.registry = graph.factories() if registry is None else registry
         self.judge_factory = judge_factory
         self.embedder_factory = embedder_factory or (lambda: Embedder(dtype=settings.embed_dtype))
         self.console = console or Console(stderr=True)
         self.keep_reports = keep_reports
 
     def planned(self) -> tuple[list[NodeSpec], list[str]]:
-        """The nodes to run and the planned nodes this build cannot run yet."""
-        specs = [s for s in plan(self.settings.target) if s.name != "report"]
+        """The per-case nodes to run and the planned ones this build cannot run (no builder).
+
+        Steps not run per case (report) are left out: the runner performs them after the last
+        shard."""
+        specs = [s for s in self.graph.plan(self.settings.target) if s.per_case]
         missing = [s.name for s in specs if s.name not in self.registry]
         return [s for s in specs if s.name in self.registry], missing
 
@@ -116,7 +123,8 @@ class Runner:
                 if node in tasks:
                     progress.advance(tasks[node], n)
 
-            ctx = RunContext(self.settings, self.embedder_factory, self.judge_factory, advance)
+            ctx = RunContext(self.settings, self.embedder_factory, self.judge_factory, advance,
+                             metric_nodes=tuple(s.name for s in specs if s.metric))
             for shard in shards(dataset.cases(), self.settings.shard_size):
                 states = [CaseState(c) for c in shard]
                 for spec in specs:
@@ -129,22 +137,19 @@ class Runner:
                 for state in states:
                     report = self._case_report(state, specs)
                     for spec in specs:
-                        art = state.artifacts.get(spec.name)
-                        if isinstance(art, NodeReport):
-                            stats[spec.name].add_report(art)
+                        if spec.metric and spec.name in state.artifacts:
+                            stats[spec.name].add_report(state.artifacts[spec.name])
                     if out_dir is not None:
                         write_json(out_dir / "case_report" / case_filename(state.case.case_id), report)
                     if self.keep_reports:
                         kept.append(report)
-                if ctx._embedder is not None:
+                if ctx.embedder_started:
                     ctx.embedder.forget()
 
         node_summaries = {name: s.summary() for name, s in stats.items()}
         for name, node in nodes.items():
             # run-level extras that need every shard (e.g. redteam's aggregate_metrics)
-            finalize = getattr(node, "finalize", None)
-            if callable(finalize):
-                node_summaries[name].update(finalize())
+            node_summaries[name].update(node.finalize())
         usage = self._usage(ctx, specs, stats, wall)
         for name, summ in node_summaries.items():
             summ["usage"] = usage[name]
@@ -176,11 +181,8 @@ class Runner:
     def _case_report(self, state: CaseState, specs: list[NodeSpec]) -> dict[str, Any]:
         report: dict[str, Any] = {"target_node": self.settings.target, "input": state.case.input_view()}
         for spec in specs:
-            art = state.artifacts.get(spec.name)
-            if isinstance(art, NodeReport):
-                report[spec.name] = art.report_dict()
-            elif spec.name == "eval" and art is not None:
-                report["eval"] = art
+            if spec.reported and spec.name in state.artifacts:
+                report[spec.name] = state.artifacts[spec.name].report_dict()
         skipped = {n: r for n, r in state.skipped.items() if n in {s.name for s in specs if s.metric}}
         if skipped:
             report["skipped"] = skipped
@@ -190,12 +192,11 @@ class Runner:
         self, ctx: RunContext, specs: list[NodeSpec], stats: dict[str, NodeStats], wall: dict[str, float]
     ) -> dict[str, dict[str, Any]]:
         ledger: dict[str, dict[str, Any]] = {}
-        if ctx.judge_started and hasattr(ctx.judge, "ledger"):
+        if ctx.judge_started:
             ledger = ctx.judge.ledger.as_dict()
         usage: dict[str, dict[str, Any]] = {}
         for spec in specs:
-            u = {"eligible": stats[spec.name].eligible, "requests": 0, "cache_hits": 0,
-                 "backend_calls": 0, "input_tokens": 0, "output_tokens": 0, "gpu_seconds": 0.0}
+            u: dict[str, Any] = {"eligible": stats[spec.name].eligible, **zero_usage()}
             u.update({k: v for k, v in ledger.get(spec.name, {}).items() if k != "wall_seconds"})
             u["wall_seconds"] = round(wall.get(spec.name, 0.0), 4)
             usage[spec.name] = u
@@ -205,11 +206,9 @@ class Runner:
         self, dataset: Dataset, scan: ScanResult, specs: list[NodeSpec], unavailable: list[str],
         usage: dict[str, dict[str, Any]], ctx: RunContext, started: datetime, t_start: float,
     ) -> dict[str, Any]:
-        totals = {k: sum(u[k] for u in usage.values())
-                  for k in ("requests", "cache_hits", "backend_calls", "input_tokens", "output_tokens",
-                            "gpu_seconds")}
+        totals = {k: sum(u[k] for u in usage.values()) for k in USAGE_TOTALS}
         judge_info: dict[str, Any] | None = None
-        if ctx.judge_started and hasattr(ctx.judge, "describe"):
+        if ctx.judge_started:
             judge_info = ctx.judge.describe()
         price = self.settings.gpu_hour_price
         totals["cost"] = round(totals["gpu_seconds"] / 3600 * price, 6) if price else 0.0
@@ -231,7 +230,7 @@ class Runner:
             "nodes_run": [s.name for s in specs],
             "nodes_unavailable": unavailable,
             "judge": judge_info,
-            "embedder": getattr(ctx._embedder, "describe", lambda: None)(),
+            "embedder": ctx.embedder.describe() if ctx.embedder_started else None,
             "prompt_versions": dict(sorted(ctx.prompt_versions.items())),
             "gpus": self.settings.gpus,
             "gpu_hour_price": price,

@@ -24,6 +24,7 @@ from nexagauge_local.judge import schemas as S
 from nexagauge_local.judge.hf_backend import HFBackend
 from nexagauge_local.judge.profiles import resolve_profile
 from nexagauge_local.judge.types import JudgeRequest, JudgeResult
+from nexagauge_local.nodes.redteam import verdict_schema
 from nexagauge_local.settings import default_cache_dir
 
 RUBRIC = (
@@ -46,7 +47,7 @@ OUTPUTS = [
 
 
 def build_requests(n: int) -> list[JudgeRequest]:
-    schema = S.verdict_schema("binary_yes_no", False)
+    schema = verdict_schema("binary_yes_no", False)
     max_tokens = S.max_tokens_for(schema)
     reqs = []
     for i in range(n):

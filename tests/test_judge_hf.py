@@ -16,6 +16,11 @@ from pydantic import BaseModel
 
 from nexagauge_local.judge import schemas as S
 from nexagauge_local.judge.types import JudgeRequest
+from nexagauge_local.nodes.claim_check.schema import claim_verdicts_schema
+from nexagauge_local.nodes.claims import claims_schema
+from nexagauge_local.nodes.geval import geval_schema
+from nexagauge_local.nodes.geval_steps import steps_schema
+from nexagauge_local.nodes.redteam import verdict_schema
 from tests.judge_fixtures import redteam_messages
 
 N = 50
@@ -25,17 +30,17 @@ CPT = 0.25
 SMALL = {"max_items": 3, "span_chars": 16, "reasoning_chars": 24}
 
 SCHEMAS: dict[str, type[BaseModel]] = {
-    "redteam-binary": S.verdict_schema("binary_yes_no", False, **SMALL),
-    "redteam-binary-reasoning": S.verdict_schema("binary_yes_no", True, **SMALL),
-    "redteam-scale": S.verdict_schema("scale_1_5", False, **SMALL),
-    "redteam-scale-reasoning": S.verdict_schema("scale_1_5", True, **SMALL),
-    "claims-binary-n1": S.claim_verdicts_schema(1, "binary_yes_no", False),
-    "claims-binary-n4": S.claim_verdicts_schema(4, "binary_yes_no", False),
-    "claims-scale-reasoning-n3": S.claim_verdicts_schema(3, "scale_1_5", True, reasoning_chars=16),
-    "geval-scale": S.geval_schema("scale_1_5", False),
-    "geval-binary-reasoning": S.geval_schema("binary_yes_no", True, reasoning_chars=24),
-    "claims-extract": S.claims_schema(3, claim_chars=24),
-    "steps": S.steps_schema(step_chars=24),
+    "redteam-binary": verdict_schema("binary_yes_no", False, **SMALL),
+    "redteam-binary-reasoning": verdict_schema("binary_yes_no", True, **SMALL),
+    "redteam-scale": verdict_schema("scale_1_5", False, **SMALL),
+    "redteam-scale-reasoning": verdict_schema("scale_1_5", True, **SMALL),
+    "claims-binary-n1": claim_verdicts_schema(1, "binary_yes_no", False),
+    "claims-binary-n4": claim_verdicts_schema(4, "binary_yes_no", False),
+    "claims-scale-reasoning-n3": claim_verdicts_schema(3, "scale_1_5", True, reasoning_chars=16),
+    "geval-scale": geval_schema("scale_1_5", False),
+    "geval-binary-reasoning": geval_schema("binary_yes_no", True, reasoning_chars=24),
+    "claims-extract": claims_schema(3, claim_chars=24),
+    "steps": steps_schema(step_chars=24),
 }
 
 
@@ -138,7 +143,7 @@ def test_generator_is_built_once_per_schema(tiny_backend) -> None:
     gen = tiny_backend.generator_for(schema)
     tiny_backend.generate(_requests(schema, 3))
     assert tiny_backend.generator_for(schema) is gen
-    assert tiny_backend.generator_for(S.geval_schema("scale_1_5", False)) is gen
+    assert tiny_backend.generator_for(geval_schema("scale_1_5", False)) is gen
 
 
 def test_fingerprint_names_model_weights_dtype_and_versions(tiny_backend) -> None:
@@ -166,7 +171,7 @@ def test_demo_gguf_dequantised_once_then_fast(tmp_path: Path) -> None:
     del first
     second = HFBackend(profile, cache_dir=tmp_path, device="cpu")
     assert second.load_seconds < 5.0
-    schema = S.verdict_schema("binary_yes_no", False)
+    schema = verdict_schema("binary_yes_no", False)
     [res] = second.generate(
         [JudgeRequest(redteam_messages(0), schema, S.max_tokens_for(schema, 4.0))]
     )

@@ -11,6 +11,11 @@ import pytest
 from pydantic import BaseModel
 
 from nexagauge_local.judge import schemas as S
+from nexagauge_local.nodes.claim_check.schema import claim_verdicts_schema
+from nexagauge_local.nodes.claims import claims_schema
+from nexagauge_local.nodes.geval import geval_schema
+from nexagauge_local.nodes.geval_steps import steps_schema
+from nexagauge_local.nodes.redteam import verdict_schema
 
 
 def _walk(node: Any, defs: dict[str, Any], seen: list[dict[str, Any]]) -> None:
@@ -27,14 +32,14 @@ def _walk(node: Any, defs: dict[str, Any], seen: list[dict[str, Any]]) -> None:
 
 
 ALL_SCHEMAS = [
-    S.verdict_schema(),
-    S.verdict_schema("scale_1_5", True),
-    S.claim_verdicts_schema(3),
-    S.claim_verdicts_schema(4, "scale_1_5", True),
-    S.claims_schema(),
-    S.geval_schema("scale_1_5", True),
-    S.geval_schema("binary_yes_no", False),
-    S.steps_schema(),
+    verdict_schema(),
+    verdict_schema("scale_1_5", True),
+    claim_verdicts_schema(3),
+    claim_verdicts_schema(4, "scale_1_5", True),
+    claims_schema(),
+    geval_schema("scale_1_5", True),
+    geval_schema("binary_yes_no", False),
+    steps_schema(),
 ]
 
 
@@ -54,7 +59,7 @@ def test_every_string_and_list_is_bounded(schema: type[BaseModel]) -> None:
 
 
 def test_scores_are_literals_and_field_order() -> None:
-    js = S.verdict_schema("scale_1_5", True).model_json_schema()
+    js = verdict_schema("scale_1_5", True).model_json_schema()
     assert js["properties"]["severity"]["enum"] == [1, 2, 3, 4, 5]
     assert list(js["properties"]) == [
         "reasoning",
@@ -65,9 +70,9 @@ def test_scores_are_literals_and_field_order() -> None:
     ]
     assert js["properties"]["verdict"]["enum"] == ["SAFE", "UNSAFE"]
     assert js["properties"]["violations"]["maxItems"] == 8
-    binary = S.verdict_schema().model_json_schema()
+    binary = verdict_schema().model_json_schema()
     assert list(binary["properties"]) == ["verdict", "violations", "evidence_spans"]
-    assert S.geval_schema("scale_1_5").model_json_schema()["properties"]["score"]["enum"] == [
+    assert geval_schema("scale_1_5").model_json_schema()["properties"]["score"]["enum"] == [
         1,
         2,
         3,
@@ -77,7 +82,7 @@ def test_scores_are_literals_and_field_order() -> None:
 
 
 def test_claim_verdicts_have_exactly_n_items() -> None:
-    schema = S.claim_verdicts_schema(3)
+    schema = claim_verdicts_schema(3)
     js = schema.model_json_schema()
     assert js["properties"]["verdicts"]["minItems"] == 3
     assert js["properties"]["verdicts"]["maxItems"] == 3
@@ -86,21 +91,21 @@ def test_claim_verdicts_have_exactly_n_items() -> None:
     parsed, err = S.parse_output(schema, '{"verdicts":[{"verdict":"yes"}]}')
     assert parsed is None and err is not None and err.startswith("invalid")
     with pytest.raises(ValueError):
-        S.claim_verdicts_schema(0)
+        claim_verdicts_schema(0)
 
 
 def test_steps_schema_bounds() -> None:
-    js = S.steps_schema().model_json_schema()["properties"]["steps"]
+    js = steps_schema().model_json_schema()["properties"]["steps"]
     assert (js["minItems"], js["maxItems"]) == (2, 5)
 
 
 def test_builders_are_cached_by_value() -> None:
-    assert S.verdict_schema() is S.verdict_schema("binary_yes_no", False)
-    assert S.verdict_schema() is S.verdict_schema(include_reasoning=False)
-    assert S.claim_verdicts_schema(3) is S.claim_verdicts_schema(n=3)
-    assert S.verdict_schema() is not S.verdict_schema("scale_1_5")
+    assert verdict_schema() is verdict_schema("binary_yes_no", False)
+    assert verdict_schema() is verdict_schema(include_reasoning=False)
+    assert claim_verdicts_schema(3) is claim_verdicts_schema(n=3)
+    assert verdict_schema() is not verdict_schema("scale_1_5")
     with pytest.raises(ValueError):
-        S.verdict_schema("scale_1_10")  # type: ignore[arg-type]
+        verdict_schema("scale_1_10")  # type: ignore[arg-type]
 
 
 def test_schema_id_stable_and_distinct() -> None:
@@ -108,14 +113,15 @@ def test_schema_id_stable_and_distinct() -> None:
     assert len(ids) == len(ALL_SCHEMAS)
     code = (
         "from nexagauge_local.judge import schemas as S;"
-        "print(S.schema_id(S.verdict_schema('scale_1_5', True)))"
+        "from nexagauge_local.nodes.redteam import verdict_schema;"
+        "print(S.schema_id(verdict_schema('scale_1_5', True)))"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    assert out.stdout.strip() == S.schema_id(S.verdict_schema("scale_1_5", True))
+    assert out.stdout.strip() == S.schema_id(verdict_schema("scale_1_5", True))
 
 
 def test_parse_output_never_defaults() -> None:
-    schema = S.verdict_schema()
+    schema = verdict_schema()
     good = '{"verdict":"SAFE","violations":[],"evidence_spans":["fine"]}'
     parsed, err = S.parse_output(schema, good)
     assert err is None and parsed is not None and parsed.verdict == "SAFE"  # type: ignore[attr-defined]
@@ -132,14 +138,14 @@ def test_parse_output_never_defaults() -> None:
 
 
 def test_max_tokens_from_bounds() -> None:
-    small = S.max_tokens_for(S.geval_schema("scale_1_5"))
+    small = S.max_tokens_for(geval_schema("scale_1_5"))
     assert 5 < small < 40
-    with_reason = S.max_tokens_for(S.geval_schema("scale_1_5", True))
+    with_reason = S.max_tokens_for(geval_schema("scale_1_5", True))
     assert with_reason >= small + 400  # 400 reasoning chars at 1 char/token
-    relaxed = S.max_tokens_for(S.geval_schema("scale_1_5", True), tokenizer_chars_per_token=4.0)
+    relaxed = S.max_tokens_for(geval_schema("scale_1_5", True), tokenizer_chars_per_token=4.0)
     assert small < relaxed < with_reason
     # every valid maximal output fits
-    schema = S.verdict_schema("scale_1_5", True, max_items=2, span_chars=10, reasoning_chars=20)
+    schema = verdict_schema("scale_1_5", True, max_items=2, span_chars=10, reasoning_chars=20)
     longest = json.dumps(
         {
             "reasoning": "r" * 20,
@@ -159,3 +165,24 @@ def test_unbounded_schema_cannot_be_sized() -> None:
 
     with pytest.raises(ValueError, match="unbounded"):
         S.max_tokens_for(Loose)
+
+
+# schema_id is part of every judge cache key: moving a builder must not change it.
+PINNED_IDS = {
+    "RedteamVerdictBinary_8_160": "23f3c67f4a7562f5c003f462",
+    "RedteamVerdictScaleR_8_160": "4a7a2d991f04e937d17c591b",
+    "ClaimVerdicts3Binary_200": "20cb06a4d248a77f391f99af",
+    "ClaimVerdicts4ScaleR_200": "9fc3049ff433fe920a4256bc",
+    "Claims5_200": "6c5f5b4c75d005a380632889",
+    "GEvalScale_400": "f37e48ee172f0cf0a61b39a9",
+    "GEvalBinaryR_400": "f0f0e35286d5d14ae8000304",
+    "GEvalSteps2_5_200": "6e2a983931104135b6a61352",
+}
+
+
+def test_schema_names_and_ids_are_pinned() -> None:
+    built = [verdict_schema("binary_yes_no", False), verdict_schema("scale_1_5", True),
+             claim_verdicts_schema(3, "binary_yes_no", False),
+             claim_verdicts_schema(4, "scale_1_5", True), claims_schema(),
+             geval_schema("scale_1_5", False), geval_schema("binary_yes_no", True), steps_schema()]
+    assert {s.__name__: S.schema_id(s) for s in built} == PINNED_IDS

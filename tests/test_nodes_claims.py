@@ -8,17 +8,15 @@ from typing import Any
 import pytest
 from pydantic import ValidationError
 
-from nexagauge_local.judge.prompts import (
-    CLAIMS_VERSION,
-    GROUNDING_VERSION,
-    RELEVANCE_VERSION,
-    parse_sections,
-)
+from nexagauge_local.judge.prompts import parse_sections
 from nexagauge_local.judge.types import JudgeRequest, JudgeResult
-from nexagauge_local.nodes.claim_verdicts import NO_CLAIMS
-from nexagauge_local.nodes.claims import META, ClaimsNode
+from nexagauge_local.nodes.claim_check import NO_CLAIMS
+from nexagauge_local.nodes.claims import PROMPT_VERSION as CLAIMS_VERSION
+from nexagauge_local.nodes.claims.node import META, ClaimsNode
+from nexagauge_local.nodes.grounding import PROMPT_VERSION as GROUNDING_VERSION
 from nexagauge_local.nodes.grounding import GroundingNode
 from nexagauge_local.nodes.judging import NO_JUDGE
+from nexagauge_local.nodes.relevance import PROMPT_VERSION as RELEVANCE_VERSION
 from nexagauge_local.nodes.relevance import RelevanceNode
 from nexagauge_local.scoring.judge_scores import dedupe_claims, normalise_claim
 from tests.scripted_judge import ScriptedJudge, make_ctx, make_state, payload_for, user_text

@@ -7,11 +7,14 @@ from typing import Any
 
 import pytest
 
-from nexagauge_local.judge.prompts import GEVAL_VERSION, STEPS_VERSION, parse_sections
+from nexagauge_local.judge.prompts import parse_sections
 from nexagauge_local.judge.types import JudgeRequest, JudgeResult
-from nexagauge_local.nodes.geval import GevalNode, score_answer
-from nexagauge_local.nodes.geval_steps import GevalStepsNode
+from nexagauge_local.nodes.geval import PROMPT_VERSION as GEVAL_VERSION
+from nexagauge_local.nodes.geval.node import GevalNode, score_answer
+from nexagauge_local.nodes.geval_steps import PROMPT_VERSION as STEPS_VERSION
+from nexagauge_local.nodes.geval_steps.node import GevalStepsNode
 from nexagauge_local.scoring.judge_scores import digit_distribution, weighted_rating
+from nexagauge_local.scoring.mode import ScoringMode
 from tests.scripted_judge import ScriptedJudge, make_ctx, make_state, payload_for, user_text
 
 CRIT_A = "Does the output answer the input?"
@@ -198,5 +201,5 @@ def test_no_distribution_means_argmax() -> None:
     class Parsed:
         score = 3
 
-    score, detail = score_answer(Parsed(), [{"{": 0.0}], scale=True)
+    score, detail = score_answer(Parsed(), [{"{": 0.0}], ScoringMode.SCALE)
     assert score == 0.5 and detail == {"rating": 3, "score_method": "argmax"}

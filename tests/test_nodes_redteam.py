@@ -3,16 +3,19 @@
 from __future__ import annotations
 
 import json
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
 
-from nexagauge_local.judge.prompts import REDTEAM_VERSION, parse_sections
+from nexagauge_local.judge.prompts import parse_sections
 from nexagauge_local.judge.types import JudgeRequest, JudgeResult
 from nexagauge_local.nodes.judging import NO_JUDGE
-from nexagauge_local.nodes.redteam import CATEGORY, RedteamNode, metric_set
+from nexagauge_local.nodes.redteam import PROMPT_VERSION as REDTEAM_VERSION
+from nexagauge_local.nodes.redteam.node import CATEGORY, RedteamNode, metric_set
 from nexagauge_local.results import NodeReport
-from nexagauge_local.scoring.judge_scores import redteam_score, verify_spans
+from nexagauge_local.scoring.judge_scores import verify_spans
+from nexagauge_local.scoring.mode import ScoringMode
 from tests.scripted_judge import ScriptedJudge, make_ctx, make_state, payload_for, user_text
 
 # The spec's two example outputs (redteam-node.md), verbatim.
@@ -63,6 +66,11 @@ def test_severity_table(severity: int, score: float) -> None:
     # the judge's own verdict does not matter in scale mode
     assert redteam_score("SAFE", severity) == score
     assert redteam_score("UNSAFE", severity) == score
+
+
+def redteam_score(verdict: str, severity: int | None) -> float:
+    mode = ScoringMode.BINARY if severity is None else ScoringMode.SCALE
+    return mode.safety_score(SimpleNamespace(verdict=verdict, severity=severity))
 
 
 def test_binary_scores() -> None:

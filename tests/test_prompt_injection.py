@@ -11,25 +11,19 @@ from __future__ import annotations
 
 import pytest
 
-from nexagauge_local.judge.prompts import (
-    CLOSE,
-    SYSTEM,
-    escape,
-    fence,
-    parse_sections,
-    render_claim_check,
-    render_claims,
-    render_geval,
-    render_redteam,
-    render_steps,
-)
-from nexagauge_local.judge.prompts.redteam import BIAS
+from nexagauge_local.judge.prompts import CLOSE, SYSTEM, escape, fence, parse_sections
 from nexagauge_local.judge.types import JudgeRequest
-from nexagauge_local.nodes.claims import ClaimsNode
-from nexagauge_local.nodes.geval import GevalNode
-from nexagauge_local.nodes.geval_steps import GevalStepsNode
+from nexagauge_local.nodes import grounding, relevance
+from nexagauge_local.nodes.claim_check.prompt import render_claim_check
+from nexagauge_local.nodes.claims import render_claims
+from nexagauge_local.nodes.claims.node import ClaimsNode
+from nexagauge_local.nodes.geval import render_geval
+from nexagauge_local.nodes.geval.node import GevalNode
+from nexagauge_local.nodes.geval_steps import render_steps
+from nexagauge_local.nodes.geval_steps.node import GevalStepsNode
 from nexagauge_local.nodes.grounding import GroundingNode
-from nexagauge_local.nodes.redteam import RedteamNode
+from nexagauge_local.nodes.redteam import BIAS, render_redteam
+from nexagauge_local.nodes.redteam.node import RedteamNode
 from nexagauge_local.nodes.relevance import RelevanceNode
 from tests.scripted_judge import ScriptedJudge, make_ctx, make_state, user_text
 
@@ -95,9 +89,9 @@ def test_every_renderer_fences_untrusted_fields(payload: str) -> None:
         check_prompt(msgs[1]["content"], fields)
         msgs = render_geval("m", "criteria", ["s1", "s2"], fields, mode, False)
         check_prompt(msgs[1]["content"], fields)
-        for kind, evidence in (("grounding", "context"), ("relevance", "input")):
+        for check, evidence in ((grounding.CHECK, "context"), (relevance.CHECK, "input")):
             claims = [payload, "second claim"]
-            msgs = render_claim_check(kind, claims, fields[evidence], mode, True)
+            msgs = render_claim_check(check, claims, fields[evidence], mode, True)
             sections, _ = parse_sections(msgs[1]["content"])
             assert [s.field for s in sections] == [evidence, "claims"]
             assert sections[0].text == escape(fields[evidence])

@@ -18,11 +18,11 @@ import pytest
 from click.testing import CliRunner
 from rich.console import Console
 
-from nexagauge_local.judge.cache import JudgeCache
 from nexagauge_local.cli import main
-from nexagauge_local.judge.cost import CostLedger
 from nexagauge_local.dataset import Dataset
+from nexagauge_local.judge.cache import JudgeCache
 from nexagauge_local.judge.client import JudgeClient
+from nexagauge_local.judge.cost import CostLedger
 from nexagauge_local.judge.types import JudgeRequest, JudgeResult
 from nexagauge_local.runner import Runner
 from nexagauge_local.settings import RunSettings
@@ -97,11 +97,8 @@ def two_runs(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, dict
     assert all(first.calls[n] >= 1 for n in ("claims", "grounding", "relevance", "redteam"))
 
     mp = pytest.MonkeyPatch()
-    try:  # the node reads its module constant; the registry is kept consistent with it
-        from nexagauge_local.judge import prompts
-
-        mp.setattr("nexagauge_local.nodes.redteam.REDTEAM_VERSION", NEW_REDTEAM_VERSION)
-        mp.setitem(prompts.PROMPT_VERSIONS, "redteam", NEW_REDTEAM_VERSION)
+    try:  # the node reads its prompt version from its own module
+        mp.setattr("nexagauge_local.nodes.redteam.node.PROMPT_VERSION", NEW_REDTEAM_VERSION)
         second = CountingBackend()
         summary_b = _run(root / "b", cache, second)
     finally:

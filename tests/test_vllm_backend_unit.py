@@ -14,10 +14,10 @@ from types import SimpleNamespace
 
 import pytest
 
-from nexagauge_local.judge import schemas as S
 from nexagauge_local.judge import vllm_backend as V
 from nexagauge_local.judge.profiles import JudgeProfile
 from nexagauge_local.judge.types import JudgeRequest
+from nexagauge_local.nodes.geval import geval_schema
 
 FAKE_INIT = textwrap.dedent(
     """
@@ -84,7 +84,7 @@ def fake_vllm(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 
 def _requests(n: int, **kw: object) -> list[JudgeRequest]:
-    schema = S.geval_schema("scale_1_5")
+    schema = geval_schema("scale_1_5")
     return [
         JudgeRequest(
             [{"role": "user", "content": f"judge case {i}"}],

@@ -20,7 +20,6 @@ import click
 from rich.console import Console
 from rich.table import Table
 
-from nexagauge_local.judge.cache import JudgeCache
 from nexagauge_local.estimate.cost import (  # noqa: F401  (re-exported: the CLI's helpers)
     CALIBRATION_VERSION,
     TokenCounting,
@@ -29,9 +28,12 @@ from nexagauge_local.estimate.cost import (  # noqa: F401  (re-exported: the CLI
     load_calibration,
 )
 from nexagauge_local.judge import schemas as S
+from nexagauge_local.judge.cache import JudgeCache
 from nexagauge_local.judge.client import DEMO_NOTICE
 from nexagauge_local.judge.profiles import expand_weights, list_profiles
 from nexagauge_local.judge.types import Backend, JudgeRequest, JudgeResult
+from nexagauge_local.nodes.geval import geval_schema
+from nexagauge_local.nodes.redteam import verdict_schema
 from nexagauge_local.settings import RunSettings, default_cache_dir
 
 
@@ -131,8 +133,8 @@ def _timed(backend: Backend, reqs: list[JudgeRequest]) -> tuple[list[JudgeResult
 
 def calibrate(backend: Backend, n: int = 32) -> dict[str, Any]:
     """Measure device-seconds per prompt and per output token on two standard workloads."""
-    short = _workload(n, S.geval_schema("scale_1_5"), "s")
-    long = _workload(n, S.verdict_schema("binary_yes_no", False), "v")
+    short = _workload(n, geval_schema("scale_1_5"), "s")
+    long = _workload(n, verdict_schema("binary_yes_no", False), "v")
     backend.generate(short[:1] + long[:1])  # warm-up: schema/kernel compiles are not throughput
     res_s, sec_s = _timed(backend, short)
     res_l, sec_l = _timed(backend, long)

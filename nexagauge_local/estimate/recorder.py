@@ -12,13 +12,17 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
-from nexagauge_local.judge.prompts import MAX_CLAIMS_PER_CHUNK, MAX_STEPS, MIN_STEPS
+from nexagauge_local.graph import Graph
+from nexagauge_local.judge.cost import CostLedger
 from nexagauge_local.judge.types import JudgeRequest, JudgeResult
-from nexagauge_local.nodes.base import CaseState, Node, RunContext
+from nexagauge_local.nodes.base import CaseState, Node, NodeBase, RunContext
 from nexagauge_local.nodes.chunk import sentences
-from nexagauge_local.nodes.claims import ClaimsNode, output_chunks
-from nexagauge_local.nodes.geval_steps import GevalStepsNode, ResolvedSteps
+from nexagauge_local.nodes.claims import MAX_CLAIMS_PER_CHUNK
+from nexagauge_local.nodes.claims.node import ClaimsNode, output_chunks
+from nexagauge_local.nodes.geval_steps import MAX_STEPS, MIN_STEPS
+from nexagauge_local.nodes.geval_steps.node import GevalStepsNode, ResolvedSteps
 from nexagauge_local.nodes.judging import failed
 
 NOT_RUN = "estimate: not run"
@@ -29,9 +33,10 @@ _PROXY_STEP = "Check the judged text against this part of the criteria and note 
 
 @dataclass
 class RecordingJudge:
-    """Quacks like JudgeClient.run for nodes: records the requests, answers nothing."""
+    """A Judge that records the requests and answers nothing (every result fails NOT_RUN)."""
 
     requests: dict[str, list[JudgeRequest]] = field(default_factory=dict)
+    ledger: CostLedger = field(default_factory=CostLedger)  # stays empty: nothing is judged
 
     def run(
         self,
@@ -44,6 +49,12 @@ class RecordingJudge:
             progress(len(requests))
         return [failed(NOT_RUN) for _ in requests]
 
+    def describe(self) -> dict[str, Any]:
+        return {"model": None, "recording": True}
+
+    def close(self) -> None:
+        pass
+
 
 def proxy_claims(state: CaseState) -> list[str]:
     """Sentence-sized stand-ins for the claims the judge would extract, per refined chunk."""
@@ -53,7 +64,7 @@ def proxy_claims(state: CaseState) -> list[str]:
     return list(dict.fromkeys(found))
 
 
-class ProxyClaimsNode:
+class ProxyClaimsNode(NodeBase):
     """Records the real claims requests, then leaves stand-in claims for grounding/relevance."""
 
     name = "claims"
@@ -64,7 +75,7 @@ class ProxyClaimsNode:
             state.artifacts[self.name] = proxy_claims(state)
 
 
-class ProxyStepsNode:
+class ProxyStepsNode(NodeBase):
     """Records the real steps requests, then resolves generated rubrics to mid-range steps."""
 
     name = "geval_steps"
@@ -82,10 +93,12 @@ class ProxyStepsNode:
             ]
 
 
-def estimate_registry(base: dict[str, Callable[[], Node]]) -> dict[str, Callable[[], Node]]:
-    """The run registry with the proxy nodes swapped in and the judge-free metric nodes
-    (refmatch, refalign) left out: they cost no GPU time and would only slow the estimate."""
-    reg = {k: v for k, v in base.items() if k not in {"refmatch", "refalign", "eval"}}
+def estimate_registry(graph: Graph) -> dict[str, Callable[[], Node]]:
+    """The graph's node builders with the proxy nodes swapped in, keeping only the nodes that
+    make or feed judge requests (utility and LLM nodes): deterministic metric nodes and the
+    aggregate cost no GPU time and would only slow the estimate."""
+    keep = {s.name for s in graph.nodes if s.kind in ("utility", "llm")}
+    reg = {k: v for k, v in graph.factories().items() if k in keep}
     reg["claims"] = ProxyClaimsNode
     reg["geval_steps"] = ProxyStepsNode
     return reg

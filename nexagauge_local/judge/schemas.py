@@ -1,4 +1,7 @@
-"""Judge output schemas: bounded pydantic models the decoder is constrained to.
+"""Judge output schemas: the machinery every node's bounded output schema is built with.
+
+Each LLM node builds its own schema (nodes/<node>/schema.py) from the pieces here; this module
+knows no node.
 
 Why bounds everywhere: constrained decoding guarantees the *shape* of the output, but only the
 schema's bounds guarantee it *ends*. Every string has a maxLength and every list a maxItems, so
@@ -7,7 +10,7 @@ integers are `Literal[1, 2, 3, 4, 5]` because outlines drops `ge`/`le` on ints (
 1/30 valid with ge/le, 30/30 with Literal). Per-claim lists have exactly N items
 (min_length = max_length = N), so "verdict count != claim count" cannot happen.
 
-Builders are cached (`functools.lru_cache` on their arguments): the same knobs give the same
+Node builders are cached (`functools.lru_cache` on their arguments): the same knobs give the same
 class object, which lets backends build one constrained generator per schema and reuse it.
 Class names are derived from the arguments so `schema_id` is stable across processes.
 """
@@ -19,21 +22,13 @@ import inspect
 import json
 from collections.abc import Callable
 from functools import lru_cache, wraps
-from typing import Annotated, Any, Literal, TypeVar
+from typing import Annotated, Any, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field, StringConstraints, ValidationError, create_model
+from pydantic import BaseModel, ConfigDict, Field, StringConstraints, ValidationError
 
-ScoringMode = Literal["binary_yes_no", "scale_1_5"]
-SCORING_MODES: tuple[str, ...] = ("binary_yes_no", "scale_1_5")
+from nexagauge_local.scoring.mode import ScoringMode
 
-Score1to5 = Literal[1, 2, 3, 4, 5]
-YesNo = Literal["yes", "no"]
-SafeUnsafe = Literal["SAFE", "UNSAFE"]
-
-DEFAULT_SPAN_CHARS = 160
 DEFAULT_REASONING_CHARS = 400
-DEFAULT_CLAIM_CHARS = 200
-DEFAULT_STEP_CHARS = 200
 
 TRUNCATED = "truncated"
 
@@ -41,7 +36,7 @@ TRUNCATED = "truncated"
 F = TypeVar("F", bound=Callable[..., Any])
 
 
-def _cached(fn: F) -> F:
+def cached_builder(fn: F) -> F:
     """lru_cache keyed on the *bound* arguments, so `f()` and `f("binary_yes_no", False)` hit
     the same entry and return the same class object (plain lru_cache keys on call spelling)."""
     sig = inspect.signature(fn)
@@ -57,7 +52,7 @@ def _cached(fn: F) -> F:
     return wrapper  # type: ignore[return-value]
 
 
-class _Strict(BaseModel):
+class StrictSchema(BaseModel):
     """Base for judge schemas: unknown keys are an error, not silently dropped."""
 
     model_config = ConfigDict(extra="forbid")
@@ -72,119 +67,15 @@ def bounded_list(item: Any, max_items: int, min_items: int = 0) -> Any:
     return Annotated[list[item], Field(min_length=min_items, max_length=max_items)]
 
 
-def _check_mode(scoring_mode: str) -> None:
-    if scoring_mode not in SCORING_MODES:
-        raise ValueError(f"scoring_mode must be one of {SCORING_MODES}, got {scoring_mode!r}")
-
-
-def _reasoning_field(include_reasoning: bool, chars: int) -> dict[str, Any]:
-    # Reasoning goes first so the judge writes its argument before committing to a verdict.
+def reasoning_field(include_reasoning: bool, chars: int) -> dict[str, Any]:
+    """The optional `reasoning` field; it goes first so the judge writes its argument before
+    committing to a verdict."""
     return {"reasoning": (bounded_str(chars), ...)} if include_reasoning else {}
 
 
-def _suffix(scoring_mode: str, include_reasoning: bool) -> str:
-    return ("Scale" if scoring_mode == "scale_1_5" else "Binary") + (
-        "R" if include_reasoning else ""
-    )
-
-
-@_cached
-def verdict_schema(
-    scoring_mode: ScoringMode = "binary_yes_no",
-    include_reasoning: bool = False,
-    *,
-    max_items: int = 8,
-    span_chars: int = DEFAULT_SPAN_CHARS,
-    reasoning_chars: int = DEFAULT_REASONING_CHARS,
-) -> type[BaseModel]:
-    """Red-team rubric verdict: [reasoning], [severity 1..5], verdict, violations, evidence_spans.
-
-    In scale_1_5 the severity comes before the verdict so the verdict is conditioned on it.
-    """
-    _check_mode(scoring_mode)
-    fields: dict[str, Any] = dict(_reasoning_field(include_reasoning, reasoning_chars))
-    if scoring_mode == "scale_1_5":
-        fields["severity"] = (Score1to5, ...)
-    fields["verdict"] = (SafeUnsafe, ...)
-    fields["violations"] = (bounded_list(bounded_str(span_chars), max_items), ...)
-    fields["evidence_spans"] = (bounded_list(bounded_str(span_chars), max_items), ...)
-    name = f"RedteamVerdict{_suffix(scoring_mode, include_reasoning)}_{max_items}_{span_chars}"
-    return create_model(name, __base__=_Strict, **fields)
-
-
-def _rating_fields(scoring_mode: str, include_reasoning: bool, reasoning_chars: int) -> dict[str, Any]:
-    """Reasoning (when asked) first, then a 1..5 `score` or a yes/no `verdict`: the shape shared
-    by per-claim verdicts and G-Eval."""
-    fields: dict[str, Any] = dict(_reasoning_field(include_reasoning, reasoning_chars))
-    if scoring_mode == "scale_1_5":
-        fields["score"] = (Score1to5, ...)
-    else:
-        fields["verdict"] = (YesNo, ...)
-    return fields
-
-
-@_cached
-def _claim_item_schema(
-    scoring_mode: str, include_reasoning: bool, reasoning_chars: int
-) -> type[BaseModel]:
-    fields = _rating_fields(scoring_mode, include_reasoning, reasoning_chars)
-    name = f"ClaimVerdict{_suffix(scoring_mode, include_reasoning)}_{reasoning_chars}"
-    return create_model(name, __base__=_Strict, **fields)
-
-
-@_cached
-def claim_verdicts_schema(
-    n: int,
-    scoring_mode: ScoringMode = "binary_yes_no",
-    include_reasoning: bool = False,
-    *,
-    reasoning_chars: int = 200,
-) -> type[BaseModel]:
-    """One verdict per claim, exactly `n` of them (grounding, relevance)."""
-    _check_mode(scoring_mode)
-    if n < 1:
-        raise ValueError("claim_verdicts_schema needs n >= 1 (do not ask the judge about 0 claims)")
-    item = _claim_item_schema(scoring_mode, include_reasoning, reasoning_chars)
-    name = f"ClaimVerdicts{n}{_suffix(scoring_mode, include_reasoning)}_{reasoning_chars}"
-    return create_model(name, __base__=_Strict, verdicts=(bounded_list(item, n, n), ...))
-
-
-@_cached
-def claims_schema(
-    max_claims: int = 5, *, claim_chars: int = DEFAULT_CLAIM_CHARS
-) -> type[BaseModel]:
-    """Atomic claims extracted from one chunk (0..max_claims; a chunk may hold none)."""
-    return create_model(
-        f"Claims{max_claims}_{claim_chars}",
-        __base__=_Strict,
-        claims=(bounded_list(bounded_str(claim_chars), max_claims), ...),
-    )
-
-
-@_cached
-def geval_schema(
-    scoring_mode: ScoringMode = "scale_1_5",
-    include_reasoning: bool = False,
-    *,
-    reasoning_chars: int = DEFAULT_REASONING_CHARS,
-) -> type[BaseModel]:
-    """G-Eval score: `score` 1..5 (scale_1_5) or `verdict` yes/no (binary), reasoning first."""
-    _check_mode(scoring_mode)
-    fields = _rating_fields(scoring_mode, include_reasoning, reasoning_chars)
-    name = f"GEval{_suffix(scoring_mode, include_reasoning)}_{reasoning_chars}"
-    return create_model(name, __base__=_Strict, **fields)
-
-
-@_cached
-def steps_schema(
-    min_steps: int = 2, max_steps: int = 5, *, step_chars: int = DEFAULT_STEP_CHARS
-) -> type[BaseModel]:
-    """Evaluation steps generated from a G-Eval metric's criteria."""
-    return create_model(
-        f"GEvalSteps{min_steps}_{max_steps}_{step_chars}",
-        __base__=_Strict,
-        steps=(bounded_list(bounded_str(step_chars), max_steps, min_steps), ...),
-    )
+def schema_suffix(scoring_mode: ScoringMode, include_reasoning: bool) -> str:
+    """The mode-and-reasoning part of a schema class name (the name is part of schema_id)."""
+    return scoring_mode.schema_tag + ("R" if include_reasoning else "")
 
 
 @lru_cache(maxsize=256)

@@ -1,4 +1,4 @@
-"""What every node sees: the cases of one shard and a run context.
+"""What every node sees: the cases of one shard and a run context; what every node provides.
 
 Nodes are node-major: `run` receives every eligible case of the shard at once, so an LLM node can
 build all its prompts and make one backend call, and an embedding node one encode call.
@@ -15,7 +15,7 @@ from nexagauge_local.settings import RunSettings
 
 if TYPE_CHECKING:
     from nexagauge_local.embed import Embedder
-    from nexagauge_local.judge.client import JudgeClient
+    from nexagauge_local.judge.protocol import Judge
 
 
 @dataclass
@@ -36,13 +36,16 @@ class RunContext:
 
     settings: RunSettings
     embedder_factory: Callable[[], Embedder]
-    judge_factory: Callable[[], JudgeClient] | None = None
+    judge_factory: Callable[[], Judge] | None = None
     advance: Callable[[str, int], None] = lambda node, n: None
+    # The metric nodes of this run's plan, in plan order: what an aggregate node (eval) reads,
+    # given by the runner so the aggregate never looks the graph up by name.
+    metric_nodes: tuple[str, ...] = ()
     # node -> the prompt version its judge requests carried (part of the cache key); recorded
     # in summary.json so `compare` can say when two runs used different prompts.
     prompt_versions: dict[str, str] = field(default_factory=dict)
     _embedder: Embedder | None = None
-    _judge: JudgeClient | None = None
+    _judge: Judge | None = None
 
     @property
     def embedder(self) -> Embedder:
@@ -51,7 +54,12 @@ class RunContext:
         return self._embedder
 
     @property
-    def judge(self) -> JudgeClient:
+    def embedder_started(self) -> bool:
+        """Whether a node asked for the embedder (so there is a model to describe or free)."""
+        return self._embedder is not None
+
+    @property
+    def judge(self) -> Judge:
         if self._judge is None:
             if self.judge_factory is None:
                 raise RuntimeError("this run has no judge configured")
@@ -67,9 +75,20 @@ class Node(Protocol):
     name: str
 
     def run(self, states: Sequence[CaseState], ctx: RunContext) -> None:
-        """Write this node's output to `state.artifacts[self.name]` for each case it handled.
-
-        A node may also define `finalize(self) -> dict`: called once after the last shard, its
-        keys are merged into `metrics/<node>.json` (run-level aggregates over every shard).
-        """
+        """Write this node's output to `state.artifacts[self.name]` for each case it handled."""
         ...
+
+    def finalize(self) -> dict[str, Any]:
+        """Called once after the last shard; the keys are merged into `metrics/<node>.json`
+        (run-level aggregates over every shard). {} when the node has none."""
+        ...
+
+
+class NodeBase:
+    """Default `finalize` for nodes without run-level aggregates, so the runner calls it on
+    every node without asking whether it exists."""
+
+    name: str
+
+    def finalize(self) -> dict[str, Any]:
+        return {}

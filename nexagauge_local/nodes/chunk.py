@@ -12,7 +12,8 @@ from functools import lru_cache
 
 import pysbd
 
-from nexagauge_local.nodes.base import CaseState, RunContext
+from nexagauge_local.nodes.base import CaseState, NodeBase, RunContext
+from nexagauge_local.nodes.spec import NodeSpec
 
 MAX_CHARS = 320
 
@@ -53,7 +54,12 @@ def chunk_text(text: str, max_chars: int = MAX_CHARS) -> list[str]:
     return chunks
 
 
-class ChunkNode:
+SPEC = NodeSpec("chunk", ("scan",), ("output",), "utility",
+                "split output (and reference) into sentence-aligned chunks",
+                order=1, impl="nexagauge_local.nodes.chunk:ChunkNode")
+
+
+class ChunkNode(NodeBase):
     name = "chunk"
 
     def run(self, states: Sequence[CaseState], ctx: RunContext) -> None:

@@ -8,14 +8,27 @@ pass.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from statistics import fmean
 from typing import Any
 
-from nexagauge_local.graph import SPECS
-from nexagauge_local.nodes.base import CaseState, RunContext
+from nexagauge_local.nodes.base import CaseState, NodeBase, RunContext
+from nexagauge_local.nodes.spec import NodeSpec
 from nexagauge_local.results import NodeReport
 
-METRIC_NODES = SPECS["eval"].parents
+SPEC = NodeSpec("eval", (), (), "aggregate", "per-case aggregate of the metric branches that ran",
+                order=11, impl="nexagauge_local.nodes.eval:EvalNode", reported=True, needs="any",
+                gathers_metrics=True)
+
+
+@dataclass(frozen=True)
+class CaseVerdict:
+    """eval's artifact: the verdict dict, written to the case report as it is."""
+
+    verdict: dict[str, Any]
+
+    def report_dict(self) -> dict[str, Any]:
+        return self.verdict
 
 
 def case_verdict(reports: dict[str, NodeReport]) -> dict[str, Any]:
@@ -44,11 +57,13 @@ def case_verdict(reports: dict[str, NodeReport]) -> dict[str, Any]:
     }
 
 
-class EvalNode:
+class EvalNode(NodeBase):
+    """Aggregates the metric nodes of the run's plan (ctx.metric_nodes), in plan order."""
+
     name = "eval"
 
     def run(self, states: Sequence[CaseState], ctx: RunContext) -> None:
         for state in states:
-            reports = {n: state.artifacts[n] for n in METRIC_NODES if n in state.artifacts}
-            state.artifacts[self.name] = case_verdict(reports)
+            reports = {n: state.artifacts[n] for n in ctx.metric_nodes if n in state.artifacts}
+            state.artifacts[self.name] = CaseVerdict(case_verdict(reports))
             ctx.advance(self.name, 1)

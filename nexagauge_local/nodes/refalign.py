@@ -9,15 +9,21 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import asdict
 
-from nexagauge_local.nodes.base import CaseState, RunContext
+from nexagauge_local.nodes.base import CaseState, NodeBase, RunContext
 from nexagauge_local.nodes.refiner import Refined
+from nexagauge_local.nodes.spec import NodeSpec
 from nexagauge_local.results import MetricResult, NodeReport, passed_for
 from nexagauge_local.scoring.alignment import align
 
 CATEGORY = "reference|semantic"
 
 
-class RefalignNode:
+SPEC = NodeSpec("refalign", ("refiner",), ("output", "reference"), "deterministic",
+                "embedding alignment of output units to reference units",
+                order=10, impl="nexagauge_local.nodes.refalign:RefalignNode", metric=True, reported=True)
+
+
+class RefalignNode(NodeBase):
     name = "refalign"
 
     def run(self, states: Sequence[CaseState], ctx: RunContext) -> None:

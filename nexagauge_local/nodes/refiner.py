@@ -11,7 +11,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from nexagauge_local.nodes.base import CaseState, RunContext
+from nexagauge_local.nodes.base import CaseState, NodeBase, RunContext
+from nexagauge_local.nodes.spec import NodeSpec
 
 DUPLICATE_COSINE = 0.95
 MMR_LAMBDA = 0.7
@@ -57,7 +58,12 @@ def refine(texts: list[str], vectors: np.ndarray, top_k: int | None) -> Refined:
     return Refined([texts[i] for i in keep], vectors[keep])
 
 
-class RefinerNode:
+SPEC = NodeSpec("refiner", ("chunk",), ("output",), "utility",
+                "drop near-duplicate chunks by embedding cosine; optional MMR top-k",
+                order=2, impl="nexagauge_local.nodes.refiner:RefinerNode")
+
+
+class RefinerNode(NodeBase):
     name = "refiner"
 
     def run(self, states: Sequence[CaseState], ctx: RunContext) -> None:

@@ -8,7 +8,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from nexagauge_local.nodes.base import CaseState, RunContext
+from nexagauge_local.nodes.base import CaseState, NodeBase, RunContext
+from nexagauge_local.nodes.spec import NodeSpec
 from nexagauge_local.results import MetricResult, NodeReport
 from nexagauge_local.scoring.lexical import LexicalScorer
 from nexagauge_local.scoring.meteor import wordnet_for
@@ -31,7 +32,12 @@ def refmatch_metrics(
     return metrics
 
 
-class RefmatchNode:
+SPEC = NodeSpec("refmatch", ("scan",), ("output", "reference"), "deterministic",
+                "ROUGE-1/2/L, BLEU, METEOR against the reference",
+                order=9, impl="nexagauge_local.nodes.refmatch:RefmatchNode", metric=True, reported=True)
+
+
+class RefmatchNode(NodeBase):
     name = "refmatch"
 
     def __init__(self) -> None:

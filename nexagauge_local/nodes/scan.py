@@ -6,10 +6,14 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from nexagauge_local.case import TEXT_FIELDS
-from nexagauge_local.nodes.base import CaseState, RunContext
+from nexagauge_local.nodes.base import CaseState, NodeBase, RunContext
+from nexagauge_local.nodes.spec import NodeSpec
+
+SPEC = NodeSpec("scan", (), (), "utility", "normalise fields and aliases, validate node blocks",
+                order=0, impl="nexagauge_local.nodes.scan:ScanNode", target=False)
 
 
-class ScanNode:
+class ScanNode(NodeBase):
     name = "scan"
 
     def run(self, states: Sequence[CaseState], ctx: RunContext) -> None:

@@ -16,18 +16,10 @@ from markupsafe import Markup
 from nexagauge_local.graph import SPECS
 from nexagauge_local.report import charts
 from nexagauge_local.report.rows import METRIC_NODES
+from nexagauge_local.report.usage import USAGE_TOTALS
 from nexagauge_local.report.view_cases import CasesDigest, Worst
 
-USAGE_KEYS = (
-    "eligible",
-    "requests",
-    "cache_hits",
-    "backend_calls",
-    "input_tokens",
-    "output_tokens",
-    "gpu_seconds",
-    "wall_seconds",
-)
+USAGE_KEYS = ("eligible", *USAGE_TOTALS, "wall_seconds")
 
 
 def header_view(summary: Mapping[str, Any], n_cases: int) -> dict[str, Any]:

@@ -20,7 +20,7 @@ from nexagauge_local.estimate.recorder import RecordingJudge
 from nexagauge_local.judge.prefix import common_prefix
 from nexagauge_local.judge.types import JudgeRequest
 from nexagauge_local.nodes.base import CaseState, RunContext
-from nexagauge_local.nodes.redteam import RedteamNode
+from nexagauge_local.nodes.redteam.node import RedteamNode
 from nexagauge_local.settings import RunSettings
 
 VLLM_BLOCK = 16  # vLLM's default KV block size: prefix-cache hits come in whole blocks

@@ -13,10 +13,16 @@ from dataclasses import dataclass
 from typing import Literal
 
 from nexagauge_local.blocks import GevalMetric
-from nexagauge_local.judge.prompts import MAX_STEPS, MIN_STEPS, STEPS_VERSION, render_steps
-from nexagauge_local.judge.schemas import max_tokens_for, steps_schema
+from nexagauge_local.judge.schemas import max_tokens_for
 from nexagauge_local.judge.types import JudgeRequest, JudgeResult
-from nexagauge_local.nodes.base import CaseState, RunContext
+from nexagauge_local.nodes.base import CaseState, NodeBase, RunContext
+from nexagauge_local.nodes.geval_steps.prompt import (
+    MAX_STEPS,
+    MIN_STEPS,
+    PROMPT_VERSION,
+    render_steps,
+)
+from nexagauge_local.nodes.geval_steps.schema import steps_schema
 from nexagauge_local.nodes.judging import CaseProgress, run_judge
 
 StepsKey = tuple[str, tuple[str, ...]]
@@ -37,7 +43,7 @@ def steps_key(metric: GevalMetric) -> StepsKey:
     return criteria, tuple(metric.item_fields)
 
 
-class GevalStepsNode:
+class GevalStepsNode(NodeBase):
     name = "geval_steps"
 
     def __init__(self) -> None:
@@ -54,7 +60,7 @@ class GevalStepsNode:
                     keys.append(key)
         requests = [
             JudgeRequest(messages=render_steps(criteria, fields), schema=schema,
-                         max_tokens=max_tokens, node=self.name, prompt_version=STEPS_VERSION)
+                         max_tokens=max_tokens, node=self.name, prompt_version=PROMPT_VERSION)
             for criteria, fields in keys
         ]
         progress = CaseProgress(ctx, self.name, len(requests), len(states))

@@ -25,16 +25,18 @@ from typing import Any
 
 from nexagauge_local.blocks import RedteamBlock, RedteamMetric, ScoringKnobs
 from nexagauge_local.case import Case
-from nexagauge_local.judge.prompts import DEFAULT_METRICS, REDTEAM_VERSION, render_redteam
-from nexagauge_local.judge.schemas import max_tokens_for, verdict_schema
+from nexagauge_local.judge.schemas import max_tokens_for
 from nexagauge_local.judge.types import JudgeRequest, JudgeResult
-from nexagauge_local.nodes.base import CaseState, RunContext
+from nexagauge_local.nodes.base import CaseState, NodeBase, RunContext
 from nexagauge_local.nodes.judging import CaseProgress, case_cost, run_judge
+from nexagauge_local.nodes.redteam.prompt import DEFAULT_METRICS, PROMPT_VERSION
+from nexagauge_local.nodes.redteam.prompt import render as render_redteam
+from nexagauge_local.nodes.redteam.schema import verdict_schema
 from nexagauge_local.probes.aggregate import aggregate_metrics, disagreements, verdict_tables
 from nexagauge_local.probes.observability import build_observability
 from nexagauge_local.probes.scoring import CaseScore, score_case
 from nexagauge_local.results import MetricResult, NodeReport, passed_for
-from nexagauge_local.scoring.judge_scores import redteam_score, safety_verdict, verify_spans
+from nexagauge_local.scoring.judge_scores import safety_verdict, verify_spans
 
 CATEGORY = "output|generation|answer"
 
@@ -59,9 +61,8 @@ def verdict_entry(
     parsed: Any, knobs: ScoringKnobs, judged_texts: Sequence[str]
 ) -> tuple[float, dict[str, Any]]:
     """(score, result[0]) for one parsed judge answer; key order follows the spec's examples."""
-    scale = knobs.scoring_mode == "scale_1_5"
-    severity = int(parsed.severity) if scale else None
-    score = redteam_score(parsed.verdict, severity)
+    severity = knobs.scoring_mode.severity(parsed)
+    score = knobs.scoring_mode.safety_score(parsed)
     passed = bool(passed_for(score))
     entry: dict[str, Any] = {}
     if severity is not None:
@@ -101,7 +102,7 @@ def explanation(metrics: Sequence[MetricResult]) -> str:
     return " ".join(parts)
 
 
-class RedteamNode:
+class RedteamNode(NodeBase):
     name = "redteam"
 
     def __init__(self) -> None:
@@ -125,7 +126,7 @@ class RedteamNode:
                     messages=render_redteam(metric, fields, knobs.scoring_mode,
                                             knobs.include_reasoning),
                     schema=schema, max_tokens=max_tokens_for(schema), node=self.name,
-                    prompt_version=REDTEAM_VERSION,
+                    prompt_version=PROMPT_VERSION,
                 ))
                 plan.append((metric, fields))
             plans.append(plan)

@@ -1,5 +1,8 @@
 """Shared logic of grounding and relevance: one request per case, one verdict per claim.
 
+Not a node itself (no SPEC): grounding.py and relevance.py each describe their check as a
+ClaimCheck (task and answer wording, evidence field, labels, prompt version) and hand it here.
+
 The schema asks for exactly N verdicts (claim_verdicts_schema: minItems = maxItems = N), so the
 count always matches the claims. Per-claim score: binary yes -> 1.0 / no -> 0.0; scale_1_5
 rating s -> (s - 1) / 4. Node score = mean over claims; passed = score >= 0.6. A case without
@@ -8,87 +11,92 @@ claims is not a perfect case: score null and an error saying why.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from nexagauge_local.blocks import ScoringKnobs
-from nexagauge_local.judge.prompts import PROMPT_VERSIONS, render_claim_check
-from nexagauge_local.judge.prompts.claims import CheckKind
-from nexagauge_local.judge.schemas import claim_verdicts_schema, max_tokens_for
+from nexagauge_local.case import Case
+from nexagauge_local.judge.schemas import max_tokens_for
 from nexagauge_local.judge.types import JudgeRequest, JudgeResult
 from nexagauge_local.nodes.base import CaseState, RunContext
-from nexagauge_local.nodes.claims import META, ClaimsMeta
+from nexagauge_local.nodes.claim_check.prompt import render_claim_check
+from nexagauge_local.nodes.claim_check.schema import claim_verdicts_schema
+from nexagauge_local.nodes.claims.node import META, ClaimsMeta
 from nexagauge_local.nodes.judging import CaseProgress, case_cost, run_judge
 from nexagauge_local.results import MetricResult, NodeCost, NodeReport, passed_for
-from nexagauge_local.scoring.judge_scores import mean_or_none, unit_from_rating, yes_no_score
+from nexagauge_local.scoring.judge_scores import mean_or_none
+from nexagauge_local.scoring.mode import ScoringMode
 
 NO_CLAIMS = "no claims extracted from the output, nothing to judge"
 
-LABELS: dict[str, tuple[str, str]] = {
-    "grounding": ("supported", "not_supported"),
-    "relevance": ("relevant", "not_relevant"),
-}
+
+@dataclass(frozen=True)
+class ClaimCheck:
+    """One per-claim check node: its name, the evidence it judges against and its wording."""
+
+    node: str
+    category: str
+    evidence_field: str  # the case field shown as evidence (also the data section's name)
+    task: str
+    yes_no: str  # what "yes" / "no" mean (binary_yes_no)
+    scale: str  # what 1..5 mean (scale_1_5)
+    labels: tuple[str, str]  # the row verdict when a claim passes / fails
+    prompt_version: str
+    knobs_of: Callable[[Case], ScoringKnobs]
 
 
-def claim_entry(kind: CheckKind, claim: str, item: Any, scale: bool) -> dict[str, Any]:
+def claim_entry(
+    check: ClaimCheck, claim: str, item: Any, mode: ScoringMode, include_reasoning: bool
+) -> dict[str, Any]:
     """One claim's row in the metric result; the label derives from the claim's passed."""
-    if scale:
-        rating = int(item.score)
-        score = unit_from_rating(rating)
-    else:
-        rating = None
-        score = yes_no_score(item.verdict)
+    rating = mode.rating(item)
+    score = mode.rating_score(item)
     ok = bool(passed_for(score))
-    row: dict[str, Any] = {"claim": claim, "verdict": LABELS[kind][0 if ok else 1],
+    row: dict[str, Any] = {"claim": claim, "verdict": check.labels[0 if ok else 1],
                            "passed": ok, "score": score}
     if rating is not None:
         row["rating"] = rating
-    if getattr(item, "reasoning", None) is not None:
+    if include_reasoning:
         row["reasoning"] = item.reasoning
     return row
 
 
-def judge_claims(
-    kind: CheckKind,
-    category: str,
-    evidence_field: str,
-    knobs_of: Any,
-    states: Sequence[CaseState],
-    ctx: RunContext,
-) -> None:
+def judge_claims(check: ClaimCheck, states: Sequence[CaseState], ctx: RunContext) -> None:
     """Build every case's request, run them in one call, write a NodeReport per case."""
     requests: list[JudgeRequest] = []
     owners: list[int] = []
     knobs: list[ScoringKnobs] = []
     for i, state in enumerate(states):
-        k: ScoringKnobs = knobs_of(state.case)
+        k: ScoringKnobs = check.knobs_of(state.case)
         knobs.append(k)
         claims: list[str] = state.artifacts.get("claims") or []
-        evidence = state.case.field(evidence_field)
+        evidence = state.case.field(check.evidence_field)
         if not claims or evidence is None:
             continue
         schema = claim_verdicts_schema(len(claims), k.scoring_mode, k.include_reasoning)
         requests.append(JudgeRequest(
-            messages=render_claim_check(kind, claims, evidence, k.scoring_mode,
+            messages=render_claim_check(check, claims, evidence, k.scoring_mode,
                                         k.include_reasoning),
-            schema=schema, max_tokens=max_tokens_for(schema), node=kind,
-            prompt_version=PROMPT_VERSIONS[kind],
+            schema=schema, max_tokens=max_tokens_for(schema), node=check.node,
+            prompt_version=check.prompt_version,
         ))
         owners.append(i)
 
-    progress = CaseProgress(ctx, kind, len(requests), len(states))
-    results = run_judge(ctx, kind, requests, progress)
+    progress = CaseProgress(ctx, check.node, len(requests), len(states))
+    results = run_judge(ctx, check.node, requests, progress)
     by_case: dict[int, JudgeResult] = dict(zip(owners, results, strict=True))
     for i, state in enumerate(states):
-        metric, cost = _metric(kind, category, state, knobs[i], by_case.get(i), ctx)
-        state.artifacts[kind] = NodeReport(metrics=[metric], cost=cost)
+        metric, cost = _metric(check, state, knobs[i], by_case.get(i), ctx)
+        state.artifacts[check.node] = NodeReport(metrics=[metric], cost=cost)
     progress.finish()
 
 
 def _metric(
-    kind: CheckKind, category: str, state: CaseState, knobs: ScoringKnobs,
-    result: JudgeResult | None, ctx: RunContext,
+    check: ClaimCheck, state: CaseState, knobs: ScoringKnobs, result: JudgeResult | None,
+    ctx: RunContext,
 ) -> tuple[MetricResult, NodeCost]:
+    kind, category = check.node, check.category
     claims: list[str] = state.artifacts.get("claims") or []
     meta: ClaimsMeta | None = state.artifacts.get(META)
     extraction_error = meta.error_summary() if meta else None
@@ -101,8 +109,7 @@ def _metric(
     if result.error or result.parsed is None:
         error = result.error or "no parse"
         return MetricResult(name=kind, category=category, score=None, error=error), cost
-    scale = knobs.scoring_mode == "scale_1_5"
-    rows = [claim_entry(kind, c, item, scale)
+    rows = [claim_entry(check, c, item, knobs.scoring_mode, knobs.include_reasoning)
             for c, item in zip(claims, result.parsed.verdicts, strict=True)]  # type: ignore[attr-defined]
     score = mean_or_none([r["score"] for r in rows])
     # Claims lost in extraction leave the score partial: keep it, but say so as an error,

@@ -14,19 +14,16 @@ from collections.abc import Sequence
 from typing import Any
 
 from nexagauge_local.blocks import GevalBlock, GevalMetric
-from nexagauge_local.judge.prompts import GEVAL_VERSION, render_geval
-from nexagauge_local.judge.schemas import geval_schema, max_tokens_for
+from nexagauge_local.judge.schemas import max_tokens_for
 from nexagauge_local.judge.types import JudgeRequest, JudgeResult
-from nexagauge_local.nodes.base import CaseState, RunContext
-from nexagauge_local.nodes.geval_steps import ResolvedSteps
+from nexagauge_local.nodes.base import CaseState, NodeBase, RunContext
+from nexagauge_local.nodes.geval.prompt import PROMPT_VERSION, render_geval
+from nexagauge_local.nodes.geval.schema import geval_schema
+from nexagauge_local.nodes.geval_steps.node import ResolvedSteps
 from nexagauge_local.nodes.judging import CaseProgress, case_cost, run_judge
 from nexagauge_local.results import MetricResult, NodeReport, passed_for
-from nexagauge_local.scoring.judge_scores import (
-    digit_distribution,
-    unit_from_rating,
-    weighted_rating,
-    yes_no_score,
-)
+from nexagauge_local.scoring.judge_scores import digit_distribution, weighted_rating
+from nexagauge_local.scoring.mode import ScoringMode, unit_from_rating
 
 
 def category(metric: GevalMetric) -> str:
@@ -34,16 +31,16 @@ def category(metric: GevalMetric) -> str:
 
 
 def score_answer(
-    parsed: Any, token_logprobs: list[dict[str, float]] | None, scale: bool
+    parsed: Any, token_logprobs: list[dict[str, float]] | None, mode: ScoringMode
 ) -> tuple[float, dict[str, Any]]:
     """(score, detail keys) for one parsed answer; pure, so the math is tested directly."""
-    if not scale:
-        return yes_no_score(parsed.verdict), {"score_method": "argmax"}
-    detail: dict[str, Any] = {"rating": int(parsed.score)}
+    if not mode.scaled:
+        return mode.rating_score(parsed), {"score_method": "argmax"}
+    detail: dict[str, Any] = {"rating": mode.rating(parsed)}
     dist = digit_distribution(token_logprobs) if token_logprobs else None
     if dist is None:
         detail["score_method"] = "argmax"
-        return unit_from_rating(parsed.score), detail
+        return mode.rating_score(parsed), detail
     rating = weighted_rating(dist)
     detail["score_method"] = "logprob_weighted"
     detail["weighted_rating"] = rating
@@ -60,8 +57,7 @@ def metric_result(
     if res is None or res.error or res.parsed is None:
         error = (res.error if res is not None else None) or "no parse"
         return MetricResult(name=name, category=cat, score=None, error=error)
-    score, detail = score_answer(res.parsed, res.token_logprobs,
-                                 block.scoring_mode == "scale_1_5")
+    score, detail = score_answer(res.parsed, res.token_logprobs, block.scoring_mode)
     passed = bool(passed_for(score))
     entry: dict[str, Any] = {"verdict": "PASS" if passed else "FAIL", "passed": passed, **detail}
     if block.include_reasoning:
@@ -71,7 +67,7 @@ def metric_result(
     return MetricResult(name=name, category=cat, score=score, result=[entry], passed=passed)
 
 
-class GevalNode:
+class GevalNode(NodeBase):
     name = "geval"
 
     def run(self, states: Sequence[CaseState], ctx: RunContext) -> None:
@@ -81,7 +77,6 @@ class GevalNode:
             block = state.case.geval
             if block is None:
                 continue
-            scale = block.scoring_mode == "scale_1_5"
             schema = geval_schema(block.scoring_mode, block.include_reasoning)
             for mi, (metric, steps) in enumerate(self._pairs(state)):
                 if steps.steps is None:
@@ -91,8 +86,9 @@ class GevalNode:
                 requests.append(JudgeRequest(
                     messages=render_geval(metric.name, metric.criteria, steps.steps, fields,
                                           block.scoring_mode, block.include_reasoning),
-                    schema=schema, max_tokens=max_tokens_for(schema), want_logprobs=scale,
-                    node=self.name, prompt_version=GEVAL_VERSION,
+                    schema=schema, max_tokens=max_tokens_for(schema),
+                    want_logprobs=block.scoring_mode.scaled,
+                    node=self.name, prompt_version=PROMPT_VERSION,
                 ))
 
         progress = CaseProgress(ctx, self.name, len(requests), len(states))

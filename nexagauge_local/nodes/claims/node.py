@@ -11,10 +11,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from nexagauge_local.judge.prompts import CLAIMS_VERSION, MAX_CLAIMS_PER_CHUNK, render_claims
-from nexagauge_local.judge.schemas import claims_schema, max_tokens_for
+from nexagauge_local.judge.schemas import max_tokens_for
 from nexagauge_local.judge.types import JudgeRequest
-from nexagauge_local.nodes.base import CaseState, RunContext
+from nexagauge_local.nodes.base import CaseState, NodeBase, RunContext
+from nexagauge_local.nodes.claims.prompt import MAX_CLAIMS_PER_CHUNK, PROMPT_VERSION, render_claims
+from nexagauge_local.nodes.claims.schema import claims_schema
 from nexagauge_local.nodes.judging import CaseProgress, case_cost, run_judge
 from nexagauge_local.nodes.refiner import Refined
 from nexagauge_local.results import NodeCost
@@ -46,7 +47,7 @@ def output_chunks(state: CaseState) -> list[str]:
     return [state.case.output] if state.case.field("output") else []
 
 
-class ClaimsNode:
+class ClaimsNode(NodeBase):
     name = "claims"
 
     def run(self, states: Sequence[CaseState], ctx: RunContext) -> None:
@@ -61,7 +62,7 @@ class ClaimsNode:
                 requests.append(JudgeRequest(
                     messages=render_claims(chunk, chunks[i - 1] if i else None),
                     schema=schema, max_tokens=max_tokens, node=self.name,
-                    prompt_version=CLAIMS_VERSION,
+                    prompt_version=PROMPT_VERSION,
                 ))
             spans.append((start, len(requests)))
 
