@@ -70,9 +70,9 @@ def model_path(arg: str | None, tmp: Path) -> str:
 
 def bench_pool(factory: Any, workers: int, n: int, batch: int, cache_dir: Path) -> dict[str, Any]:
     """Warm a pool of `workers` actors, then time one node of `n` requests through it."""
-    from nexagauge_local.judge.cache import CacheEntry, JudgeCache
     from nexagauge_local.cluster import parse_cluster
     from nexagauge_local.cluster.executor import ClusterExecutor
+    from nexagauge_local.judge.cache import CacheEntry, JudgeCache
 
     spec = parse_cluster(f"auto?workers={workers}&cpus_per_worker=1&batch={batch}")
     ex = ClusterExecutor(factory, spec)
@@ -169,12 +169,11 @@ def main() -> None:
     import ray
 
     from nexagauge_local.judge.factory import make_backend_factory
-    from nexagauge_local.settings import RunSettings
 
     with tempfile.TemporaryDirectory() as tmp_name:
         tmp = Path(tmp_name)
         model = model_path(args.model, tmp)
-        factory = make_backend_factory(RunSettings(model=model, backend="hf", cache_dir=tmp))
+        factory = make_backend_factory(model, backend="hf", cache_dir=tmp)
         ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
         try:
             counter_t0 = time.perf_counter()

