@@ -1,15 +1,15 @@
-"""`evaluate`: the library API over the same runner the CLI uses."""
+"""`evaluate`: the library API over the same run service the CLI uses."""
 
 from __future__ import annotations
 
 import json
-import tempfile
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
+from nexagauge_local.app.run import run
 from nexagauge_local.dataset import Dataset
-from nexagauge_local.runner import Runner, RunOutcome
+from nexagauge_local.runner import RunOutcome
 from nexagauge_local.settings import RunSettings
 
 
@@ -23,6 +23,8 @@ def evaluate(
 
     Keyword settings are RunSettings fields (model, backend, gpus, cache_dir, on_error, ...).
     Case reports are returned in `outcome.case_reports` and, with output_dir, written there too.
+    Raises app.errors.JudgeSetupError / ClusterSetupError when an LLM target's judge cannot
+    work, and records.RecordsError for bad records with on_error="fail".
 
         >>> from nexagauge_local import evaluate
         >>> out = evaluate([{"output": "Paris.", "reference": "Paris"}], target="refmatch")
@@ -30,12 +32,14 @@ def evaluate(
     run_settings = RunSettings(
         target=target, output_dir=Path(output_dir) if output_dir else None, progress=False, **settings
     )
-    runner = Runner(run_settings, keep_reports=True)
-    if isinstance(records, (str, Path)):
-        return runner.run(Dataset(Path(records)))
-    with tempfile.TemporaryDirectory() as tmp:
-        path = Path(tmp) / "records.jsonl"
+
+    def open_input(tmp: Path) -> Dataset:
+        if isinstance(records, (str, Path)):
+            return Dataset(Path(records))
+        path = tmp / "records.jsonl"
         with path.open("w", encoding="utf-8") as fh:
             for record in records:
                 fh.write(json.dumps(dict(record), ensure_ascii=False) + "\n")
-        return runner.run(Dataset(path, display="<records>"))
+        return Dataset(path, display="<records>")
+
+    return run(run_settings, open_input, keep_reports=True).outcome

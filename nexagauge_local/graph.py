@@ -199,3 +199,18 @@ def eligibility(case: Case, spec: NodeSpec, ran: Mapping[str, bool]) -> str | No
     if missing_parents:
         return "parent did not run: " + ", ".join(missing_parents)
     return None
+
+
+def predicted_eligibility(case: Case, specs: Iterable[NodeSpec]) -> dict[str, str | None]:
+    """One case's pass over a plan, assuming every node it enters produces a result.
+
+    This is `estimate`'s view before any judge answers. The runner applies the same
+    `eligibility` rule node by node to what actually ran, so the two can only differ where a
+    node ran and produced nothing.
+    """
+    ran: dict[str, bool] = {}
+    reasons: dict[str, str | None] = {}
+    for spec in specs:
+        reasons[spec.name] = eligibility(case, spec, ran)
+        ran[spec.name] = reasons[spec.name] is None
+    return reasons

@@ -170,12 +170,11 @@ def main() -> None:
     import ray
 
     from nexagauge_local.judge.factory import make_backend_factory
-    from nexagauge_local.settings import RunSettings
 
     with tempfile.TemporaryDirectory() as tmp_name:
         tmp = Path(tmp_name)
         model = model_path(args.model, tmp)
-        factory = make_backend_factory(RunSettings(model=model, backend="hf", cache_dir=tmp))
+        factory = make_backend_factory(model, backend="hf", cache_dir=tmp)
         ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
         try:
             counter_t0 = time.perf_counter()

@@ -32,7 +32,6 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))  # the checkout's code, not an older installed copy (the kit's)
 
 import click
-
 from devkit import baseline as B
 from devkit import benchreport, floor, workload
 from devkit.phases import (
@@ -46,8 +45,9 @@ from devkit.phases import (
     shape_of,
     write_model_dir,
 )
-from nexagauge_local.judge.hf_backend import prompt_ids
+
 from nexagauge_local.judge.types import JudgeRequest
+from nexagauge_local.judge.weights import prompt_ids
 
 ASSUMED_MAX_NUM_SEQS = 1024  # vLLM's default on >= 70 GiB GPUs (engine/arg_utils.py)
 

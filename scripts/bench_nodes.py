@@ -28,11 +28,12 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+from nexagauge_local.app.judge import open_client
 from nexagauge_local.dataset import Dataset
 from nexagauge_local.judge.client import JudgeClient
-from nexagauge_local.judge.hf_backend import prompt_ids
 from nexagauge_local.judge.prefix import prefix_stats
 from nexagauge_local.judge.types import JudgeRequest, JudgeResult
+from nexagauge_local.judge.weights import prompt_ids
 from nexagauge_local.runner import Runner
 from nexagauge_local.settings import RunSettings, default_cache_dir
 
@@ -79,7 +80,7 @@ def main() -> None:
             cache_dir=default_cache_dir(),
             progress=True,
         )
-        client = CapturingClient(JudgeClient.from_settings(settings))
+        client = CapturingClient(open_client(settings))
         started = time.perf_counter()
         outcome = Runner(settings, judge_factory=lambda: client).run(
             Dataset(args.input, {}, args.limit)

@@ -22,10 +22,9 @@ from dataclasses import replace
 from pathlib import Path
 
 import click
-from rich.console import Console
-
 from devkit import assemble, bundle, callplan, pipresolve, wheels
 from devkit.callplan import TOKENIZER_TAR
+from rich.console import Console
 
 ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_KINDS = Path("/work/.library/device/KINDS.md")
@@ -191,6 +190,7 @@ def build(
 ) -> None:
     """Download, build, split and checksum the kit; print the device calls."""
     from devkit.workload import demo_tokenizer
+
     from nexagauge_local.settings import default_cache_dir
 
     device, choice, closure = _resolve(kinds, out, vllm_version, carry)

@@ -17,7 +17,6 @@ from types import ModuleType
 
 import pytest
 from click.testing import CliRunner
-
 from devkit import assemble, bundle, callplan, wheels
 from devkit.bundle import BundleError, Manifest
 

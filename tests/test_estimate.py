@@ -79,12 +79,9 @@ def test_estimate_matches_the_run_exactly_then_is_free_once_cached(
 
 def test_calibration_turns_tokens_into_gpu_seconds(tiny_judge_dir: Path, tmp_path: Path) -> None:
     from nexagauge_local.judge.factory import make_backend_factory
-    from nexagauge_local.settings import RunSettings
 
     cache = tmp_path / "cache"
-    fp = make_backend_factory(
-        RunSettings(model=str(tiny_judge_dir), backend="hf", cache_dir=cache)
-    ).fingerprint
+    fp = make_backend_factory(str(tiny_judge_dir), backend="hf", cache_dir=cache).fingerprint
     calib = {
         "version": 1,
         "fingerprint": fp,

@@ -318,8 +318,9 @@ def test_sigkill_mid_run_recomputes_nothing_finished(
 
 
 def test_calibrate_and_estimate_without_weights(tiny_backend, tiny_profile, tmp_path: Path) -> None:
-    from nexagauge_local.cli.judge_cmds import calibrate, estimate_llm
-    from nexagauge_local.judge.hf_backend import TokenCounter
+    from nexagauge_local.app.calibrate import calibrate
+    from nexagauge_local.estimate.cost import estimate_llm
+    from nexagauge_local.judge.weights import TokenCounter
 
     calib = calibrate(tiny_backend, n=4)
     assert calib["fingerprint"] == tiny_backend.fingerprint and calib["device"].startswith("cpu:")
@@ -345,7 +346,8 @@ def test_calibrate_and_estimate_without_weights(tiny_backend, tiny_profile, tmp_
 def test_calibrate_cli_writes_profile(tiny_judge_dir: Path, tmp_path: Path) -> None:
     from click.testing import CliRunner
 
-    from nexagauge_local.cli.judge_cmds import calibrate_cmd, load_calibration
+    from nexagauge_local.cli.judge_cmds import calibrate_cmd
+    from nexagauge_local.estimate.cost import load_calibration
 
     args = [
         "--model",

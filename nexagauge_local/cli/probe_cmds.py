@@ -7,7 +7,6 @@ target model's responses locally, score them.
 from __future__ import annotations
 
 import json
-import sys
 from collections import Counter
 from pathlib import Path
 
@@ -16,10 +15,10 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 from rich.table import Table
 
+from nexagauge_local.cli.errors import cli_errors
+from nexagauge_local.cli.options import parse_gpus
 from nexagauge_local.probes.suite import load_suite
 from nexagauge_local.settings import default_cache_dir
-
-BAD_INPUT = 2
 
 
 @click.group("probes")
@@ -146,35 +145,19 @@ def generate_cmd(model: str, input_path: Path, output: Path, max_tokens: int, sy
       nexagauge-local generate --model ./my-model --input probes.jsonl --output responses.jsonl
       nexagauge-local run redteam --input responses.jsonl --output-dir audit
     """
-    from nexagauge_local.cli.run_cmds import _parse_gpus
-    from nexagauge_local.judge.profiles import ProfileNotFound, WeightsMissing
-    from nexagauge_local.target.factory import make_responder
-    from nexagauge_local.target.probe_file import read_probes
-    from nexagauge_local.target.run import generate
+    from nexagauge_local.app.generate import answer_probes, load_probes, open_responder
 
-    items, errors = read_probes(input_path)
-    if errors:
-        for err in errors:
-            click.echo(str(err), err=True)
-        click.echo(f"{len(errors)} problem(s) in {input_path}; nothing was generated.", err=True)
-        sys.exit(BAD_INPUT)
-    if limit:
-        items = items[:limit]
-    try:
-        responder = make_responder(model, backend=backend, gpus=_parse_gpus(gpu), cache_dir=cache_dir,
+    with cli_errors():
+        items = load_probes(input_path, limit)
+        responder = open_responder(model, backend=backend, gpus=parse_gpus(gpu), cache_dir=cache_dir,
                                    seed=seed, batch_size=batch_size)
-    except (WeightsMissing, ProfileNotFound) as exc:
-        raise click.ClickException(str(exc)) from None
     console = Console(stderr=True)
     columns = (TextColumn("generate"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn())
     with Progress(*columns, console=console, disable=quiet) as bar:
         task = bar.add_task("generate", total=len(items))
-        try:
-            stats = generate(items, responder, output, max_tokens=max_tokens, system_prompt=system_prompt,
-                             resume=not fresh, chunk_size=batch_size or 64,
-                             progress=lambda n: bar.advance(task, n))
-        finally:
-            responder.close()
+        stats = answer_probes(items, responder, output, max_tokens=max_tokens,
+                              system_prompt=system_prompt, fresh=fresh, batch_size=batch_size,
+                              progress=lambda n: bar.advance(task, n))
     console.print(f"[green]done[/]: {stats.generated} answered, {stats.skipped_existing} already in "
                   f"{output}, {stats.truncated} cut at --max-tokens; {stats.prompt_tokens} prompt + "
                   f"{stats.output_tokens} output tokens in {stats.wall_seconds:.1f} s "

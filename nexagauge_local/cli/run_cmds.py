@@ -1,82 +1,25 @@
-"""`run`, `estimate` and `nodes`: the commands that read a dataset and walk the graph."""
+"""`run`, `estimate` and `nodes`: the commands that read a dataset and walk the graph.
+
+Option parsing and printing only; the work is in app/run.py and app/estimate.py.
+"""
 
 from __future__ import annotations
 
-import sys
-import tempfile
 from collections import Counter
-from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 import click
 from rich.console import Console
 from rich.table import Table
 
-from nexagauge_local.dataset import Dataset
-from nexagauge_local.graph import NODES, SPECS, TARGETS, UnknownTarget, eligibility, plan
-from nexagauge_local.records import RecordsError, parse_field_map, spool_stdin
+from nexagauge_local.cli.errors import cli_errors
+from nexagauge_local.cli.options import dataset_options, parse_gpus, target_argument
+from nexagauge_local.graph import NODES, TARGETS
 from nexagauge_local.settings import RunSettings, default_cache_dir
-
-BAD_INPUT = 2
-
-
-def _parse_gpus(value: str | None) -> list[int]:
-    if not value:
-        return []
-    try:
-        return [int(x) for x in value.split(",") if x.strip()]
-    except ValueError:
-        raise click.BadParameter(f"{value!r}: expected GPU indices such as 0 or 0,1") from None
-
-
-def dataset_options(fn: Callable[..., Any]) -> Callable[..., Any]:
-    opts = [
-        click.option("--input", "input_path", required=True, metavar="PATH",
-                     help="Dataset: JSON array, JSONL or CSV file; '-' reads JSONL from stdin."),
-        click.option("--limit", type=click.IntRange(min=1), help="Use only the first N records."),
-        click.option("--field", "fields", multiple=True, metavar="LOGICAL=COLUMN",
-                     help="Map a column to a logical field, e.g. --field output=model_answer. Repeatable."),
-        click.option("--on-error", type=click.Choice(["fail", "skip"]), default="fail", show_default=True,
-                     help="fail: stop before any work if a record is bad (exit 2). "
-                          "skip: run the good records and list the bad ones in summary.json."),
-    ]
-    for opt in reversed(opts):
-        fn = opt(fn)
-    return fn
-
-
-def _target(value: str) -> str:
-    try:
-        plan(value)
-    except UnknownTarget as exc:
-        raise click.BadParameter(str(exc)) from None
-    return value
-
-
-def _open_dataset(input_path: str, fields: tuple[str, ...], limit: int | None, tmp: Path) -> Dataset:
-    try:
-        field_map = parse_field_map(fields)
-    except ValueError as exc:
-        raise click.UsageError(str(exc)) from None
-    if input_path == "-":
-        return Dataset(spool_stdin(tmp), field_map, limit, display="<stdin>", fmt="jsonl")
-    path = Path(input_path)
-    if not path.is_file():
-        raise click.UsageError(f"--input {input_path}: no such file")
-    return Dataset(path, field_map, limit)
-
-
-def _fail_records(exc: RecordsError) -> None:
-    for err in exc.errors:
-        click.echo(str(err), err=True)
-    click.echo(f"{len(exc.errors)} problem(s) in the input; nothing was run "
-               "(use --on-error skip to run the good records).", err=True)
-    sys.exit(BAD_INPUT)
 
 
 @click.command("run")
-@click.argument("target", callback=lambda c, p, v: _target(v), metavar="TARGET")
+@click.argument("target", callback=lambda c, p, v: target_argument(v), metavar="TARGET")
 @dataset_options
 @click.option("--output-dir", type=click.Path(file_okay=False, path_type=Path), required=True,
               help="Where case_report/, metrics/, summary.json and report.html go.")
@@ -117,61 +60,27 @@ def run_cmd(target: str, input_path: str, limit: int | None, fields: tuple[str, 
       cat data.jsonl | nexagauge-local run redteam --input - --output-dir out
       nexagauge-local run eval --input big.jsonl --output-dir out --cluster ray://head:10001
     """
-    from nexagauge_local.judge.client import JudgeClient
-    from nexagauge_local.judge.profiles import WeightsMissing
-    from nexagauge_local.runner import Runner
+    from nexagauge_local.app import run as app_run
+    from nexagauge_local.app.inputs import open_dataset
 
     settings = RunSettings(
         target=target, output_dir=output_dir, limit=limit, on_error=on_error, cache_dir=cache_dir,
-        use_cache=not no_cache, model=model, backend=backend, gpus=_parse_gpus(gpu),
+        use_cache=not no_cache, model=model, backend=backend, gpus=parse_gpus(gpu),
         gpu_hour_price=gpu_hour_price, shard_size=shard_size, cluster=cluster, progress=not quiet,
         embed_dtype=embed_dtype,
     )
     console = Console(stderr=True)
-    needs_judge = any(s.kind == "llm" for s in plan(target))
-    if needs_judge:
-        from nexagauge_local.judge.factory import make_backend_factory
-
-        try:  # resolve the judge now: absent weights fail before any work, saying where to put them
-            make_backend_factory(settings)
-        except WeightsMissing as exc:
-            raise click.ClickException(str(exc)) from None
-    if cluster and needs_judge:  # no Ray, a bad value or an unreachable cluster: stop, exit 2
-        from nexagauge_local.cluster import ClusterUnavailable, connect_cluster
-
-        try:
-            connect_cluster(cluster)
-        except ClusterUnavailable as exc:
-            click.echo(f"Error: {exc}", err=True)
-            sys.exit(BAD_INPUT)
-    with tempfile.TemporaryDirectory() as tmp:
-        dataset = _open_dataset(input_path, fields, limit, Path(tmp))
-        opened: list[JudgeClient] = []  # closed below: data-parallel engines and cluster actors
-
-        def judge_factory() -> JudgeClient:
-            opened.append(JudgeClient.from_settings(settings))
-            return opened[-1]
-
-        runner = Runner(settings, console=console, judge_factory=judge_factory if needs_judge else None)
-        try:
-            outcome = runner.run(dataset)
-        except RecordsError as exc:
-            _fail_records(exc)
-            return
-        finally:
-            for client in opened:
-                client.close()
-    cases = outcome.summary["cases"]
+    with cli_errors():
+        result = app_run.run(settings, lambda tmp: open_dataset(input_path, fields, limit, tmp),
+                             console=console)
+    cases = result.cases
     console.print(f"[green]done[/]: {cases['valid']} case(s), {cases['skipped']} skipped record(s), "
                   f"{cases['duplicates']} duplicate(s) -> {output_dir}")
-    for name, summ in outcome.node_summaries.items():
-        if SPECS[name].metric:
-            rate = summ["pass_rate"]
-            console.print(f"  {name:<10} scored {summ['scored']:>5}  avg {_fmt(summ['avg_score'])}"
-                          f"  pass rate {_fmt(rate)}")
-    judge = outcome.summary.get("judge") or {}
-    if judge.get("notice"):
-        console.print(f"[bold yellow]note:[/] {judge['notice']}")
+    for line in result.metrics:
+        console.print(f"  {line.name:<10} scored {line.scored:>5}  avg {_fmt(line.avg_score)}"
+                      f"  pass rate {_fmt(line.pass_rate)}")
+    if result.notice:
+        console.print(f"[bold yellow]note:[/] {result.notice}")
     report = output_dir / "report.html"
     click.echo(str(report if report.exists() else output_dir / "summary.json"))
 
@@ -181,7 +90,7 @@ def _fmt(x: float | None) -> str:
 
 
 @click.command("estimate")
-@click.argument("target", callback=lambda c, p, v: _target(v), metavar="TARGET")
+@click.argument("target", callback=lambda c, p, v: target_argument(v), metavar="TARGET")
 @dataset_options
 @click.option("--model", default="demo", show_default=True,
               help="Judge profile name (see `models`) or a path to weights; only its tokenizer is loaded.")
@@ -209,54 +118,39 @@ def estimate_cmd(target: str, input_path: str, limit: int | None, fields: tuple[
     """
     import json
 
-    specs = [s for s in plan(target) if s.name != "report"]
+    from nexagauge_local.app.estimate import estimate
+    from nexagauge_local.app.inputs import open_dataset
+
     settings = RunSettings(target=target, limit=limit, on_error=on_error, cache_dir=cache_dir,
                            model=model, backend=backend, progress=False)
-    with tempfile.TemporaryDirectory() as tmp:
-        dataset = _open_dataset(input_path, fields, limit, Path(tmp))
-        scan = dataset.scan()
-        if scan.errors and on_error == "fail":
-            _fail_records(RecordsError(scan.errors))
-        eligible: Counter[str] = Counter()
-        reasons: dict[str, Counter[str]] = {s.name: Counter() for s in specs}
-        for case in dataset.cases():
-            ran: dict[str, bool] = {}
-            for spec in specs:
-                reason = eligibility(case, spec, ran)
-                ran[spec.name] = reason is None
-                if reason is None:
-                    eligible[spec.name] += 1
-                else:
-                    reasons[spec.name][reason] += 1
-        judge = _judge_estimates(dataset, settings) if any(s.kind == "llm" for s in specs) else {}
+    with cli_errors():
+        est = estimate(settings, lambda tmp: open_dataset(input_path, fields, limit, tmp))
     if as_json:
-        click.echo(json.dumps({"target": target, "cases": scan.valid, "nodes": {
-            s.name: {"kind": s.kind, "eligible": eligible[s.name],
-                     "skipped": dict(reasons[s.name]), **({"judge": judge[s.name]} if s.name in judge else {})}
-            for s in specs}}, indent=2))
+        click.echo(json.dumps(est.as_dict(), indent=2))
         return
-    table = Table(title=f"estimate {target}: {scan.valid} case(s)")
+    table = Table(title=f"estimate {target}: {est.cases} case(s)")
     for col in ("node", "cases", "requests", "cached", "prompt tok", "output tok", "GPU-s"):
         table.add_column(col, justify="left" if col == "node" else "right")
-    for spec in specs:
-        est = judge.get(spec.name)
-        if est is None:
-            cells = ["-", "-", "-", "-", "0" if spec.kind != "llm" else "-"]
+    for node in est.nodes:
+        j = node.judge
+        if j is None:
+            cells = ["-", "-", "-", "-", "0" if not node.is_llm else "-"]
         else:
-            mark = "~" if est["basis"] != "exact requests" else ""
-            gpu = "n/a" if est["gpu_seconds"] is None else f"{mark}{est['gpu_seconds']:.1f}"
-            cells = [str(est["requests"]), str(est["cached"]), f"{mark}{est['prompt_tokens']}",
-                     f"~{est['output_tokens']}", gpu]
-        table.add_row(spec.name + ("" if spec.kind == "llm" else " *"), str(eligible[spec.name]), *cells)
+            mark = "~" if j["basis"] != "exact requests" else ""
+            gpu = "n/a" if j["gpu_seconds"] is None else f"{mark}{j['gpu_seconds']:.1f}"
+            cells = [str(j["requests"]), str(j["cached"]), f"{mark}{j['prompt_tokens']}",
+                     f"~{j['output_tokens']}", gpu]
+        table.add_row(node.name + ("" if node.is_llm else " *"), str(node.eligible), *cells)
     console = Console()
     console.print(table)
     console.print("* no judge: zero GPU-seconds.")
-    for spec in specs:
-        if reasons[spec.name]:
-            why = ", ".join(f"{n} {r}" for r, n in reasons[spec.name].most_common(3))
-            console.print(f"{spec.name}: skipped {sum(reasons[spec.name].values())} ({why})")
-    if judge:
-        first = next(iter(judge.values()))
+    for node in est.nodes:
+        if node.skipped:
+            why = ", ".join(f"{n} {r}" for r, n in Counter(node.skipped).most_common(3))
+            console.print(f"{node.name}: skipped {sum(node.skipped.values())} ({why})")
+    judged = est.judge_nodes
+    if judged:
+        first = judged[0].judge or {}
         console.print("~ = estimated: grounding/relevance/geval requests are built from stand-in "
                       "claims/steps; output tokens are predicted.")
         if first["gpu_seconds"] is None:
@@ -264,22 +158,6 @@ def estimate_cmd(target: str, input_path: str, limit: int | None, fields: tuple[
                           f"`nexagauge-local calibrate --model {model}`.")
         else:
             console.print(f"GPU-seconds from the calibration on {first['device']}.")
-
-
-def _judge_estimates(dataset: Dataset, settings: RunSettings) -> dict[str, dict[str, Any]]:
-    """Resolve the judge (tokenizer only) and estimate its requests; a missing model is a
-    usage error naming where the weights should be."""
-    from nexagauge_local.estimate.plan import judge_estimates
-    from nexagauge_local.judge.factory import make_backend_factory
-    from nexagauge_local.judge.hf_backend import TokenCounter
-    from nexagauge_local.judge.profiles import ProfileNotFound, WeightsMissing
-
-    try:
-        factory = make_backend_factory(settings)
-    except (WeightsMissing, ProfileNotFound) as exc:
-        raise click.ClickException(str(exc)) from None
-    counter = TokenCounter(factory.profile, settings.cache_dir)
-    return judge_estimates(dataset, settings, counter, factory.fingerprint)
 
 
 @click.command("nodes")
@@ -295,7 +173,7 @@ def nodes_cmd() -> None:
         table.add_column(col)
     for spec in NODES:
         needs = list(spec.requires) + ([f"{spec.block} block"] if spec.block else [])
-        if spec.name == "eval":
+        if spec.gathers_metrics:
             needs = ["any metric branch"]
         table.add_row(spec.name, ", ".join(spec.parents) or "-", " + ".join(needs) or "-",
                       "yes" if spec.kind == "llm" else "no", spec.summary)

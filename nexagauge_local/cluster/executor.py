@@ -227,7 +227,7 @@ class ClusterExecutor:
         every request, which does not move a balance."""
         if self._tokenizer is None and not self._token_counter:
             try:
-                from nexagauge_local.judge.hf_backend import load_tokenizer
+                from nexagauge_local.judge.weights import load_tokenizer
 
                 self._tokenizer = load_tokenizer(self.factory.profile, self.factory.cache_dir)
                 self._token_counter = "tokenizer"

@@ -14,8 +14,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Protocol
 
-from nexagauge_local.judge.cache import JudgeCache, request_key
 from nexagauge_local.judge import schemas as S
+from nexagauge_local.judge.cache import JudgeCache, request_key
 from nexagauge_local.judge.types import JudgeRequest, Messages
 
 CALIBRATION_VERSION = 1

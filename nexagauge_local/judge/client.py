@@ -26,17 +26,16 @@ from typing import Any, Protocol, Self
 
 from nexagauge_local.judge.cache import CacheEntry, JudgeCache, request_key
 from nexagauge_local.judge.cost import CostLedger
+from nexagauge_local.judge.profiles import DEMO_NOTICE
 from nexagauge_local.judge.schemas import parse_output, schema_id
 from nexagauge_local.judge.types import Backend, JudgeRequest, JudgeResult
-from nexagauge_local.settings import RunSettings
-
-DEMO_NOTICE = "demo judge (SmolLM2-135M): its verdicts are for trying the tool, not for decisions"
 
 BACKEND_ERROR_PREFIX = "backend:"
 
 
 class Executor(Protocol):
-    """Answers a node's cache misses somewhere else (cluster/executor.py: a Ray actor pool),
+    """Answers a node's cache misses somewhere else (cluster/executor.py: a Ray actor pool;
+    app/judge.py picks it),
     calling `on_batch(positions, results)` as each batch lands so results are cached at once."""
 
     def run(
@@ -137,28 +136,6 @@ class JudgeClient:
         if self.executor is not None:
             info["cluster"] = self.executor.describe()
         return info
-
-    @classmethod
-    def from_settings(cls, settings: RunSettings, *, flush_every: int | None = None) -> JudgeClient:
-        """The client a run uses: profile/backend from settings, cache unless --no-cache."""
-        from nexagauge_local.judge.factory import make_backend_factory
-
-        cache = JudgeCache(settings.cache_dir) if settings.use_cache else None
-        factory, ledger = make_backend_factory(settings), CostLedger()
-        executor = None
-        if settings.cluster:
-            from nexagauge_local.cluster import make_executor
-
-            executor = make_executor(settings.cluster, factory, ledger, flush_every)
-        return cls(
-            factory,
-            cache,
-            ledger,
-            settings.gpu_hour_price,
-            seed=settings.seed,
-            flush_every=flush_every,
-            executor=executor,
-        )
 
     def close(self) -> None:
         if self.executor is not None:

@@ -8,9 +8,11 @@ On a CPU backend the same numbers are CPU device-seconds and `device_label` says
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from pydantic import BaseModel, Field
 
-from nexagauge_local.results import NodeCost
+from nexagauge_local.judge.types import JudgeResult
 
 
 def usd(gpu_seconds: float, gpu_hour_price: float | None) -> float:
@@ -18,6 +20,18 @@ def usd(gpu_seconds: float, gpu_hour_price: float | None) -> float:
     if not gpu_hour_price:
         return 0.0
     return gpu_seconds / 3600.0 * gpu_hour_price
+
+
+def split_device_seconds(results: Sequence[JudgeResult], wall: float, gpus: int) -> None:
+    """Charge a call's wall time x devices held to its requests in proportion to their tokens.
+
+    On CPU (gpus=0) one device is counted, so the figure is device-seconds of the CPU backend.
+    """
+    total = wall * max(gpus, 1)
+    tokens = [r.prompt_tokens + r.output_tokens for r in results]
+    denom = sum(tokens) or len(results) or 1
+    for r, t in zip(results, tokens):
+        r.gpu_seconds = total * ((t or (0 if sum(tokens) else 1)) / denom)
 
 
 def device_label(gpus: int) -> str:
@@ -69,14 +83,6 @@ class NodeUsage(BaseModel):
         merged = self.model_copy()
         merged.add(**other.model_dump())
         return merged
-
-    def node_cost(self, gpu_hour_price: float | None) -> NodeCost:
-        return NodeCost(
-            cost=usd(self.gpu_seconds, gpu_hour_price),
-            input_tokens=float(self.input_tokens),
-            output_tokens=float(self.output_tokens),
-            gpu_seconds=self.gpu_seconds,
-        )
 
 
 class CostLedger(BaseModel):

@@ -4,39 +4,26 @@
 CUDA beyond `torch.cuda.is_available()`, and returns a callable that builds the backend later.
 The JudgeClient calls it only on the first uncached request, so a fully cached rerun never loads
 a model; the factory already knows the fingerprint, which the cache keys need.
+
+GPU ids are data here, never process state: they reach the backend as parameters (see
+weights.torch_device and vllm_backend.pin_engine_devices).
 """
 
 from __future__ import annotations
 
-import importlib.util
-import os
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from nexagauge_local.judge.client import DEMO_NOTICE  # noqa: F401  (re-exported)
 from nexagauge_local.judge.profiles import JudgeProfile, fingerprint, resolve_profile
 from nexagauge_local.judge.types import Backend
-from nexagauge_local.settings import RunSettings
-
-
-def apply_gpu_env(gpus: Sequence[int]) -> None:
-    """Pin CUDA_VISIBLE_DEVICES to the requested GPUs. Must run before anything initialises
-    CUDA (torch caches the device list at first use), so the factory calls it first thing."""
-    if gpus:
-        os.environ["CUDA_VISIBLE_DEVICES"] = ",".join(str(g) for g in gpus)
-
-
-def vllm_importable() -> bool:
-    return importlib.util.find_spec("vllm") is not None
-
-
-def gpu_visible() -> bool:
-    try:
-        import torch
-    except ImportError:
-        return False
-    return bool(torch.cuda.is_available())
+from nexagauge_local.judge.weights import (
+    gpu_visible,
+    resolve_dtype,
+    torch_device,
+    visible_device_ids,
+    vllm_importable,
+)
 
 
 def choose_backend(requested: str, profile: JudgeProfile) -> str:
@@ -49,7 +36,10 @@ def choose_backend(requested: str, profile: JudgeProfile) -> str:
 
 @dataclass(frozen=True)
 class BackendFactory:
-    """Everything needed to build the backend, known before any weights are loaded."""
+    """Everything needed to build the backend, known before any weights are loaded.
+
+    `gpus` are the requested GPU ids (`--gpu`); empty means "whatever this process sees",
+    which is what a cluster worker wants (Ray pins its GPUs)."""
 
     profile: JudgeProfile
     backend: str
@@ -70,17 +60,11 @@ class BackendFactory:
     def is_demo(self) -> bool:
         return self.profile.demo
 
-    def _device_ids(self) -> tuple[str, ...]:
-        """Physical GPU ids for the engine(s): --gpu, else the profile's count of visible GPUs."""
+    def device_ids(self) -> tuple[str, ...]:
+        """GPU ids for the vLLM engine(s): --gpu, else the profile's count of visible GPUs."""
         if self.gpus:
             return tuple(str(g) for g in self.gpus)
-        visible = os.environ.get("CUDA_VISIBLE_DEVICES", "")
-        ids = [v for v in visible.split(",") if v.strip()]
-        if not ids:
-            import torch
-
-            ids = [str(i) for i in range(torch.cuda.device_count())]
-        return tuple(ids[: max(self.profile.gpus, 1)])
+        return visible_device_ids(self.profile.gpus)
 
     def __call__(self) -> Backend:
         if self.backend == "vllm":
@@ -89,39 +73,41 @@ class BackendFactory:
             return VLLMBackend(
                 self.profile,
                 dtype=self.dtype,
-                device_ids=self._device_ids(),
+                device_ids=self.device_ids(),
                 seed=self.seed,
                 cache_dir=self.cache_dir,
             )
         from nexagauge_local.judge.hf_backend import HFBackend
 
-        device = "cuda" if gpu_visible() else "cpu"
-        return HFBackend(self.profile, cache_dir=self.cache_dir, device=device, dtype=self.dtype)
+        return HFBackend(
+            self.profile,
+            cache_dir=self.cache_dir,
+            device=torch_device(self.gpus),
+            dtype=self.dtype,
+        )
 
 
-def make_backend_factory(settings: RunSettings) -> BackendFactory:
-    """Resolve profile, backend and dtype for a run (raises WeightsMissing early)."""
-    apply_gpu_env(settings.gpus)
-    profile = resolve_profile(settings.model)
-    backend = choose_backend(settings.backend, profile)
-    if backend == "vllm" and not vllm_importable():
+def make_backend_factory(
+    model: str,
+    *,
+    backend: str = "auto",
+    gpus: Sequence[int] = (),
+    cache_dir: Path,
+    seed: int = 0,
+) -> BackendFactory:
+    """Resolve profile, backend and dtype for a judge (raises WeightsMissing early)."""
+    profile = resolve_profile(model)
+    chosen = choose_backend(backend, profile)
+    if chosen == "vllm" and not vllm_importable():
         from nexagauge_local.judge.vllm_backend import VLLMMissing
 
         raise VLLMMissing()
-    from nexagauge_local.judge.hf_backend import resolve_dtype
-
-    device = "cuda" if backend == "vllm" or gpu_visible() else "cpu"
-    dtype = resolve_dtype(profile.dtype, device)
+    device = "cuda" if chosen == "vllm" or gpu_visible() else "cpu"
     return BackendFactory(
         profile=profile,
-        backend=backend,
-        dtype=dtype,
-        gpus=tuple(settings.gpus),
-        cache_dir=Path(settings.cache_dir),
-        seed=settings.seed,
+        backend=chosen,
+        dtype=resolve_dtype(profile.dtype, device),
+        gpus=tuple(gpus),
+        cache_dir=Path(cache_dir),
+        seed=seed,
     )
-
-
-def make_backend(settings: RunSettings) -> Backend:
-    """Build the judge backend for a run now (loads weights)."""
-    return make_backend_factory(settings)()

@@ -10,154 +10,32 @@ Why it looks like this:
   ids (exact output token counts; no EOS within max_tokens = "truncated"), the top-5 logprobs
   in the same pass (no teacher-forcing rerun), and two CPU wins `generate` lacks - the shared
   rubric prefix prefilled once per micro-batch, and finished rows dropped from the batch.
-- GGUF weights are dequantised once and cached as safetensors (DESIGN.md section 7): 15-25 s
-  the first time, well under a second afterwards.
+- Loading (GGUF dequantised once and cached, dtype, chat template) lives in weights.py, shared
+  with the vLLM backend, the target responders and `estimate`.
 """
 
 from __future__ import annotations
 
-import hashlib
-import logging
-import os
-import shutil
 import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from nexagauge_local.judge.cost import split_device_seconds
 from nexagauge_local.judge.hf_decode import Decoded, constrained_greedy
 from nexagauge_local.judge.profiles import JudgeProfile, fingerprint
 from nexagauge_local.judge.schemas import parse_output, schema_id, schema_json
 from nexagauge_local.judge.types import JudgeRequest, JudgeResult, Messages
-
-log = logging.getLogger(__name__)
+from nexagauge_local.judge.weights import (
+    count_prompt_tokens,
+    eos_token_ids,
+    load_model,
+    render_prompt,
+    resolve_dtype,
+)
 
 TOP_LOGPROBS = 5
 LOGPROB_SOURCE = "hf_constrained_top5"
-
-
-# ------------------------------------------------------------------ loading
-
-
-def resolve_dtype(dtype: str, device: str) -> str:
-    """`auto` is bfloat16 on CUDA and float32 on CPU (CPU bf16 matmuls are slow on most hosts)."""
-    if dtype != "auto":
-        return dtype
-    return "bfloat16" if device.startswith("cuda") else "float32"
-
-
-def dequantised_dir(gguf: Path, cache_dir: Path) -> Path:
-    """Disk cache folder for a GGUF's dequantised weights, keyed on path + size + mtime."""
-    st = gguf.stat()
-    key = hashlib.sha256(f"{gguf.resolve()}:{st.st_size}:{st.st_mtime_ns}".encode()).hexdigest()
-    return cache_dir / "dequantised" / key[:20]
-
-
-def dequantised_ready(folder: Path) -> bool:
-    return (folder / "config.json").exists() and any(folder.glob("*.safetensors"))
-
-
-def load_tokenizer(profile: JudgeProfile, cache_dir: Path) -> Any:
-    """The judge's tokenizer without its weights (for `estimate` and the cache key path)."""
-    from transformers import AutoTokenizer
-
-    path = profile.weights_path()
-    if path.suffix.lower() == ".gguf":
-        deq = dequantised_dir(path, cache_dir)
-        if dequantised_ready(deq):
-            return AutoTokenizer.from_pretrained(deq)
-        return AutoTokenizer.from_pretrained(path.parent, gguf_file=path.name)
-    return AutoTokenizer.from_pretrained(path)
-
-
-def dequantise_gguf(gguf: Path, target: Path) -> None:
-    """Load a GGUF (transformers dequantises it) and save plain fp32 safetensors + tokenizer.
-
-    `save_pretrained` refuses a GGUF-loaded model ("quantized with gguf and is not
-    serializable") until the quantisation markers are cleared. Saved to a temp folder and
-    renamed, so a killed process never leaves a half-written cache that would be loaded later.
-    """
-    import torch
-    from transformers import AutoModelForCausalLM, AutoTokenizer
-
-    model = AutoModelForCausalLM.from_pretrained(
-        gguf.parent, gguf_file=gguf.name, dtype=torch.float32
-    )
-    tok = AutoTokenizer.from_pretrained(gguf.parent, gguf_file=gguf.name)
-    if hasattr(model.config, "quantization_config"):
-        del model.config.quantization_config
-    model.hf_quantizer = None
-    model.is_quantized = False
-    tmp = target.with_name(f"{target.name}.tmp{os.getpid()}")
-    shutil.rmtree(tmp, ignore_errors=True)
-    model.save_pretrained(tmp)
-    tok.save_pretrained(tmp)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    try:
-        os.replace(tmp, target)
-    except OSError:  # another process won the race; its copy is as good as ours
-        shutil.rmtree(tmp, ignore_errors=True)
-
-
-def load_model(profile: JudgeProfile, cache_dir: Path, dtype: str, device: str) -> tuple[Any, Any]:
-    """(model, tokenizer) on `device`, going through the dequantised cache for GGUF files."""
-    import torch
-    from transformers import AutoModelForCausalLM, AutoTokenizer
-
-    path = profile.weights_path()
-    if path.suffix.lower() == ".gguf":
-        folder = dequantised_dir(path, cache_dir)
-        if not dequantised_ready(folder):
-            log.info("dequantising %s once into %s", path.name, folder)
-            dequantise_gguf(path, folder)
-        path = folder
-    model = AutoModelForCausalLM.from_pretrained(path, dtype=getattr(torch, dtype))
-    model.to(device).eval()
-    return model, AutoTokenizer.from_pretrained(path)
-
-
-def render_prompt(tokenizer: Any, messages: Messages) -> str:
-    """Apply the chat template. Templates without a system role (Mistral/Prometheus) reject a
-    system turn; then the system text is merged into the first user turn."""
-    try:
-        return tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
-    except Exception:  # jinja TemplateError raised by the template itself
-        system = "\n\n".join(m["content"] for m in messages if m["role"] == "system")
-        rest = [dict(m) for m in messages if m["role"] != "system"]
-        if not system or not rest:
-            raise
-        rest[0]["content"] = f"{system}\n\n{rest[0]['content']}"
-        return tokenizer.apply_chat_template(rest, tokenize=False, add_generation_prompt=True)
-
-
-def prompt_ids(tokenizer: Any, messages: Messages) -> list[int]:
-    """Token ids of the chat-templated prompt, exactly as the backend feeds them."""
-    return list(
-        tokenizer(render_prompt(tokenizer, messages), add_special_tokens=False)["input_ids"]
-    )
-
-
-def count_prompt_tokens(tokenizer: Any, messages: Messages) -> int:
-    return len(prompt_ids(tokenizer, messages))
-
-
-def eos_token_ids(model: Any, tokenizer: Any) -> set[int]:
-    """Every id that ends an answer: the tokenizer's EOS and the generation config's."""
-    ids = {tokenizer.eos_token_id}
-    cfg = getattr(model.generation_config, "eos_token_id", None)
-    ids.update(cfg if isinstance(cfg, list) else [cfg])
-    return {i for i in ids if i is not None}
-
-
-class TokenCounter:
-    """Tokenizer-only stand-in for a backend: exact prompt token counts, no weights loaded."""
-
-    def __init__(self, profile: JudgeProfile, cache_dir: Path) -> None:
-        self.profile = profile
-        self.tokenizer = load_tokenizer(profile, cache_dir)
-
-    def count_tokens(self, messages: Messages) -> int:
-        return count_prompt_tokens(self.tokenizer, messages)
 
 
 # ------------------------------------------------------------------ backend
@@ -320,15 +198,3 @@ def _outlines_model(model: Any, tokenizer: Any) -> Any:
     import outlines
 
     return outlines.from_transformers(model, tokenizer)
-
-
-def split_device_seconds(results: Sequence[JudgeResult], wall: float, gpus: int) -> None:
-    """Charge a call's wall time x devices held to its requests in proportion to their tokens.
-
-    On CPU (gpus=0) one device is counted, so the figure is device-seconds of the CPU backend.
-    """
-    total = wall * max(gpus, 1)
-    tokens = [r.prompt_tokens + r.output_tokens for r in results]
-    denom = sum(tokens) or len(results) or 1
-    for r, t in zip(results, tokens):
-        r.gpu_seconds = total * ((t or (0 if sum(tokens) else 1)) / denom)

@@ -20,6 +20,9 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+# Shown wherever a demo profile (`demo = true`) judges: its verdicts are not meaningful.
+DEMO_NOTICE = "demo judge (SmolLM2-135M): its verdicts are for trying the tool, not for decisions"
+
 MODELS_DIR_ENV = "NEXAGAUGE_MODELS_DIR"
 DEFAULT_MODELS_DIR = "~/models"
 

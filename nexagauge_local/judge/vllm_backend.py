@@ -8,7 +8,7 @@ default is 16).
 
 Two or more GPUs: `parallelism = "tensor"` runs one engine with tensor_parallel_size = N;
 `"data"` runs one engine per GPU, each in its own spawned process with CUDA_VISIBLE_DEVICES set
-before vllm is imported, requests sharded contiguously (same-rubric prompts stay on one engine,
+before vllm is imported (a single engine gets it from `pin_engine_devices`), requests sharded contiguously (same-rubric prompts stay on one engine,
 which keeps prefix-cache hits) and results merged back in order.
 
 vllm is imported lazily: this module imports fine without it, and the pure parts (sampling
@@ -26,10 +26,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from nexagauge_local.judge.hf_backend import split_device_seconds
+from nexagauge_local.judge.cost import split_device_seconds
 from nexagauge_local.judge.profiles import JudgeProfile, fingerprint
 from nexagauge_local.judge.schemas import parse_output
 from nexagauge_local.judge.types import JudgeRequest, JudgeResult, Messages
+from nexagauge_local.judge.weights import count_prompt_tokens, engine_model_path, load_tokenizer
 
 TOP_LOGPROBS = 5
 LOGPROB_SOURCE = "vllm_sampler_top5"
@@ -183,6 +184,16 @@ def run_engine(
     return [output_to_dict(o) for o in outputs], wall
 
 
+def pin_engine_devices(device_ids: Sequence[str]) -> None:
+    """Point an in-process vLLM engine at its GPUs, right before it is created.
+
+    This is the one place the package writes CUDA_VISIBLE_DEVICES into its own process: vLLM
+    takes no device argument and its engine core (a child process) inherits the variable. Every
+    other engine gets its GPU ids as a parameter (hf: a `cuda:N` device; data-parallel vLLM:
+    the variable is set inside each spawned worker, see `_worker_main`)."""
+    os.environ["CUDA_VISIBLE_DEVICES"] = ",".join(device_ids)
+
+
 # ------------------------------------------------------------------ data-parallel worker
 
 
@@ -273,7 +284,7 @@ class VLLMBackend:
         self.gpus = len(self.device_ids)
         self.fingerprint = fingerprint(profile, self.name, dtype)
         self.data_parallel = profile.parallelism == "data" and self.gpus > 1
-        path = model_path or _engine_model_path(profile, self.cache_dir)
+        path = model_path or engine_model_path(profile, self.cache_dir)
         tp = 1 if self.data_parallel else self.gpus
         kwargs = engine_kwargs(path, profile, dtype, seed, tp)
         started = time.perf_counter()
@@ -281,15 +292,13 @@ class VLLMBackend:
         if self.data_parallel:
             self._pool = _DataParallelPool(self.device_ids, kwargs, seed)
         else:
-            os.environ.setdefault("CUDA_VISIBLE_DEVICES", ",".join(self.device_ids))
+            pin_engine_devices(self.device_ids)
             self._vllm = import_vllm()
             self._llm = self._vllm.LLM(**kwargs)
             self.tokenizer = self._llm.get_tokenizer()
         self.load_seconds = time.perf_counter() - started
 
     def count_tokens(self, messages: Messages) -> int:
-        from nexagauge_local.judge.hf_backend import count_prompt_tokens, load_tokenizer
-
         tok = getattr(self, "tokenizer", None) or load_tokenizer(self.profile, self.cache_dir)
         return count_prompt_tokens(tok, messages)
 
@@ -311,16 +320,3 @@ class VLLMBackend:
     def close(self) -> None:
         if self._pool is not None:
             self._pool.close()
-
-
-def _engine_model_path(profile: JudgeProfile, cache_dir: Path) -> str:
-    """vLLM wants a HF folder; a GGUF profile runs from its dequantised safetensors cache."""
-    path = profile.weights_path()
-    if path.suffix.lower() != ".gguf":
-        return str(path)
-    from nexagauge_local.judge.hf_backend import dequantise_gguf, dequantised_dir, dequantised_ready
-
-    folder = dequantised_dir(path, cache_dir)
-    if not dequantised_ready(folder):
-        dequantise_gguf(path, folder)
-    return str(folder)

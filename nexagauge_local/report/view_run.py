@@ -33,7 +33,7 @@ def header_view(summary: Mapping[str, Any], n_cases: int) -> dict[str, Any]:
         "wall_seconds": summary.get("wall_seconds"),
         "cases": summary.get("cases") or {},
         "case_reports": n_cases,
-        "nodes_run": [n for n in summary.get("nodes_run") or [] if n != "scan"],
+        "nodes_run": [n for n in summary.get("nodes_run") or [] if n not in SPECS or SPECS[n].target],
         "nodes_unavailable": summary.get("nodes_unavailable") or [],
         "judge": judge,
         "llm_nodes": [

@@ -1,13 +1,14 @@
 """Build the responder for the model under test with the judge's own resolution rules, so
-`--model`, `--backend` and `--gpu` mean the same thing in `generate` as in `run`."""
+`--model`, `--backend` and `--gpu` mean the same thing in `generate` as in `run`. GPU ids are
+passed to the responder, never written into this process's environment."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from nexagauge_local.judge.factory import apply_gpu_env, choose_backend, gpu_visible
-from nexagauge_local.judge.hf_backend import resolve_dtype
+from nexagauge_local.judge.factory import choose_backend
 from nexagauge_local.judge.profiles import resolve_profile
+from nexagauge_local.judge.weights import resolve_dtype, torch_device, visible_device_ids
 from nexagauge_local.target.types import Responder
 
 
@@ -20,13 +21,13 @@ def make_responder(
     seed: int = 0,
     batch_size: int | None = None,
 ) -> Responder:
-    apply_gpu_env(gpus or [])
     profile = resolve_profile(model)
     engine = choose_backend(backend, profile)
     if engine == "vllm":
         from nexagauge_local.target.vllm_responder import VLLMResponder
 
-        ids = [str(g) for g in gpus] if gpus else ["0"]
+        # no --gpu: the first GPU this process sees (CUDA_VISIBLE_DEVICES as the user set it)
+        ids = [str(g) for g in gpus] if gpus else list(visible_device_ids(1)) or ["0"]
         return VLLMResponder(
             profile,
             cache_dir=cache_dir,
@@ -36,5 +37,6 @@ def make_responder(
         )
     from nexagauge_local.target.hf_responder import HFResponder
 
-    device = "cuda" if gpu_visible() else "cpu"
-    return HFResponder(profile, cache_dir=cache_dir, device=device, batch_size=batch_size)
+    return HFResponder(
+        profile, cache_dir=cache_dir, device=torch_device(gpus or []), batch_size=batch_size
+    )

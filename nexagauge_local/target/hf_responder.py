@@ -11,14 +11,14 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
-from nexagauge_local.judge.hf_backend import (
+from nexagauge_local.judge.profiles import JudgeProfile
+from nexagauge_local.judge.types import Messages
+from nexagauge_local.judge.weights import (
     eos_token_ids,
     load_model,
     prompt_ids,
     resolve_dtype,
 )
-from nexagauge_local.judge.profiles import JudgeProfile
-from nexagauge_local.judge.types import Messages
 from nexagauge_local.target.types import Response
 
 

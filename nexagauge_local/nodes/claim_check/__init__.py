@@ -11,15 +11,14 @@ claims is not a perfect case: score null and an error saying why.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from collections.abc import Sequence
 from typing import Any
 
 from nexagauge_local.blocks import ScoringKnobs
-from nexagauge_local.case import Case
 from nexagauge_local.judge.schemas import max_tokens_for
 from nexagauge_local.judge.types import JudgeRequest, JudgeResult
 from nexagauge_local.nodes.base import CaseState, RunContext
+from nexagauge_local.nodes.claim_check.check import ClaimCheck
 from nexagauge_local.nodes.claim_check.prompt import render_claim_check
 from nexagauge_local.nodes.claim_check.schema import claim_verdicts_schema
 from nexagauge_local.nodes.claims.node import META, ClaimsMeta
@@ -29,21 +28,6 @@ from nexagauge_local.scoring.judge_scores import mean_or_none
 from nexagauge_local.scoring.mode import ScoringMode
 
 NO_CLAIMS = "no claims extracted from the output, nothing to judge"
-
-
-@dataclass(frozen=True)
-class ClaimCheck:
-    """One per-claim check node: its name, the evidence it judges against and its wording."""
-
-    node: str
-    category: str
-    evidence_field: str  # the case field shown as evidence (also the data section's name)
-    task: str
-    yes_no: str  # what "yes" / "no" mean (binary_yes_no)
-    scale: str  # what 1..5 mean (scale_1_5)
-    labels: tuple[str, str]  # the row verdict when a claim passes / fails
-    prompt_version: str
-    knobs_of: Callable[[Case], ScoringKnobs]
 
 
 def claim_entry(

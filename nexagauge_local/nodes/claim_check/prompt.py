@@ -6,15 +6,11 @@ rendered prompt, is the same for both.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from nexagauge_local.judge.prompts.base import data_sections, messages, numbered
 from nexagauge_local.judge.prompts.fence import fence
 from nexagauge_local.judge.types import Messages
+from nexagauge_local.nodes.claim_check.check import ClaimCheck
 from nexagauge_local.scoring.mode import ScoringMode
-
-if TYPE_CHECKING:
-    from nexagauge_local.nodes.claim_check import ClaimCheck
 
 
 def render_claim_check(

@@ -1,0 +1,77 @@
+"""The `generate` service: answer probes with the model under test, ready for `run redteam`.
+
+Three steps, so a caller can show progress between them: read the probes (bad lines stop
+everything), open the responder (a missing model stops before any work), answer them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+from nexagauge_local.app.errors import JudgeSetupError, ProbeFileError
+from nexagauge_local.judge.profiles import ProfileNotFound, WeightsMissing
+from nexagauge_local.target.factory import make_responder
+from nexagauge_local.target.probe_file import ProbeItem, read_probes
+from nexagauge_local.target.run import GenerateStats, generate
+from nexagauge_local.target.types import Responder
+
+
+def load_probes(path: Path, limit: int | None = None) -> list[ProbeItem]:
+    """The probes in `path` (the first `limit`); any bad line raises ProbeFileError."""
+    items, errors = read_probes(path)
+    if errors:
+        raise ProbeFileError(path, errors)
+    return items[:limit] if limit else items
+
+
+def open_responder(
+    model: str,
+    *,
+    backend: str,
+    gpus: Sequence[int],
+    cache_dir: Path,
+    seed: int,
+    batch_size: int | None,
+) -> Responder:
+    """The model under test, loaded; an unknown profile or absent weights is a JudgeSetupError
+    (the same resolution rules as the judge's)."""
+    try:
+        return make_responder(
+            model,
+            backend=backend,
+            gpus=list(gpus),
+            cache_dir=cache_dir,
+            seed=seed,
+            batch_size=batch_size,
+        )
+    except (WeightsMissing, ProfileNotFound) as exc:
+        raise JudgeSetupError(str(exc)) from None
+
+
+def answer_probes(
+    items: Sequence[ProbeItem],
+    responder: Responder,
+    output: Path,
+    *,
+    max_tokens: int,
+    system_prompt: str | None,
+    fresh: bool,
+    batch_size: int | None,
+    progress: Callable[[int], None] | None = None,
+) -> GenerateStats:
+    """Answer every probe not already in `output` (all of them with `fresh`), then close the
+    responder whatever happens."""
+    try:
+        return generate(
+            items,
+            responder,
+            output,
+            max_tokens=max_tokens,
+            system_prompt=system_prompt,
+            resume=not fresh,
+            chunk_size=batch_size or 64,
+            progress=progress,
+        )
+    finally:
+        responder.close()

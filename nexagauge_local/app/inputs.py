@@ -1,0 +1,24 @@
+"""Open a dataset the way `--input` names it: a file, or '-' for JSONL on stdin."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from nexagauge_local.app.errors import InputError
+from nexagauge_local.dataset import Dataset
+from nexagauge_local.records import parse_field_map, spool_stdin
+
+
+def open_dataset(input_path: str, fields: tuple[str, ...], limit: int | None, tmp: Path) -> Dataset:
+    """The dataset at `input_path` with `--field LOGICAL=COLUMN` mappings applied. stdin is
+    spooled into `tmp` first, so it can be validated and then run like a file."""
+    try:
+        field_map = parse_field_map(fields)
+    except ValueError as exc:
+        raise InputError(str(exc)) from None
+    if input_path == "-":
+        return Dataset(spool_stdin(tmp), field_map, limit, display="<stdin>", fmt="jsonl")
+    path = Path(input_path)
+    if not path.is_file():
+        raise InputError(f"--input {input_path}: no such file")
+    return Dataset(path, field_map, limit)

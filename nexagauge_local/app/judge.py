@@ -1,0 +1,105 @@
+"""Assembly of the judge for a run: backend factory, cache, ledger and executor.
+
+This module sits above judge/ and cluster/ so that neither needs the other's assembly: judge/
+knows nothing of Ray or run settings, cluster/ only receives a BackendFactory. Here a run's
+settings are turned into JudgeClients (answering in this process, or on a Ray cluster with
+`--cluster`), and the pre-flight checks stop a run before any work when the judge cannot work.
+"""
+
+from __future__ import annotations
+
+from types import TracebackType
+from typing import Self
+
+from nexagauge_local.app.errors import ClusterSetupError, JudgeSetupError
+from nexagauge_local.cluster import ClusterUnavailable, connect_cluster, make_executor
+from nexagauge_local.judge.cache import JudgeCache
+from nexagauge_local.judge.client import Executor, JudgeClient
+from nexagauge_local.judge.cost import CostLedger
+from nexagauge_local.judge.factory import BackendFactory, make_backend_factory
+from nexagauge_local.judge.profiles import ProfileNotFound, WeightsMissing
+from nexagauge_local.settings import RunSettings
+
+
+def backend_factory(settings: RunSettings) -> BackendFactory:
+    """The judge a run's settings name (profile, backend, GPUs); loads no weights."""
+    return make_backend_factory(
+        settings.model,
+        backend=settings.backend,
+        gpus=settings.gpus,
+        cache_dir=settings.cache_dir,
+        seed=settings.seed,
+    )
+
+
+def resolve_judge(settings: RunSettings, *, unknown_profile: bool = False) -> BackendFactory:
+    """backend_factory, with absent weights (and, if asked, an unknown profile) reported as a
+    JudgeSetupError whose message says where the weights should be."""
+    caught: tuple[type[Exception], ...] = (
+        (WeightsMissing, ProfileNotFound) if unknown_profile else (WeightsMissing,)
+    )
+    try:
+        return backend_factory(settings)
+    except caught as exc:
+        raise JudgeSetupError(str(exc)) from None
+
+
+def preflight(settings: RunSettings) -> BackendFactory:
+    """Check, before any work, that the judge resolves and that `--cluster` is reachable: no
+    Ray, a bad value or an unreachable cluster would otherwise surface as an error on every
+    metric. Connecting is idempotent; the executor reuses the connection."""
+    factory = resolve_judge(settings)
+    if settings.cluster:
+        try:
+            connect_cluster(settings.cluster)
+        except ClusterUnavailable as exc:
+            raise ClusterSetupError(str(exc)) from None
+    return factory
+
+
+def open_client(settings: RunSettings, *, flush_every: int | None = None) -> JudgeClient:
+    """The client a run uses: profile/backend from settings, cache unless --no-cache, and the
+    Ray executor when --cluster is set (its actors start on first use)."""
+    cache = JudgeCache(settings.cache_dir) if settings.use_cache else None
+    factory, ledger = backend_factory(settings), CostLedger()
+    executor: Executor | None = None
+    if settings.cluster:
+        executor = make_executor(settings.cluster, factory, ledger, flush_every)
+    return JudgeClient(
+        factory,
+        cache,
+        ledger,
+        settings.gpu_hour_price,
+        seed=settings.seed,
+        flush_every=flush_every,
+        executor=executor,
+    )
+
+
+class JudgeClients:
+    """The runner's judge factory: opens a client per call and closes every one it opened on
+    exit (data-parallel engines and cluster actors hold processes and GPUs)."""
+
+    def __init__(self, settings: RunSettings, *, flush_every: int | None = None) -> None:
+        self.settings = settings
+        self.flush_every = flush_every
+        self.opened: list[JudgeClient] = []
+
+    def __call__(self) -> JudgeClient:
+        self.opened.append(open_client(self.settings, flush_every=self.flush_every))
+        return self.opened[-1]
+
+    def close(self) -> None:
+        for client in self.opened:
+            client.close()
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()

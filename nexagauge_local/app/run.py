@@ -1,0 +1,83 @@
+"""The `run` service: pre-flight the judge, open the input, walk the graph, close the judge.
+
+The CLI and the library API (`evaluate`) both come through here, so they resolve the judge,
+check the cluster and clean up engines the same way.
+"""
+
+from __future__ import annotations
+
+import tempfile
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from rich.console import Console
+
+from nexagauge_local.app.judge import JudgeClients, preflight
+from nexagauge_local.dataset import Dataset
+from nexagauge_local.graph import SPECS, plan
+from nexagauge_local.runner import Runner, RunOutcome
+from nexagauge_local.settings import RunSettings
+
+# Opens the run's dataset; gets a private temporary folder (for spooling stdin).
+OpenInput = Callable[[Path], Dataset]
+
+
+@dataclass(frozen=True)
+class MetricLine:
+    """One metric node's headline numbers, as `run` reports them."""
+
+    name: str
+    scored: int
+    avg_score: float | None
+    pass_rate: float | None
+
+
+@dataclass(frozen=True)
+class RunResult:
+    outcome: RunOutcome
+    metrics: list[MetricLine] = field(default_factory=list)
+    notice: str | None = None  # e.g. the demo judge's warning
+
+    @property
+    def cases(self) -> dict[str, int]:
+        return self.outcome.summary["cases"]
+
+
+def needs_judge(target: str) -> bool:
+    return any(s.kind == "llm" for s in plan(target))
+
+
+def run(
+    settings: RunSettings,
+    open_input: OpenInput,
+    *,
+    console: Console | None = None,
+    keep_reports: bool = False,
+) -> RunResult:
+    """Run `settings.target` over the dataset `open_input` gives.
+
+    Raises JudgeSetupError / ClusterSetupError before any work, InputError when the input
+    cannot be opened, RecordsError when a record is bad and on_error is "fail"."""
+    judged = needs_judge(settings.target)
+    if judged:
+        preflight(settings)
+    with tempfile.TemporaryDirectory() as tmp:
+        dataset = open_input(Path(tmp))
+        with JudgeClients(settings) as clients:
+            runner = Runner(
+                settings,
+                console=console,
+                judge_factory=clients if judged else None,
+                keep_reports=keep_reports,
+            )
+            outcome = runner.run(dataset)
+    return RunResult(
+        outcome=outcome,
+        metrics=[
+            MetricLine(name, summ["scored"], summ["avg_score"], summ["pass_rate"])
+            for name, summ in outcome.node_summaries.items()
+            if SPECS[name].metric
+        ],
+        notice=(outcome.summary.get("judge") or {}).get("notice"),
+    )

@@ -1,0 +1,47 @@
+"""Options several commands share: the dataset options, TARGET and the GPU list."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import click
+
+from nexagauge_local.graph import UnknownTarget, plan
+
+BAD_INPUT = 2  # exit code: the input (or a --cluster value) cannot be used; nothing was run
+
+
+def parse_gpus(value: str | None) -> list[int]:
+    """`--gpu 0` or `--gpu 0,1` as a list of GPU indices (empty: none requested)."""
+    if not value:
+        return []
+    try:
+        return [int(x) for x in value.split(",") if x.strip()]
+    except ValueError:
+        raise click.BadParameter(f"{value!r}: expected GPU indices such as 0 or 0,1") from None
+
+
+def target_argument(value: str) -> str:
+    """TARGET must be a node of the graph; otherwise a usage error listing the targets."""
+    try:
+        plan(value)
+    except UnknownTarget as exc:
+        raise click.BadParameter(str(exc)) from None
+    return value
+
+
+def dataset_options(fn: Callable[..., Any]) -> Callable[..., Any]:
+    opts = [
+        click.option("--input", "input_path", required=True, metavar="PATH",
+                     help="Dataset: JSON array, JSONL or CSV file; '-' reads JSONL from stdin."),
+        click.option("--limit", type=click.IntRange(min=1), help="Use only the first N records."),
+        click.option("--field", "fields", multiple=True, metavar="LOGICAL=COLUMN",
+                     help="Map a column to a logical field, e.g. --field output=model_answer. Repeatable."),
+        click.option("--on-error", type=click.Choice(["fail", "skip"]), default="fail", show_default=True,
+                     help="fail: stop before any work if a record is bad (exit 2). "
+                          "skip: run the good records and list the bad ones in summary.json."),
+    ]
+    for opt in reversed(opts):
+        fn = opt(fn)
+    return fn

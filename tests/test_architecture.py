@@ -1,0 +1,126 @@
+"""The package's import graph stays layered: no circle, and no module imports a layer above it.
+
+Why a test: issue 16 untangled a judge <-> cluster circle and a node table spread over four
+files; an import graph drifts back one convenient import at a time, so it is checked on every
+CI run. Imports are read from the source (ast), including imports inside functions, because a
+lazy import is still a dependency.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+PKG = Path(__file__).resolve().parents[1] / "nexagauge_local"
+
+# Lowest first. A module may import its own layer or a lower one.
+LAYERS: tuple[tuple[str, ...], ...] = (
+    ("settings", "blocks", "case", "records", "dataset", "results", "embed", "scoring", "probes"),
+    ("judge",),
+    ("cluster", "target"),
+    ("nodes",),
+    ("graph",),
+    ("runner", "estimate", "report", "compare", "gate", "agreement"),
+    ("app", "api"),
+    ("cli", "__init__", "__main__"),
+)
+LAYER_OF = {name: i for i, names in enumerate(LAYERS) for name in names}
+
+
+def _module_name(path: Path) -> str:
+    parts = list(path.relative_to(PKG.parent).with_suffix("").parts)
+    if parts[-1] == "__init__" and len(parts) > 1:
+        parts = parts[:-1]
+    return ".".join(parts)
+
+
+def _top(module: str) -> str:
+    """The layer unit of a module: nexagauge_local.judge.client -> judge."""
+    parts = module.split(".")
+    return parts[1] if len(parts) > 1 else "__init__"
+
+
+def import_graph() -> dict[str, set[str]]:
+    modules = {_module_name(p): p for p in PKG.rglob("*.py")}
+    graph: dict[str, set[str]] = {m: set() for m in modules}
+    for name, path in modules.items():
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            targets: list[str] = []
+            if isinstance(node, ast.Import):
+                targets = [a.name for a in node.names]
+            elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+                targets = [node.module, *(f"{node.module}.{a.name}" for a in node.names)]
+            for t in targets:
+                if t in modules and t != name:
+                    graph[name].add(t)
+    return graph
+
+
+def circles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """Strongly connected components with more than one module (Tarjan)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found: list[list[str]] = []
+
+    def visit(v: str) -> None:
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        on_stack.add(v)
+        for w in sorted(graph[v]):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on_stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            comp = []
+            while True:
+                w = stack.pop()
+                on_stack.discard(w)
+                comp.append(w)
+                if w == v:
+                    break
+            if len(comp) > 1:
+                found.append(sorted(comp))
+
+    for v in sorted(graph):
+        if v not in index:
+            visit(v)
+    return found
+
+
+def upward(graph: dict[str, set[str]]) -> list[str]:
+    out = []
+    for src, dsts in graph.items():
+        for dst in dsts:
+            a, b = _top(src), _top(dst)
+            if a != b and LAYER_OF[b] > LAYER_OF[a]:
+                out.append(f"{src} -> {dst}")
+    return sorted(out)
+
+
+def test_every_module_has_a_layer() -> None:
+    assert len(import_graph()) > 50, f"no package found at {PKG}"
+    unknown = sorted({_top(m) for m in import_graph()} - set(LAYER_OF))
+    assert not unknown, f"add these to LAYERS in {Path(__file__).name}: {unknown}"
+
+
+def test_no_import_circle() -> None:
+    assert circles(import_graph()) == []
+
+
+def test_no_upward_import() -> None:
+    assert upward(import_graph()) == []
+
+
+@pytest.mark.parametrize("edge", [("a", "b"), ("b", "a")])
+def test_the_checks_can_fail(edge: tuple[str, str]) -> None:
+    """A circle and an upward arrow are detected (the checks above are not vacuous)."""
+    g = {"nexagauge_local.judge.x": {"nexagauge_local.cli.y"}, "nexagauge_local.cli.y": set()}
+    assert upward(g) == ["nexagauge_local.judge.x -> nexagauge_local.cli.y"]
+    a, b = (f"nexagauge_local.judge.{n}" for n in edge)
+    assert circles({a: {b}, b: {a}}) == [sorted([a, b])]
