@@ -24,10 +24,9 @@ class _Client:
 
 def test_judge_clients_close_every_client_they_opened(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(app_judge, "open_client", lambda settings, flush_every=None: _Client())
-    with pytest.raises(RuntimeError):
-        with app_judge.JudgeClients(RunSettings()) as clients:
-            first, second = clients(), clients()
-            raise RuntimeError("a node crashed")
+    with pytest.raises(RuntimeError), app_judge.JudgeClients(RunSettings()) as clients:
+        first, second = clients(), clients()
+        raise RuntimeError("a node crashed")
     assert (first.closed, second.closed) == (1, 1)  # type: ignore[attr-defined]
 
 
