@@ -108,7 +108,9 @@ def _embedder(model_path: str):
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     import numpy as np
     from sentence_transformers import SentenceTransformer
+    from transformers.utils import logging as hf_logging
 
+    hf_logging.disable_progress_bar()
     model = SentenceTransformer(model_path, device="cpu", local_files_only=True)
 
     def embed(texts: list[str]) -> np.ndarray:
@@ -133,6 +135,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--wordnet-for", choices=("both", "nexagauge", "local"), default="both",
                     help="with --wordnet: which tool gets WordNet (nexagauge = what a networked "
                          "host gets, where nexa-gauge's nltk.download succeeds)")
+    ap.add_argument("--embed-dtype", default="float32", choices=("float32", "bfloat16", "auto"),
+                    help="this tool's --embed-dtype (nexa-gauge always embeds in float32)")
     ap.add_argument("--tolerance", type=float, default=P.TOLERANCE)
     ap.add_argument("--workdir", type=Path, default=None, help="keep prepared records and outputs here")
     ap.add_argument("--json-out", type=Path, default=None, help="also write the figures as JSON")
@@ -199,7 +203,7 @@ def main(argv: list[str] | None = None) -> int:
             for d in (out_l, out_n):
                 shutil.rmtree(d, ignore_errors=True)
         cmd_l = [args.local_python, "-m", "nexagauge_local", "run", node, "--input", str(prepared),
-                 "--output-dir", str(out_l), "--embed-dtype", "float32", "--no-cache",
+                 "--output-dir", str(out_l), "--embed-dtype", args.embed_dtype, "--no-cache",
                  "--cache-dir", str(work / "local_cache"), "-q"]
         cmd_n = [args.nexagauge_python, "-c", _NG_CLI, "run", node, "--input", str(prepared),
                  "--output-dir", str(out_n), "--no-cache"]
@@ -227,7 +231,7 @@ def main(argv: list[str] | None = None) -> int:
     print(f"- this tool ({args.local_python}): " + ", ".join(f"{k} {v}" for k, v in v_l.items()))
     print(f"- nexa-gauge ({args.nexagauge_python}): " + ", ".join(f"{k} {v}" for k, v in v_n.items()))
     print(f"- inputs: {', '.join(str(p) for p in inputs)} -> {len(records)} record(s) ({prepared})")
-    print(f"- nodes: {', '.join(nodes)}; embeddings all-MiniLM-L6-v2 from {model_path}; this tool --embed-dtype float32")
+    print(f"- nodes: {', '.join(nodes)}; embeddings all-MiniLM-L6-v2 from {model_path}; this tool --embed-dtype {args.embed_dtype}")
     print(f"- refalign similarity_threshold: {threshold if threshold is not None else 'each tool default'}; "
           f"nexa-gauge --refiner-top-k {args.ng_refiner_top_k or '3 (default)'}")
     local_matching = sorted({str(c.detail.get('meteor_matching')) for c in local.values() if 'meteor_matching' in c.detail})
@@ -250,7 +254,7 @@ def main(argv: list[str] | None = None) -> int:
         for case, a, b, delta in d.over:
             reasons = P.classify(d.metric, local[case], theirs[case], ng_wordnet=ng_wordnet,
                                  local_wordnet=local_wordnet, ng_matching=ng_matching_label,
-                                 tolerance=args.tolerance, embed=embed)
+                                 tolerance=args.tolerance, embed=embed, local_dtype=args.embed_dtype)
             rows.append({"case": case, "local": a, "nexagauge": b, "abs_diff": delta, "reasons": reasons})
         report["metrics"][d.metric] = {"compared": d.compared, "max_abs": d.max_abs, "mean_abs": d.mean_abs,
                                        "identical_at_4dp": d.identical_at_4dp, "over": rows}

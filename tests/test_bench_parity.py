@@ -182,3 +182,14 @@ def test_refalign_threshold_default_and_residual():
     assert P.reason_kind(P.classify("refalign_f1", loc, ng, embed=_fake_embed)[-1]) == "residual"
     # report-only path names the threshold default
     assert P.reason_kind(P.classify("refalign_f1", loc, ng)[0]) == "threshold default"
+
+
+def test_refalign_embedding_dtype_step():
+    # same single unit per side; this tool's bfloat16 vectors moved the cosine
+    ng = P.nexagauge_case(_ng_report("c", "A", "Ab", {"refalign_global_similarity": 0.99995}, (["A"], ["Ab"])))
+    loc = P.local_case(_local_report("c", "A", "Ab", {}, {
+        "similarity_threshold": 0.6, "precision": 1.0, "recall": 1.0, "f1": 1.0, "global_cosine": 0.97,
+        "matched": [{"output_unit": "A", "reference_unit": "Ab", "similarity": 0.97}], "missed": [], "extra": []}))
+    reasons = P.classify("refalign_global_similarity", loc, ng, embed=_fake_embed, local_dtype="bfloat16")
+    assert [P.reason_kind(r) for r in reasons] == ["embedding dtype"]
+    assert P.reason_kind(P.classify("refalign_global_similarity", loc, ng, local_dtype="bfloat16")[0]) == "embedding dtype"

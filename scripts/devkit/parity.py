@@ -497,10 +497,16 @@ def refalign_ladder(local: CaseScores, ng: CaseScores, embed) -> dict[str, dict[
 
 
 def refalign_reasons(
-    metric: str, local: CaseScores, ng: CaseScores, tolerance: float = TOLERANCE, embed=None
+    metric: str,
+    local: CaseScores,
+    ng: CaseScores,
+    tolerance: float = TOLERANCE,
+    embed=None,
+    local_dtype: str = "float32",
 ) -> list[str]:
-    """With an embedder: the ladder (matching rule, threshold, units); without: what the two
-    reports alone show (threshold, unit lists, matching rule, borderline similarities)."""
+    """With an embedder: the ladder (matching rule, threshold, units, and this tool's embedding
+    dtype when it is not float32, the ladder's own dtype); without: what the two reports alone
+    show (threshold, unit lists, matching rule, borderline similarities)."""
     ld, nd = local.detail, ng.detail
     units_note = _units_note(ld, nd)
     ladder = refalign_ladder(local, ng, embed) if embed is not None else None
@@ -511,7 +517,10 @@ def refalign_reasons(
             "the threshold) -> one-to-one (this tool: linear_sum_assignment)",
             "threshold": f"similarity_threshold {nd.get('threshold')} -> {ld.get('threshold')}",
             "units": "different chunking: " + (units_note or "same units"),
+            "embedding dtype": f"this tool embedded in {local_dtype}, the ladder in float32",
         }
+        if local_dtype != "float32" and metric in local.scores:
+            seq.append(("embedding dtype", local.scores[metric]))
         return _steps(seq, describe) or ["unexplained: no single swap moves the score (embedding numerics?)"]
     if ladder is not None:
         seq = [("nexa-gauge", ladder["nexa-gauge"]["global_whole_text"]),
@@ -521,7 +530,10 @@ def refalign_reasons(
             "definition": "global similarity definition: nexa-gauge embeds each whole text (cut "
             "at 256 word pieces), this tool takes the cosine of the mean unit vectors",
             "units": "different chunking: " + (units_note or "same units"),
+            "embedding dtype": f"this tool embedded in {local_dtype}, the ladder in float32",
         }
+        if local_dtype != "float32" and metric in local.scores:
+            seq.append(("embedding dtype", local.scores[metric]))
         return _steps(seq, describe) or ["unexplained: embedding numerics"]
     # without an embedder: what the reports show
     reasons = []
@@ -537,6 +549,8 @@ def refalign_reasons(
                 "global similarity definition: this tool takes the cosine of the mean unit "
                 "vectors, nexa-gauge embeds each whole text (truncated at 256 word pieces)"
             )
+        elif local_dtype != "float32":
+            reasons.append(f"embedding dtype: this tool embedded in {local_dtype}, nexa-gauge in float32")
         else:
             reasons.append("embedding numerics: same single unit per side, different vectors")
         return reasons
@@ -596,12 +610,14 @@ def classify(
     ng_matching: str = "exact+stem",
     tolerance: float = TOLERANCE,
     embed=None,
+    local_dtype: str = "float32",
 ) -> list[str]:
     """Reasons the two tools' `metric` differs on this case. `embed` (texts -> vectors), when
     given, lets refalign's reasons be recomputed rather than read off the reports. A ladder
     whose ends do not reproduce the two reported scores says so (a `residual` reason)."""
     reasons = _classify(metric, local, ng, ng_wordnet=ng_wordnet, local_wordnet=local_wordnet,
-                        ng_matching=ng_matching, tolerance=tolerance, embed=embed)
+                        ng_matching=ng_matching, tolerance=tolerance, embed=embed,
+                        local_dtype=local_dtype)
     ends = [float(v) for r in reasons for pair in _LADDER_ENDS.findall(r) for v in pair]
     if ends and metric in local.scores and metric in ng.scores:
         start, end = ends[0], ends[-1]
@@ -627,6 +643,7 @@ def _classify(
     ng_matching: str,
     tolerance: float,
     embed,
+    local_dtype: str,
 ) -> list[str]:
     reference = local.reference or ng.reference or ""
     output = local.output or ng.output or ""
@@ -645,7 +662,7 @@ def _classify(
             tolerance,
         )
     if metric.startswith("refalign"):
-        return refalign_reasons(metric, local, ng, tolerance, embed)
+        return refalign_reasons(metric, local, ng, tolerance, embed, local_dtype)
     return ["unclassified metric"]
 
 
