@@ -1,0 +1,195 @@
+"""scripts/bench_parity.py's pure parts (scripts/devkit/parity.py) on small fabricated case
+reports: record preparation, report parsing, case matching, diff statistics and the reason
+ladders. nexa-gauge and its virtual environment are not needed."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+from devkit import parity as P
+
+
+def _local_report(case_id: str, output: str, reference: str, scores: dict, refalign: dict | None = None):
+    rm = [{"name": n, "category": "reference|lexical", "score": s, "result": [{}], "error": None}
+          for n, s in scores.items()]
+    for row in rm:
+        if row["name"] == "meteor":
+            row["result"] = [{"score": row["score"], "matching": "exact+stem"}]
+    rep = {"target_node": "refmatch", "input": {"case_id": case_id, "output": output, "reference": reference},
+           "refmatch": {"metrics": rm}}
+    if refalign is not None:
+        rep["refalign"] = {"metrics": [
+            {"name": "refalign", "score": refalign["f1"], "result": [refalign]},
+            {"name": "semantic_similarity", "score": refalign["global_cosine"],
+             "result": [{"global_cosine": refalign["global_cosine"]}]},
+        ]}
+    return rep
+
+
+def _ng_report(case_id: str, output: str, reference: str, scores: dict, units=None, threshold=0.6):
+    rep = {"target_node": "refmatch", "input": {"case_id": case_id, "output": output, "reference": reference},
+           "refmatch_metrics": {"metrics": [{"name": n, "score": s, "verdict": "PASSED", "result": None}
+                                            for n, s in scores.items() if not n.startswith("refalign")]}}
+    ra = [{"name": n, "score": s, "result": [{"metric": n}]} for n, s in scores.items() if n.startswith("refalign")]
+    if units is not None:
+        out_u, ref_u = units
+        ra.append({"name": "refalign_score", "score": 0.9, "result": [{
+            "similarity_threshold": threshold,
+            "counts": {"output_chunks": len(out_u), "reference_chunks": len(ref_u)},
+            "matched_pairs": [], "extra_output_chunks": [], "missed_reference_chunks": []}]})
+        rep["output_chunk"] = {"text": list(out_u)}
+        rep["output_refined_chunks"] = {"text": list(out_u)}
+        rep["reference_refined_chunks"] = {"text": list(ref_u)}
+    if ra:
+        rep["refalign_metrics"] = {"metrics": ra}
+    return rep
+
+
+def test_prepare_records_resolves_aliases_ids_and_threshold():
+    recs = [
+        {"id": "a", "answer": "x", "ground_truth": ["r1", "r2"], "question": "q"},
+        {"response": "no reference"},
+        {"output": "o", "reference": "r"},
+        {"case_id": "a", "output": "dup", "reference": "r"},
+    ]
+    rows, dropped = P.prepare_records(recs, prefix="s.", refalign_threshold=0.6)
+    assert rows[0] == {"case_id": "s.a", "output": "x", "reference": "r1\nr2", "input": "q",
+                       "refalign": {"similarity_threshold": 0.6}}
+    assert rows[1]["case_id"].startswith("s.rec-") and rows[1]["case_id"] == P.prepare_records([recs[2]], "s.")[0][0]["case_id"]
+    assert "refalign" not in P.prepare_records([recs[2]])[0][0]
+    assert len(rows) == 2 and len(dropped) == 2
+    assert any("no reference" in d for d in dropped) and any("duplicate" in d for d in dropped)
+
+
+def test_load_records_json_and_jsonl(tmp_path: Path):
+    (tmp_path / "a.json").write_text(json.dumps([{"output": "o"}]))
+    (tmp_path / "b.jsonl").write_text('{"output": "o"}\n\n{"output": "p"}\n')
+    assert len(P.load_records(tmp_path / "a.json")) == 1
+    assert len(P.load_records(tmp_path / "b.jsonl")) == 2
+
+
+def test_parse_both_report_shapes_and_match(tmp_path: Path):
+    loc = P.local_case(_local_report("c1", "o", "r", {"rouge1": 0.5, "meteor": 0.4}, {
+        "similarity_threshold": 0.6, "precision": 0.5, "recall": 1.0, "f1": 2 / 3, "global_cosine": 0.8,
+        "matched": [{"output_unit": "A.", "reference_unit": "R.", "similarity": 0.9}],
+        "missed": [], "extra": ["B."]}))
+    assert loc.scores == {"rouge1": 0.5, "meteor": 0.4, "refalign_precision": 0.5, "refalign_recall": 1.0,
+                          "refalign_f1": pytest.approx(2 / 3), "refalign_global_similarity": 0.8}
+    assert loc.detail["meteor_matching"] == "exact+stem"
+    assert loc.detail["output_unit_texts"] == ["A.", "B."] and loc.detail["threshold"] == 0.6
+    ng = P.nexagauge_case(_ng_report("c1", "o", "r", {"rouge1": 0.5, "refalign_f1": 1.0}, (["A. B."], ["R."])))
+    assert ng.scores == {"rouge1": 0.5, "refalign_f1": 1.0}
+    assert ng.detail["output_unit_texts"] == ["A. B."] and ng.detail["output_units"] == 1
+
+    for name, rep in (("l", _local_report("c1", "o", "r", {"bleu": 0.1})), ("n", _ng_report("c2", "o", "r", {"bleu": 0.2}))):
+        (tmp_path / name / "case_report").mkdir(parents=True)
+        (tmp_path / name / "case_report" / "x.json").write_text(json.dumps(rep))
+    a = P.read_case_reports(tmp_path / "l", P.local_case)
+    b = P.read_case_reports(tmp_path / "n", P.nexagauge_case)
+    assert P.match_cases(a, b) == ([], ["c1"], ["c2"])
+    assert P.read_case_reports(tmp_path / "missing", P.local_case) == {}
+
+
+def test_diff_stats():
+    d = P.diff_stats("bleu", [("a", 0.5, 0.5), ("b", 0.30004, 0.3), ("c", 0.2, 0.25)], tolerance=0.01)
+    assert d.compared == 3 and d.identical_at_4dp == 2
+    assert d.max_abs == pytest.approx(0.05) and d.mean_abs == pytest.approx((0.00004 + 0.05) / 3)
+    assert [(c, round(x, 4)) for c, _, _, x in d.over] == [("c", 0.05)]
+    assert P.diff_stats("bleu", []).compared == 0
+    table = P.format_table([d])
+    assert "| bleu | 3 | 2 | 0.0500 |" in table
+
+
+def test_bleu_ladder_names_tokeniser_and_smoothing():
+    ref, out = "Canberra is the capital of Australia.", "The capital of Australia is Canberra."
+    reasons = P.bleu_reasons(ref, out)
+    assert [P.reason_kind(r) for r in reasons] == ["tokeniser", "smoothing"]
+    assert "(0.0955 -> 0.1944" in reasons[0] and "4-gram match count zero" in reasons[1]
+    # no punctuation and every n-gram order matched: the two BLEUs agree, nothing to explain
+    assert P.bleu_reasons("a b c d e f", "a b c d e f")[0].startswith("unexplained")
+
+
+def test_meteor_ladder_tokeniser_and_wordnet():
+    ref, out = "Canberra is the capital of Australia.", "The capital of Australia is Canberra."
+    assert [P.reason_kind(r) for r in P.meteor_reasons(ref, out, P.NoSynonyms(), P.NoSynonyms(),
+                                                        "exact+stem", "exact+stem")] == ["tokeniser"]
+
+    class Lemma:
+        def __init__(self, name):
+            self._name = name
+
+        def name(self):
+            return self._name
+
+    class Synset:
+        def lemmas(self):
+            return [Lemma("big"), Lemma("huge")]
+
+    class Syn:  # a WordNet whose only synonym pair is big/huge (words their own stems)
+        def synsets(self, word, *a, **k):
+            return [Synset()] if word in ("big", "huge") else []
+
+    reasons = P.meteor_reasons("the house has a huge red door", "the house has a big red door", Syn(), P.NoSynonyms(), "exact+stem+wordnet", "exact+stem")
+    assert [P.reason_kind(r) for r in reasons] == ["WordNet option"]
+
+
+def test_rouge_reasons():
+    assert P.rouge_reasons(0.66666, 0.6667)[0].startswith("rounding")
+    assert P.rouge_reasons(0.5, 0.6)[0].startswith("tokeniser/stemming")
+
+
+def _fake_embed(texts):
+    """Deterministic vectors: texts starting with the same letter are near-identical."""
+    out = []
+    for t in texts:
+        v = np.zeros(4)
+        v["ABCD".index(t[0]) if t[0] in "ABCD" else 3] = 1.0
+        v[3] += 0.01 * len(t)
+        out.append(v)
+    return np.asarray(out)
+
+
+def test_refalign_ladder_matching_rule_and_units():
+    # nexa-gauge: output units A1, A2 both best-match reference A -> many-to-one precision 1.0
+    # here: one-to-one, and the output split into three units A1, A2, B
+    ng = P.nexagauge_case(_ng_report("c", "A1 A2 B", "A", {"refalign_precision": 1.0}, (["A1", "A2"], ["A"])))
+    loc = P.local_case(_local_report("c", "A1 A2 B", "A", {}, {
+        "similarity_threshold": 0.6, "precision": 1 / 3, "recall": 1.0, "f1": 0.5, "global_cosine": 0.7,
+        "matched": [{"output_unit": "A1", "reference_unit": "A", "similarity": 0.99}],
+        "missed": [], "extra": ["A2", "B"]}))
+    reasons = P.classify("refalign_precision", loc, ng, embed=_fake_embed)
+    kinds = [P.reason_kind(r) for r in reasons]
+    assert kinds == ["matching rule", "units"], reasons
+    assert "(1.0000 -> 0.5000" in reasons[0] and "(0.5000 -> 0.3333" in reasons[1]
+    # without an embedder the reports alone still show the unit difference
+    no_embed = P.classify("refalign_precision", loc, ng)
+    assert P.reason_kind(no_embed[0]) == "different chunking"
+
+
+def test_refalign_threshold_default_and_residual():
+    ng = P.nexagauge_case(_ng_report("c", "A", "A", {"refalign_f1": 1.0}, (["A"], ["Ab"]), threshold=0.6))
+    loc = P.local_case(_local_report("c", "A", "A", {}, {
+        "similarity_threshold": 0.99999, "precision": 0.0, "recall": 0.0, "f1": 0.0, "global_cosine": 0.9,
+        "matched": [], "missed": ["Ab"], "extra": ["A"]}))
+    reasons = P.classify("refalign_f1", loc, ng, embed=_fake_embed)
+    assert [P.reason_kind(r) for r in reasons] == ["threshold"]
+    assert "0.6 -> 0.99999" in reasons[0]
+    # a report that the recomputation cannot reproduce is flagged, not silently explained
+    ng.scores["refalign_f1"] = 0.5
+    assert P.reason_kind(P.classify("refalign_f1", loc, ng, embed=_fake_embed)[-1]) == "residual"
+    # report-only path names the threshold default
+    assert P.reason_kind(P.classify("refalign_f1", loc, ng)[0]) == "threshold default"
+
+
+def test_refalign_embedding_dtype_step():
+    # same single unit per side; this tool's bfloat16 vectors moved the cosine
+    ng = P.nexagauge_case(_ng_report("c", "A", "Ab", {"refalign_global_similarity": 0.99995}, (["A"], ["Ab"])))
+    loc = P.local_case(_local_report("c", "A", "Ab", {}, {
+        "similarity_threshold": 0.6, "precision": 1.0, "recall": 1.0, "f1": 1.0, "global_cosine": 0.97,
+        "matched": [{"output_unit": "A", "reference_unit": "Ab", "similarity": 0.97}], "missed": [], "extra": []}))
+    reasons = P.classify("refalign_global_similarity", loc, ng, embed=_fake_embed, local_dtype="bfloat16")
+    assert [P.reason_kind(r) for r in reasons] == ["embedding dtype"]
+    assert P.reason_kind(P.classify("refalign_global_similarity", loc, ng, local_dtype="bfloat16")[0]) == "embedding dtype"
