@@ -98,6 +98,7 @@ class RefalignBlock(_Block):
             # one canonical block whichever name was used (case digests, equality)
             object.__setattr__(self, "refine_top_k", self.top_k)
             object.__setattr__(self, "top_k", None)
+            self.__pydantic_fields_set__ = (self.model_fields_set - {"top_k"}) | {"refine_top_k"}
         return self
 
 
