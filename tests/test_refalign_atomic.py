@@ -309,3 +309,10 @@ def test_atomic_units_with_the_demo_judge(tmp_path: Path, embedder: Embedder) ->
     else:
         assert metric["score"] is None and "atomic unit extraction failed" in metric["error"]
     assert outcome.summary["nodes"]["atomic_units"]["requests"] == 2
+
+
+def test_html_case_view_says_the_units_came_from_the_judge() -> None:
+    from nexagauge_local.report.view_cases import _details
+
+    metric = {"result": [{"precision": 0.5, "units_from": "judge", "output_units": ["a"]}]}
+    assert "units_from judge" in _details(metric)
