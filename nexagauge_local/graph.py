@@ -109,6 +109,10 @@ def assemble(specs: Iterable[NodeSpec]) -> Graph:
         unknown = sorted(p for p in edges[spec.name] if p not in by_name)
         if unknown:
             raise GraphError(f"node {spec.name!r} has unknown parent(s): {', '.join(unknown)}")
+        stray = sorted(set(spec.optional_parents) - set(spec.parents))
+        if stray:
+            raise GraphError(f"node {spec.name!r}: optional parent(s) not among its parents: "
+                             f"{', '.join(stray)}")
     order = _topological(by_name, edges)
     position = {name: i for i, name in enumerate(order)}
     nodes = tuple(
@@ -176,6 +180,8 @@ def field_reason(case: Case, spec: NodeSpec) -> str | None:
         return "missing " + ", ".join(missing)
     if spec.block and getattr(case, spec.block) is None:
         return f"no {spec.block} block"
+    if spec.condition is not None:
+        return spec.condition(case)
     return None
 
 
@@ -184,7 +190,7 @@ def eligibility(case: Case, spec: NodeSpec, ran: Mapping[str, bool]) -> str | No
 
     `ran` says, for this case, which earlier nodes produced a result. A step not run per case
     never excludes a case; an aggregate (needs "any") needs one of its parents; every other node
-    needs its own fields and all its parents.
+    needs its own fields (and its condition) and all its parents but the optional ones.
     """
     if not spec.per_case:
         return None
@@ -195,7 +201,9 @@ def eligibility(case: Case, spec: NodeSpec, ran: Mapping[str, bool]) -> str | No
         if any(ran.get(p) for p in spec.parents):
             return None
         return "no metric branch ran" if spec.gathers_metrics else "no parent ran"
-    missing_parents = [p for p in spec.parents if not ran.get(p)]
+    missing_parents = [
+        p for p in spec.parents if not ran.get(p) and p not in spec.optional_parents
+    ]
     if missing_parents:
         return "parent did not run: " + ", ".join(missing_parents)
     return None

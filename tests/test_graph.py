@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from nexagauge_local.blocks import GevalBlock
+from nexagauge_local.blocks import GevalBlock, RefalignBlock
 from nexagauge_local.case import Case
 from nexagauge_local.graph import (
     NODES,
@@ -37,6 +37,7 @@ FULL = make_case(
     context="ctx",
     reference="ref",
     geval=GevalBlock(metrics=[{"name": "m", "criteria": "c"}]),
+    refalign=RefalignBlock(atomic_chunks=True),
 )
 BARE = make_case()
 
@@ -55,6 +56,7 @@ def test_table_matches_design() -> None:
         "redteam",
         "geval_steps",
         "geval",
+        "atomic_units",
         "refmatch",
         "refalign",
         "eval",
@@ -68,10 +70,12 @@ def test_table_matches_design() -> None:
         "redteam",
         "geval_steps",
         "geval",
+        "atomic_units",
     }
     assert {s.name for s in NODES if s.metric} == set(METRIC_BRANCHES)
     assert SPECS["eval"].parents == METRIC_BRANCHES
-    assert SPECS["refalign"].parents == ("refiner",)
+    assert SPECS["refalign"].parents == ("refiner", "atomic_units")
+    assert SPECS["refalign"].optional_parents == ("atomic_units",)
     assert SPECS["relevance"].requires == ("output", "input")
     assert SPECS["grounding"].requires == ("output", "context")
     assert SPECS["refmatch"].requires == ("output", "reference")
@@ -86,7 +90,8 @@ def test_table_is_topologically_ordered_and_closed() -> None:
 
 
 def test_targets_are_every_node_but_scan() -> None:
-    assert list(TARGETS) == [n for n in ALL if n != "scan"]
+    # atomic_units is a step of refalign, not a target: it writes no report section
+    assert list(TARGETS) == [n for n in ALL if n not in ("scan", "atomic_units")]
 
 
 # ---------------------------------------------------------------- planner
@@ -97,7 +102,7 @@ def test_plan_refmatch() -> None:
 
 
 def test_plan_refalign_includes_chunk_and_refiner() -> None:
-    assert names("refalign") == ["scan", "chunk", "refiner", "refalign"]
+    assert names("refalign") == ["scan", "chunk", "refiner", "atomic_units", "refalign"]
 
 
 def test_plan_eval_includes_every_node_but_report() -> None:
@@ -198,6 +203,10 @@ def test_parent_did_not_run() -> None:
     assert eligibility(FULL, SPECS["relevance"], {"claims": False}) == "parent did not run: claims"
     assert eligibility(FULL, SPECS["relevance"], {}) == "parent did not run: claims"
     assert eligibility(FULL, SPECS["refalign"], {}) == "parent did not run: refiner"
+    # an optional parent that did not run is no reason to skip
+    assert eligibility(FULL, SPECS["refalign"], {"refiner": True}) is None
+    assert eligibility(BARE.model_copy(update={"reference": "r"}), SPECS["atomic_units"],
+                       {"refiner": True}) == "no refalign block"
     assert (
         eligibility(FULL, SPECS["geval"], {"geval_steps": False})
         == "parent did not run: geval_steps"
@@ -241,6 +250,7 @@ def test_walk_eval_plan_for_a_bare_case() -> None:
         "redteam": None,
         "geval_steps": "no geval block",
         "geval": "no geval block",
+        "atomic_units": "missing reference",
         "refmatch": "missing reference",
         "refalign": "missing reference",
         "eval": None,

@@ -546,7 +546,9 @@ def test_block_defaults_follow_the_spec() -> None:
     for block in (GroundingBlock(), RelevanceBlock(), RedteamBlock()):
         assert block.scoring_mode == "binary_yes_no" and block.include_reasoning is False
     assert RedteamBlock().metrics == []
-    assert RefalignBlock().similarity_threshold == 0.8 and RefalignBlock().top_k is None
+    # nexa-gauge's Refalign defaults
+    assert RefalignBlock().similarity_threshold == 0.6 and RefalignBlock().refine_top_k is None
+    assert RefalignBlock().atomic_chunks is False
     g = GevalBlock(metrics=[{"name": "m", "criteria": "c"}])
     assert g.scoring_mode == "binary_yes_no" and g.include_reasoning is False
     assert g.metrics[0].item_fields == ["output"]
@@ -598,7 +600,7 @@ def test_full_blocks_validate() -> None:
     )
     assert case.geval is not None and case.geval.metrics[1].evaluation_steps == ["s1", "s2"]
     assert case.redteam is not None and case.redteam.metrics[0].rubric.non_violations == ["n"]
-    assert case.refalign == RefalignBlock(similarity_threshold=0.7, top_k=3)
+    assert case.refalign == RefalignBlock(similarity_threshold=0.7, refine_top_k=3)
     assert isinstance(case.probe, ProbeBlock) and case.probe.severity == "critical"
     assert case.probe.model_extra == {"custom_note": "kept"}
 
@@ -889,7 +891,7 @@ def test_bundled_sample_exercises_every_block_and_knob() -> None:
     assert any("input" in m.item_fields for m in custom)
     # refalign knobs
     ras = [c.refalign for c in cases if c.refalign is not None]
-    assert any(r.similarity_threshold != 0.8 for r in ras) and any(r.top_k for r in ras)
+    assert any(r.similarity_threshold != 0.6 for r in ras) and any(r.refine_top_k for r in ras)
     # probes
     probes = [c.probe for c in cases if c.probe is not None]
     assert len(probes) >= 6

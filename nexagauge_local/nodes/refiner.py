@@ -1,4 +1,4 @@
-"""refiner: drop near-duplicate chunks (embedding cosine), optionally keep an MMR top-k.
+"""refiner: drop near-duplicate chunks (embedding cosine); an MMR top-k of the reference.
 
 All chunks of the shard are embedded in one encode call; the kept chunks' embeddings travel
 with them so refalign does not embed twice.
@@ -59,7 +59,7 @@ def refine(texts: list[str], vectors: np.ndarray, top_k: int | None) -> Refined:
 
 
 SPEC = NodeSpec("refiner", ("chunk",), ("output",), "utility",
-                "drop near-duplicate chunks by embedding cosine; optional MMR top-k",
+                "drop near-duplicate chunks by embedding cosine; reference MMR top-k (refine_top_k)",
                 order=2, impl="nexagauge_local.nodes.refiner:RefinerNode")
 
 
@@ -76,11 +76,13 @@ class RefinerNode(NodeBase):
         pos = 0
         for state in states:
             chunks = state.artifacts["chunk"]
-            top_k = state.case.refalign_cfg().top_k if state.case.refalign else None
+            # refalign.refine_top_k caps the REFERENCE side only, as nexa-gauge's reference
+            # refiner does; the output keeps every distinct chunk.
+            top_k = {"output": None, "reference": state.case.refalign_cfg().refine_top_k}
             out: dict[str, Refined] = {}
             for side in ("output", "reference"):
                 n = len(chunks[side])
-                out[side] = refine(chunks[side], vectors[pos : pos + n], top_k)
+                out[side] = refine(chunks[side], vectors[pos : pos + n], top_k[side])
                 pos += n
             state.artifacts[self.name] = out
             ctx.advance(self.name, 1)

@@ -12,10 +12,12 @@ assembling the graph (listings, planning, estimates) imports no node logic and n
 from __future__ import annotations
 
 import importlib
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
 
 if TYPE_CHECKING:
+    from nexagauge_local.case import Case
     from nexagauge_local.nodes.base import Node
 
 NodeKind = Literal["utility", "llm", "deterministic", "aggregate"]
@@ -35,12 +37,20 @@ class NodeSpec:
     # "module:Class" of the Node; None for a step the runner performs itself (see per_case).
     impl: str | None = None
     block: str | None = None  # a node block the case must carry
+    # A further condition on the case's own data (e.g. a block's switch), returning why the
+    # case is skipped or None: a node that only some cases of a block need says so here
+    # instead of being asked by name. Runs after `requires` and `block` are met.
+    condition: Callable[[Case], str | None] | None = None
     metric: bool = False  # writes a {metrics, cost} section to the case report
     # The artifact is written to the case report under the node's name (metric nodes and the
     # per-case verdict); the artifact's report_dict() gives the section.
     reported: bool = False
     # "all": every parent must have run for the case; "any": one is enough (an aggregate).
     needs: Needs = "all"
+    # Parents the node reads when they ran for the case but does not need: planned and ordered
+    # before it, never a reason to skip it (refalign reads atomic_units only for the cases
+    # whose refalign block asks for atomic units).
+    optional_parents: tuple[str, ...] = ()
     # False for an output step that runs once after the last shard, not on every case.
     per_case: bool = True
     target: bool = True  # may be named as `run TARGET`

@@ -37,6 +37,7 @@ _DETAIL_KEYS = (
     "global_cosine",
     "brevity_penalty",
     "matching",
+    "units_from",  # refalign: "judge" when atomic_chunks had the judge extract the units
     "score_method",
     "steps_source",
 )
