@@ -4,10 +4,11 @@ Why per record: when an input file no longer matches its manifest, the auditor n
 *which* cases changed (case_id and line), not just that some byte somewhere did.
 
 What "as read" means, per format (verify re-reads the same way, so both sides agree):
-- JSONL: the raw bytes of each non-blank line without its line ending; ``line`` is 1-based.
+- JSONL: each non-blank line without its line ending, read as UTF-8 text (BOM dropped, universal
+  newlines, as records.py reads it, so line numbers agree), hashed as UTF-8; ``line`` is 1-based.
 - JSON array: the canonical JSON of each element (sorted keys, no spaces); ``line`` is None,
   ``index`` is the element's position.
-- CSV: the canonical JSON of the row as a {header: cell} object; ``line`` is the reader's line
+- CSV/TSV: the canonical JSON of the row as a {header: cell} object (raw cells); ``line`` is the reader's line
   number of the row's last physical line (as records.py reports it).
 A line that is not valid JSON is still hashed (its case_id is None), so a broken record is
 tracked like any other.
@@ -53,14 +54,15 @@ class InputFacts(BaseModel):
 
 
 def detect_format(path: Path) -> str:
+    """The same rule as records.py: by suffix, else a JSON array if the file starts with '['."""
     suffix = path.suffix.lower()
     if suffix in (".jsonl", ".ndjson"):
         return "jsonl"
-    if suffix == ".csv":
+    if suffix in (".csv", ".tsv"):
         return "csv"
-    if suffix == ".json":
-        return "json"
-    raise ValueError(f"{path.name}: unknown input format {suffix!r} (use .jsonl, .json or .csv)")
+    with path.open("r", encoding="utf-8-sig", errors="replace") as fh:
+        head = fh.read(4096).lstrip()
+    return "json" if head.startswith("[") else "jsonl"
 
 
 def _case_id(obj: Any) -> str | None:
@@ -75,20 +77,21 @@ def _case_id(obj: Any) -> str | None:
 
 
 def _iter_jsonl(path: Path) -> Iterator[tuple[int | None, bytes, str | None]]:
-    with path.open("rb") as fh:
-        for lineno, raw in enumerate(fh, start=1):
-            body = raw.rstrip(b"\r\n")
-            if not body.strip():
+    # surrogateescape: a line that is not valid UTF-8 is still hashed byte for byte
+    with path.open("r", encoding="utf-8-sig", errors="surrogateescape") as fh:
+        for lineno, line in enumerate(fh, start=1):
+            if not line.strip():
                 continue
+            text = line.rstrip("\r\n")
             try:
-                cid = _case_id(json.loads(body))
+                cid = _case_id(json.loads(text))
             except ValueError:
                 cid = None
-            yield lineno, body, cid
+            yield lineno, text.encode("utf-8", errors="surrogateescape"), cid
 
 
 def _iter_json(path: Path) -> Iterator[tuple[int | None, bytes, str | None]]:
-    data = json.loads(path.read_bytes())
+    data = json.loads(path.read_text(encoding="utf-8-sig"))
     if not isinstance(data, list):
         raise ValueError(f"{path.name}: a JSON input must be an array of records")  # noqa: TRY004
     for item in data:
@@ -96,10 +99,13 @@ def _iter_json(path: Path) -> Iterator[tuple[int | None, bytes, str | None]]:
 
 
 def _iter_csv(path: Path) -> Iterator[tuple[int | None, bytes, str | None]]:
+    delimiter = "\t" if path.suffix.lower() == ".tsv" else ","
     with path.open("r", encoding="utf-8-sig", newline="") as fh:
-        reader = csv.DictReader(fh)
+        reader = csv.DictReader(fh, delimiter=delimiter)
         for row in reader:
-            yield reader.line_num, canonical_json(row), _case_id(row)
+            # str(k): a row with more cells than headers has a None key (records.py rejects it)
+            row_obj = {str(k): v for k, v in row.items()}
+            yield reader.line_num, canonical_json(row_obj), _case_id(row_obj)
 
 
 _READERS = {"jsonl": _iter_jsonl, "json": _iter_json, "csv": _iter_csv}
@@ -115,6 +121,10 @@ def hash_records(path: str | os.PathLike[str], fmt: str | None = None) -> list[R
     ]
 
 
+def _position(r: RecordDigest) -> int:
+    return r.line if r.line is not None else r.index
+
+
 def hash_input(
     path: str | os.PathLike[str],
     case_ids: Mapping[int, str] | None = None,
@@ -123,16 +133,17 @@ def hash_input(
 ) -> InputFacts:
     """Hash the input file and its records.
 
-    ``case_ids`` maps record index -> the case_id the runner actually gave that record (it may
-    differ from the raw field: `--field` mappings, or a generated id for a record without one);
-    when given it wins over the id read from the record.
+    ``case_ids`` maps a record's source position -> the case_id the runner actually gave it
+    (it may differ from the raw field: `--field` mappings, or a generated id for a record
+    without one). The position is what records.SourceRef carries: ``line`` for JSONL and CSV,
+    ``index`` for a JSON array. When given, it wins over the id read from the record.
     """
     p = Path(path)
     fmt = fmt or detect_format(p)
     records = hash_records(p, fmt)
     if case_ids:
         records = [
-            r.model_copy(update={"case_id": case_ids.get(r.index, r.case_id)}) for r in records
+            r.model_copy(update={"case_id": case_ids.get(_position(r), r.case_id)}) for r in records
         ]
     return InputFacts(
         path=display or str(path),
