@@ -16,6 +16,7 @@ import json
 import os
 from collections.abc import Iterable, Mapping, Sequence
 from datetime import UTC, datetime
+from importlib import metadata
 from pathlib import Path
 from typing import Any
 
@@ -159,6 +160,14 @@ def _json_safe(settings: Mapping[str, Any]) -> dict[str, Any]:
     return json.loads(json.dumps(dict(settings), default=str, sort_keys=True))
 
 
+def installed_version() -> str:
+    """The installed tool's version (package metadata: the package root sits above this layer)."""
+    try:
+        return metadata.version("nexagauge-local")
+    except metadata.PackageNotFoundError:
+        return "unknown"
+
+
 def now() -> datetime:
     return datetime.now(UTC)
 
@@ -183,7 +192,7 @@ def build_manifest(
     ``outputs`` is computed here by walking ``outdir``; ``ended_at`` defaults to now.
     """
     if tool_version is None:
-        from nexagauge_local import __version__ as tool_version
+        tool_version = installed_version()
     return Manifest(
         tool_version=tool_version,
         started_at=started_at,
