@@ -27,7 +27,12 @@ def _fail(message: str, code: int = BAD_INPUT) -> None:
 
 @click.group("keys")
 def keys_group() -> None:
-    """Ed25519 signing keys for run manifests."""
+    """Ed25519 signing keys for run manifests.
+
+    \b
+    Example:
+      nexagauge-local keys new --out keys/
+    """
 
 
 @keys_group.command("new")
