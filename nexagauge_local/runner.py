@@ -76,6 +76,7 @@ class Runner:
         embedder_factory: Callable[[], Embedder] | None = None,
         console: Console | None = None,
         keep_reports: bool = False,
+        render_report: bool = True,
     ):
         self.settings = settings
         self.graph = graph
@@ -86,6 +87,8 @@ class Runner:
         self.embedder_factory = embedder_factory or (lambda: Embedder(dtype=settings.embed_dtype))
         self.console = console or Console(stderr=True)
         self.keep_reports = keep_reports
+        # False when the caller renders report.html itself (the app adds the provenance panel)
+        self.render_report = render_report
 
     def planned(self) -> tuple[list[NodeSpec], list[str]]:
         """The per-case nodes to run and the planned ones this build cannot run (no builder).
@@ -160,7 +163,8 @@ class Runner:
                 if name in metric_nodes:
                     write_json(out_dir / "metrics" / f"{name}.json", summ)
             write_json(out_dir / "summary.json", summary)
-            write_report_or_warn(out_dir, self.console)
+            if self.render_report:
+                write_report_or_warn(out_dir, self.console)
         return RunOutcome(out_dir, summary, node_summaries, kept)
 
     # ------------------------------------------------------------ helpers

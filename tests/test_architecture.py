@@ -22,7 +22,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("cluster", "target"),
     ("nodes",),
     ("graph",),
-    ("runner", "estimate", "report", "compare", "gate", "agreement"),
+    ("runner", "estimate", "report", "compare", "gate", "agreement", "audit"),
     ("app", "api"),
     ("cli", "__init__", "__main__"),
 )

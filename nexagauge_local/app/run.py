@@ -6,13 +6,15 @@ check the cluster and clean up engines the same way.
 
 from __future__ import annotations
 
+import os
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from rich.console import Console
 
+from nexagauge_local.app.audit import AuditTrail
 from nexagauge_local.app.judge import JudgeClients, preflight
 from nexagauge_local.dataset import Dataset
 from nexagauge_local.graph import SPECS, plan
@@ -54,24 +56,31 @@ def run(
     *,
     console: Console | None = None,
     keep_reports: bool = False,
+    argv: Sequence[str] | None = None,
+    sign_key: str | os.PathLike[str] | None = None,
 ) -> RunResult:
     """Run `settings.target` over the dataset `open_input` gives.
 
     Raises JudgeSetupError / ClusterSetupError before any work, InputError when the input
-    cannot be opened, RecordsError when a record is bad and on_error is "fail"."""
+    cannot be opened, RecordsError when a record is bad and on_error is "fail".
+    With an output folder the run ends with manifest.json (app/audit.py), signed with
+    `sign_key` when given; `argv` (default sys.argv) is recorded in it."""
     judged = needs_judge(settings.target)
     if judged:
         preflight(settings)
+    trail = AuditTrail.start(settings, argv, sign_key)
     with tempfile.TemporaryDirectory() as tmp:
         dataset = open_input(Path(tmp))
         with JudgeClients(settings) as clients:
             runner = Runner(
                 settings,
                 console=console,
-                judge_factory=clients if judged else None,
+                judge_factory=trail.wrap(clients) if judged else None,
                 keep_reports=keep_reports,
+                render_report=not trail.active,
             )
             outcome = runner.run(dataset)
+        trail.finish(dataset, outcome, runner.console)
     return RunResult(
         outcome=outcome,
         metrics=[

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import click
 
+from nexagauge_local.cli.audit_cmds import keys_group, reproduce_cmd, sign_cmd, verify_cmd
 from nexagauge_local.cli.compare_cmds import compare_cmd, gate_cmd
 from nexagauge_local.cli.judge_cmds import cache_group, calibrate_cmd, models_cmd
 from nexagauge_local.cli.probe_cmds import generate_cmd, probes_group
@@ -44,3 +45,7 @@ main.add_command(gate_cmd)
 main.add_command(report_cmd)
 main.add_command(export_cmd)
 main.add_command(agreement_cmd)
+main.add_command(keys_group)
+main.add_command(sign_cmd)
+main.add_command(verify_cmd)
+main.add_command(reproduce_cmd)

@@ -45,10 +45,23 @@ def _case_count(out_dir: Path) -> int:
 
 
 def _render(out_dir: Path, output: Path | None, quiet: bool) -> Path:
-    from nexagauge_local.report.html import write_report
+    """Render the report; in an audited folder the manifest is re-finalized (app/audit_report)
+    or, when the folder no longer matches it, nothing is written (exit 1)."""
+    from nexagauge_local.app.audit_report import ReportRefused, rerender_report
 
     with _progress("report", _case_count(out_dir), quiet) as advance:
-        return write_report(out_dir, output, progress=advance)
+        try:
+            done = rerender_report(out_dir, output, progress=advance)
+        except ReportRefused as exc:
+            for line in exc.lines:
+                click.echo(line, err=True)
+            sys.exit(1)
+    if done.manifest_updated:
+        click.echo("manifest.json updated for the new report.html", err=True)
+    if done.signature_removed:
+        click.echo("manifest.json.sig removed (it covered the old manifest): renew it with "
+                   f"`nexagauge-local sign {out_dir} --key KEYFILE`", err=True)
+    return done.path
 
 
 @click.command("report")

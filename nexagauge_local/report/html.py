@@ -19,6 +19,7 @@ from markupsafe import Markup
 from rich.console import Console
 from rich.text import Text
 
+from nexagauge_local.audit import ProvenancePanel, provenance_for_outdir
 from nexagauge_local.report.highlight import safe_text
 from nexagauge_local.report.rundata import CaseFile, RunData, load_run
 from nexagauge_local.report.view_cases import CaseView, digest_cases
@@ -101,7 +102,10 @@ def _counted(
 
 
 def build_context(
-    env: Environment, run: RunData, progress: Callable[[int], None] | None = None
+    env: Environment,
+    run: RunData,
+    progress: Callable[[int], None] | None = None,
+    provenance: ProvenancePanel | None = None,
 ) -> dict[str, Any]:
     """Everything the templates print, as plain values, Markup (charts, highlighted text) and
     small dataclasses."""
@@ -116,6 +120,7 @@ def build_context(
         "red": redteam_view(run.node_metrics.get("redteam"), digest.anchors),
         "agree": agreement_view(run.agreement, digest.anchors),
         "cmp": compare_view(run.compare, digest.anchors),
+        "prov": provenance,
         "cases": {
             "views": digest.cases,
             "pages": _pages(entries),
@@ -128,21 +133,32 @@ def build_context(
     }
 
 
-def render_html(run: RunData, progress: Callable[[int], None] | None = None) -> str:
+def render_html(
+    run: RunData,
+    progress: Callable[[int], None] | None = None,
+    provenance: ProvenancePanel | None = None,
+) -> str:
     env = environment()
-    return env.get_template("report.html.j2").render(build_context(env, run, progress))
+    return env.get_template("report.html.j2").render(build_context(env, run, progress, provenance))
 
 
 def write_report(
-    out_dir: Path, output: Path | None = None, progress: Callable[[int], None] | None = None
+    out_dir: Path,
+    output: Path | None = None,
+    progress: Callable[[int], None] | None = None,
+    provenance: ProvenancePanel | None = None,
 ) -> Path:
     """Render `out_dir`'s report to `output` (default out_dir/report.html), atomically.
 
+    The provenance panel shows `provenance` (a run passes the facts its manifest is about to
+    hold), else what out_dir/manifest.json holds (a re-render), else says there is none.
     Raises RunDirError when out_dir is not a finished run.
     """
     run = load_run(out_dir)
     target = output or Path(out_dir) / REPORT_NAME
-    html = render_html(run, progress)
+    if provenance is None:
+        provenance = provenance_for_outdir(out_dir)
+    html = render_html(run, progress, provenance)
     target.parent.mkdir(parents=True, exist_ok=True)
     tmp = target.with_name(f".{target.name}.tmp")
     tmp.write_text(html, encoding="utf-8")
@@ -150,11 +166,13 @@ def write_report(
     return target
 
 
-def write_report_or_warn(out_dir: Path, console: Console) -> Path | None:
+def write_report_or_warn(
+    out_dir: Path, console: Console, provenance: ProvenancePanel | None = None
+) -> Path | None:
     """The runner's hook: a report that fails to render must not fail a finished run (its JSON
     is already on disk), but the user must see why report.html is missing."""
     try:
-        return write_report(out_dir)
+        return write_report(out_dir, provenance=provenance)
     except Exception as exc:  # noqa: BLE001 - any rendering bug is reported, never fatal
         console.print(
             Text.assemble(

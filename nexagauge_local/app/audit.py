@@ -1,0 +1,296 @@
+"""The audit trail of a run: the facts the manifest records, collected where the run has them.
+
+Why here (the app layer): the facts live in several layers at once. The judge's identity comes
+from the BackendFactory (app/judge.py), the output schemas from the requests the nodes actually
+sent (seen by wrapping the judge), the prompt templates from the node packages, the case ids
+from the dataset's scan. `audit/` only hashes and writes; this module knows where to look.
+
+Order at the end of a run (the manifest hashes every other file, the signature covers the
+manifest): case reports, metrics, summary (runner) -> report.html with the provenance panel ->
+manifest.json -> manifest.json.sig.
+"""
+
+from __future__ import annotations
+
+import importlib
+import inspect
+import json
+import os
+import sys
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+from pydantic import BaseModel
+from rich.console import Console
+
+from nexagauge_local.app.errors import InputError
+from nexagauge_local.app.judge import backend_factory
+from nexagauge_local.audit import (
+    MANIFEST_NAME,
+    SIGNATURE_NAME,
+    HashMemo,
+    InputFacts,
+    JudgeFacts,
+    finalize_run,
+    hash_input,
+    hash_tokenizer,
+    hash_weights,
+    judge_facts,
+    prompt_entry,
+    provenance_panel,
+    schema_entry,
+    tokenizer_files_in,
+)
+from nexagauge_local.audit.manifest import PromptEntry, SchemaEntry
+from nexagauge_local.audit.signing import SigningError, key_fingerprint, load_private_key
+from nexagauge_local.case import Case
+from nexagauge_local.dataset import Dataset, Duplicate
+from nexagauge_local.judge.cost import CostLedger
+from nexagauge_local.judge.factory import BackendFactory
+from nexagauge_local.judge.protocol import Judge
+from nexagauge_local.judge.schemas import schema_id
+from nexagauge_local.judge.types import JudgeRequest, JudgeResult
+from nexagauge_local.report.html import write_report_or_warn
+from nexagauge_local.runner import RunOutcome
+from nexagauge_local.settings import RunSettings
+
+PKG_ROOT = Path(__file__).resolve().parents[1]
+NODES_PKG = "nexagauge_local.nodes"
+# The shared prompt toolkit (system text, fences, section layout): every node's prompt is made
+# with it, so a change there changes every template hash.
+SHARED_PROMPT_DIR = PKG_ROOT / "judge" / "prompts"
+
+
+class SignKeyError(InputError):
+    """`--sign KEYFILE` names no usable Ed25519 private key: a set-up error, found before work."""
+
+
+# ------------------------------------------------------------------ schemas actually used
+
+
+@dataclass
+class SchemaLog:
+    """(node, schema id) -> JSON schema of every output schema a request carried."""
+
+    seen: dict[tuple[str, str], dict[str, Any]] = field(default_factory=dict)
+
+    def add(self, node: str, schema: type[BaseModel]) -> None:
+        key = (node, f"{schema.__name__}/{schema_id(schema)}")
+        if key not in self.seen:
+            self.seen[key] = schema.model_json_schema()
+
+    def entries(self) -> list[SchemaEntry]:
+        return [schema_entry(n, sid, js) for (n, sid), js in sorted(self.seen.items())]
+
+
+class LoggingJudge:
+    """A Judge that notes each request's schema, then hands the requests on unchanged."""
+
+    def __init__(self, inner: Judge, log: SchemaLog) -> None:
+        self.inner, self.log = inner, log
+        self.ledger: CostLedger = inner.ledger
+
+    def run(
+        self,
+        node: str,
+        requests: Sequence[JudgeRequest],
+        progress: Callable[[int], None] | None = None,
+    ) -> list[JudgeResult]:
+        for r in requests:
+            self.log.add(r.node or node, r.schema)
+        return self.inner.run(node, requests, progress)
+
+    def describe(self) -> dict[str, Any]:
+        return self.inner.describe()
+
+    def close(self) -> None:
+        self.inner.close()
+
+
+# ------------------------------------------------------------------ prompt templates
+
+
+def _package_prompt(module_name: str) -> Path | None:
+    """nodes/<pkg>/prompt.py of the node package a module belongs to, if it has one."""
+    parts = module_name.split(".")
+    if len(parts) < 3 or ".".join(parts[:2]) != NODES_PKG:
+        return None
+    candidate = PKG_ROOT / "nodes" / parts[2] / "prompt.py"
+    return candidate if candidate.is_file() else None
+
+
+def prompt_sources(node: str) -> list[Path]:
+    """The source files a node's prompts are made from.
+
+    The node's own module (it may hold its wording, as grounding and relevance do), the
+    prompt.py of its package and of every node package whose names it uses (grounding renders
+    with claim_check's), and the shared prompt toolkit.
+    """
+    mod: ModuleType = importlib.import_module(f"{NODES_PKG}.{node}")
+    files: set[Path] = {Path(str(mod.__file__)).resolve()}
+    own = _package_prompt(mod.__name__)
+    if own:
+        files.add(own.resolve())
+    for value in vars(mod).values():
+        used = inspect.getmodule(value)
+        found = _package_prompt(used.__name__) if used is not None else None
+        if found:
+            files.add(found.resolve())
+    files.update(p.resolve() for p in SHARED_PROMPT_DIR.glob("*.py"))
+    return sorted(files)
+
+
+def template_text(node: str) -> str:
+    """The prompt template of a node, as text: its source files, each under its package path
+    (so the hash names the code that renders the prompt, not any one case's rendering)."""
+    return "".join(
+        f"# {p.relative_to(PKG_ROOT.parent).as_posix()}\n{p.read_text(encoding='utf-8')}\n"
+        for p in prompt_sources(node)
+    )
+
+
+def prompt_entries(versions: Mapping[str, str]) -> list[PromptEntry]:
+    """One entry per LLM node that sent requests (summary.json's prompt_versions)."""
+    return [prompt_entry(node, version, template_text(node)) for node, version in versions.items()]
+
+
+# ------------------------------------------------------------------ judge, input, key
+
+
+def chat_template_of(weights: Path) -> str | None:
+    """The chat template as the tokenizer files carry it (chat_template.jinja, else
+    tokenizer_config.json's chat_template); None for a GGUF file (the template sits in its
+    metadata, which the weights hash already covers)."""
+    if not weights.is_dir():
+        return None
+    jinja = weights / "chat_template.jinja"
+    if jinja.is_file():
+        return jinja.read_text(encoding="utf-8")
+    config = weights / "tokenizer_config.json"
+    try:
+        value = json.loads(config.read_text(encoding="utf-8")).get("chat_template")
+    except (OSError, ValueError, AttributeError):
+        return None
+    if isinstance(value, str):
+        return value
+    return json.dumps(value, sort_keys=True) if value else None
+
+
+def collect_judge(factory: BackendFactory, memo: HashMemo | None) -> JudgeFacts:
+    weights = factory.profile.weights_path()
+    tok, tmpl = hash_tokenizer(tokenizer_files_in(weights), chat_template_of(weights), memo)
+    return judge_facts(
+        profile=factory.profile.name,
+        backend=factory.backend,
+        dtype=factory.dtype,
+        weights_path=weights,
+        weights=hash_weights(weights, memo),
+        grammar_engine="xgrammar" if factory.backend == "vllm" else "outlines",
+        tokenizer_sha256=tok,
+        chat_template_sha256=tmpl,
+        demo=factory.is_demo,
+        fingerprint=factory.fingerprint,
+    )
+
+
+def collect_input(dataset: Dataset) -> InputFacts:
+    """The input file with the case id the run gave each record, by source position."""
+    case_ids: dict[int, str] = {}
+    for item in dataset.items():
+        src = item.source if isinstance(item, Case | Duplicate) else None
+        pos = None if src is None else (src.line if src.line is not None else src.index)
+        if pos is not None:
+            case_ids[pos] = item.case_id  # type: ignore[union-attr]
+    display = dataset.display or str(dataset.path.resolve())
+    return hash_input(dataset.path, case_ids, fmt=dataset.fmt, display=display)
+
+
+def check_sign_key(path: str | os.PathLike[str]) -> str:
+    """The key's fingerprint, or SignKeyError before any work is done."""
+    try:
+        return key_fingerprint(load_private_key(path))
+    except FileNotFoundError:
+        raise SignKeyError(f"--sign {path}: no such key file") from None
+    except SigningError as exc:
+        raise SignKeyError(f"--sign {exc}") from None
+
+
+# ------------------------------------------------------------------ the trail of one run
+
+
+@dataclass
+class AuditTrail:
+    """What `app.run.run` holds for the audit: started at, argv, the signing key, the schema
+    log. Inactive (every method a no-op) when the run has no output folder."""
+
+    settings: RunSettings
+    argv: list[str]
+    sign_key: Path | None = None
+    key_fp: str | None = None
+    started: datetime = field(default_factory=lambda: datetime.now(UTC))
+    schemas: SchemaLog = field(default_factory=SchemaLog)
+
+    @classmethod
+    def start(
+        cls,
+        settings: RunSettings,
+        argv: Sequence[str] | None = None,
+        sign_key: str | os.PathLike[str] | None = None,
+    ) -> AuditTrail:
+        fp = check_sign_key(sign_key) if sign_key is not None else None
+        return cls(
+            settings,
+            list(sys.argv if argv is None else argv),
+            Path(sign_key) if sign_key is not None else None,
+            fp,
+        )
+
+    @property
+    def active(self) -> bool:
+        return self.settings.output_dir is not None
+
+    def wrap(self, factory: Callable[[], Judge]) -> Callable[[], Judge]:
+        """The runner's judge factory, with every request's schema noted."""
+        return lambda: LoggingJudge(factory(), self.schemas)
+
+    def finish(self, dataset: Dataset, outcome: RunOutcome, console: Console) -> Path | None:
+        """report.html with the provenance panel, then manifest.json (and its signature)."""
+        out = self.settings.output_dir
+        if out is None:
+            return None
+        for stale in (MANIFEST_NAME, SIGNATURE_NAME):  # a previous run's, into the same folder
+            (out / stale).unlink(missing_ok=True)
+        memo = HashMemo(self.settings.cache_dir / "audit")
+        judge = None
+        if outcome.summary.get("judge") is not None:  # the judge answered (backend or cache)
+            judge = collect_judge(backend_factory(self.settings), memo)
+        prompts = prompt_entries(outcome.summary.get("prompt_versions") or {})
+        schemas = self.schemas.entries()
+        inp = collect_input(dataset)
+        panel = provenance_panel(
+            judge=judge,
+            prompts=prompts,
+            schemas=schemas,
+            input=inp,
+            signature="signed, not checked" if self.sign_key else "unsigned",
+            key_fingerprint=self.key_fp,
+        )
+        write_report_or_warn(out, console, provenance=panel)
+        settings = self.settings.model_dump(mode="json")
+        settings["field_map"] = dict(dataset.field_map)  # the CLI gives --field to the dataset
+        _, path, _ = finalize_run(
+            out,
+            started_at=self.started,
+            argv=self.argv,
+            settings=settings,
+            input=inp,
+            judge=judge,
+            prompts=prompts,
+            schemas=schemas,
+            sign_key=self.sign_key,
+        )
+        return path

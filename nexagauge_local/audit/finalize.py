@@ -1,0 +1,62 @@
+"""The one call a run makes at its very end: write manifest.json, then sign it if asked.
+
+Why one function: ordering is the whole point. The manifest must be built after every other
+file is written (it hashes them), and the signature after the manifest (it covers its bytes).
+Anything written into the folder after this call makes `verify` report an extra/changed file.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable, Mapping, Sequence
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from nexagauge_local.audit.host import HostFacts, collect_host, package_versions
+from nexagauge_local.audit.inputs import InputFacts
+from nexagauge_local.audit.manifest import (
+    JudgeFacts,
+    Manifest,
+    PromptEntry,
+    SchemaEntry,
+    build_manifest,
+    write_manifest,
+)
+from nexagauge_local.audit.signing import sign_manifest
+
+
+def finalize_run(
+    outdir: str | os.PathLike[str],
+    *,
+    started_at: datetime,
+    argv: Sequence[str],
+    settings: Mapping[str, Any],
+    input: InputFacts | None,
+    judge: JudgeFacts | None,
+    prompts: Iterable[PromptEntry] = (),
+    schemas: Iterable[SchemaEntry] = (),
+    host: HostFacts | None = None,
+    packages: Mapping[str, str] | None = None,
+    sign_key: str | os.PathLike[str] | None = None,
+) -> tuple[Manifest, Path, Path | None]:
+    """Build and write outdir/manifest.json (and manifest.json.sig when ``sign_key`` is given).
+
+    Returns (manifest, manifest path, signature path or None). ``host`` and ``packages`` are
+    collected here when not given.
+    """
+    manifest = build_manifest(
+        outdir=outdir,
+        started_at=started_at,
+        argv=argv,
+        settings=settings,
+        input=input,
+        judge=judge,
+        host=host or collect_host(),
+        prompts=prompts,
+        schemas=schemas,
+        packages=package_versions() if packages is None else packages,
+    )
+    path = write_manifest(outdir, manifest)
+    sig = sign_manifest(outdir, sign_key) if sign_key is not None else None
+    return manifest, path, sig

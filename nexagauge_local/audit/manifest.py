@@ -1,0 +1,249 @@
+"""The run manifest (manifest.json): what was evaluated, by which judge, with which prompts.
+
+Why a separate file from summary.json: summary.json is for people reading a run; manifest.json
+is evidence. It holds hashes of everything a run read and wrote, it is written last (after
+every other output exists), and it is the exact byte string a signature covers. Its byte form
+is stable (sorted keys, two-space indent, UTF-8, trailing newline), so re-writing an unchanged
+manifest gives identical bytes.
+
+The builder takes facts as plain arguments; it does not import the runner, the judge or the
+CLI, so it can be fed from anywhere (and tested without a model).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterable, Mapping, Sequence
+from datetime import UTC, datetime
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from nexagauge_local.audit.hashing import (
+    WeightFile,
+    combined_digest,
+    sha256_file,
+    sha256_json,
+    sha256_text,
+)
+from nexagauge_local.audit.host import HostFacts
+from nexagauge_local.audit.inputs import InputFacts
+
+SCHEMA_VERSION = "nexagauge-local.manifest/1"
+MANIFEST_NAME = "manifest.json"
+SIGNATURE_NAME = "manifest.json.sig"
+# Never listed under outputs: the manifest cannot contain its own hash, and the signature is
+# made after it.
+NOT_OUTPUTS = frozenset({MANIFEST_NAME, SIGNATURE_NAME})
+
+
+class _Strict(BaseModel):
+    # forbid: a field a verifier does not know is a field it would silently not check
+    model_config = ConfigDict(extra="forbid")
+
+
+class JudgeFacts(_Strict):
+    """The judge that scored the run; weights are listed file by file."""
+
+    profile: str
+    backend: str
+    dtype: str
+    grammar_engine: str | None = None
+    demo: bool = False
+    weights_path: str  # display only; verify takes --model
+    weights: list[WeightFile]
+    weights_sha256: str  # combined_digest(weights): one identity for the whole folder
+    tokenizer_sha256: str | None = None
+    chat_template_sha256: str | None = None
+    fingerprint: str | None = None  # the backend's own cache fingerprint, for cross-reference
+
+
+class PromptEntry(_Strict):
+    node: str
+    version: str
+    template_sha256: str
+
+
+class SchemaEntry(_Strict):
+    node: str
+    schema_id: str
+    sha256: str
+
+
+class OutputFile(_Strict):
+    path: str  # relative to the output folder, posix separators
+    sha256: str
+    size: int
+
+
+class Manifest(_Strict):
+    schema_version: str = SCHEMA_VERSION
+    tool_version: str
+    started_at: datetime
+    ended_at: datetime
+    argv: list[str]
+    settings: dict[str, Any]
+    input: InputFacts | None
+    judge: JudgeFacts | None
+    prompts: list[PromptEntry] = Field(default_factory=list)
+    schemas: list[SchemaEntry] = Field(default_factory=list)
+    packages: dict[str, str] = Field(default_factory=dict)
+    host: HostFacts
+    outputs: list[OutputFile]
+
+    def output_map(self) -> dict[str, OutputFile]:
+        return {o.path: o for o in self.outputs}
+
+
+# ------------------------------------------------------------------ fact builders
+
+
+def prompt_entry(node: str, version: str, template: str) -> PromptEntry:
+    """A prompt template by its text (the caller renders nothing: the raw template is hashed)."""
+    return PromptEntry(node=node, version=version, template_sha256=sha256_text(template))
+
+
+def schema_entry(node: str, schema_id: str, json_schema: Mapping[str, Any]) -> SchemaEntry:
+    """An output schema by its JSON schema (e.g. ``Model.model_json_schema()``), canonicalised."""
+    return SchemaEntry(node=node, schema_id=schema_id, sha256=sha256_json(json_schema))
+
+
+def judge_facts(
+    *,
+    profile: str,
+    backend: str,
+    dtype: str,
+    weights_path: str | os.PathLike[str],
+    weights: Sequence[WeightFile],
+    grammar_engine: str | None = None,
+    tokenizer_sha256: str | None = None,
+    chat_template_sha256: str | None = None,
+    demo: bool = False,
+    fingerprint: str | None = None,
+) -> JudgeFacts:
+    """JudgeFacts with the combined weights digest filled in (see hashing.hash_weights)."""
+    return JudgeFacts(
+        profile=profile,
+        backend=backend,
+        dtype=dtype,
+        grammar_engine=grammar_engine,
+        demo=demo,
+        weights_path=str(weights_path),
+        weights=list(weights),
+        weights_sha256=combined_digest(weights),
+        tokenizer_sha256=tokenizer_sha256,
+        chat_template_sha256=chat_template_sha256,
+        fingerprint=fingerprint,
+    )
+
+
+def hash_outputs(folder: str | os.PathLike[str]) -> list[OutputFile]:
+    """Every file under the output folder except the manifest and its signature, sorted.
+
+    Symlinks are followed (their target's content is what a reader sees).
+    """
+    root = Path(folder)
+    found = []
+    for p in root.rglob("*"):
+        rel = p.relative_to(root).as_posix()
+        if rel in NOT_OUTPUTS or not p.is_file():
+            continue
+        found.append(OutputFile(path=rel, sha256=sha256_file(p), size=p.stat().st_size))
+    return sorted(found, key=lambda o: o.path)
+
+
+def _json_safe(settings: Mapping[str, Any]) -> dict[str, Any]:
+    """Settings as plain JSON (paths and enums become strings), so the manifest always writes."""
+    return json.loads(json.dumps(dict(settings), default=str, sort_keys=True))
+
+
+def installed_version() -> str:
+    """The installed tool's version (package metadata: the package root sits above this layer)."""
+    try:
+        return metadata.version("nexagauge-local")
+    except metadata.PackageNotFoundError:
+        return "unknown"
+
+
+def now() -> datetime:
+    return datetime.now(UTC)
+
+
+def build_manifest(
+    *,
+    outdir: str | os.PathLike[str],
+    started_at: datetime,
+    argv: Sequence[str],
+    settings: Mapping[str, Any],
+    input: InputFacts | None,
+    judge: JudgeFacts | None,
+    host: HostFacts,
+    prompts: Iterable[PromptEntry] = (),
+    schemas: Iterable[SchemaEntry] = (),
+    packages: Mapping[str, str] | None = None,
+    tool_version: str | None = None,
+    ended_at: datetime | None = None,
+) -> Manifest:
+    """Assemble the manifest; call after every other output file has been written.
+
+    ``outputs`` is computed here by walking ``outdir``; ``ended_at`` defaults to now.
+    """
+    if tool_version is None:
+        tool_version = installed_version()
+    return Manifest(
+        tool_version=tool_version,
+        started_at=started_at,
+        ended_at=ended_at or now(),
+        argv=list(argv),
+        settings=_json_safe(settings),
+        input=input,
+        judge=judge,
+        prompts=sorted(prompts, key=lambda p: (p.node, p.version)),
+        schemas=sorted(schemas, key=lambda s: (s.node, s.schema_id)),
+        packages=dict(packages or {}),
+        host=host,
+        outputs=hash_outputs(outdir),
+    )
+
+
+def manifest_bytes(manifest: Manifest) -> bytes:
+    """The canonical byte form: what is written, hashed and signed."""
+    data = manifest.model_dump(mode="json")
+    return (json.dumps(data, sort_keys=True, indent=2, ensure_ascii=False) + "\n").encode("utf-8")
+
+
+def write_manifest(outdir: str | os.PathLike[str], manifest: Manifest) -> Path:
+    """Write outdir/manifest.json atomically (a reader never sees half a manifest)."""
+    path = Path(outdir) / MANIFEST_NAME
+    tmp = path.with_name(f".{MANIFEST_NAME}.tmp")
+    tmp.write_bytes(manifest_bytes(manifest))
+    os.replace(tmp, path)
+    return path
+
+
+class ManifestError(ValueError):
+    """manifest.json is missing, not JSON, or not a manifest this version understands."""
+
+
+def read_manifest(outdir: str | os.PathLike[str]) -> Manifest:
+    path = Path(outdir) / MANIFEST_NAME
+    try:
+        raw = path.read_bytes()
+    except FileNotFoundError as exc:
+        raise ManifestError(
+            f"{path}: no manifest (was the run made with an audit-aware version?)"
+        ) from exc
+    try:
+        data = json.loads(raw)
+    except ValueError as exc:
+        raise ManifestError(f"{path}: not valid JSON ({exc})") from exc
+    version = data.get("schema_version") if isinstance(data, dict) else None
+    if version != SCHEMA_VERSION:
+        raise ManifestError(f"{path}: schema_version {version!r}, expected {SCHEMA_VERSION!r}")
+    try:
+        return Manifest.model_validate(data)
+    except ValueError as exc:
+        raise ManifestError(f"{path}: not a valid manifest: {exc}") from exc

@@ -1,0 +1,293 @@
+"""Re-hash an output folder (and optionally its input and judge weights) against manifest.json.
+
+Why list every difference rather than stop at the first: an auditor explaining a mismatch to
+someone else needs the whole picture (one edited case report, or the whole folder replaced?).
+Every Difference names the file it is about. Weights and input are hashed afresh, never from
+the hash memo: a verifier must not trust the host's size/mtime bookkeeping.
+"""
+
+from __future__ import annotations
+
+import difflib
+import os
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict
+
+from nexagauge_local.audit.hashing import hash_weights, sha256_file
+from nexagauge_local.audit.inputs import RecordDigest, hash_records
+from nexagauge_local.audit.manifest import (
+    MANIFEST_NAME,
+    SIGNATURE_NAME,
+    Manifest,
+    ManifestError,
+    hash_outputs,
+    read_manifest,
+)
+from nexagauge_local.audit.signing import SignatureMissing, SigningError, verify_manifest_signature
+
+Kind = Literal[
+    "manifest",
+    "missing_file",
+    "extra_file",
+    "changed_file",
+    "input_changed",
+    "record_changed",
+    "record_added",
+    "record_removed",
+    "weights_missing",
+    "weight_changed",
+    "weight_missing",
+    "weight_extra",
+    "signature",
+]
+
+SignatureStatus = Literal["valid", "invalid", "missing", "not checked", "unsigned"]
+
+
+class Difference(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    kind: Kind
+    file: str  # the file the difference is about (relative to OUTDIR for outputs)
+    message: str  # one line, starts with the file name
+    expected: str | None = None
+    actual: str | None = None
+
+
+class VerifyReport(BaseModel):
+    outdir: str
+    differences: list[Difference]
+    checked: list[str]  # what was compared: outputs, input, weights, signature
+    signature: SignatureStatus
+    key_fingerprint: str | None = None
+
+    @property
+    def ok(self) -> bool:
+        return not self.differences
+
+    def lines(self) -> list[str]:
+        """Human-readable lines for the CLI (the last one is the verdict)."""
+        out = [f"DIFF {d.message}" for d in self.differences]
+        sig = self.signature + (
+            f" (key {self.key_fingerprint[:16]})" if self.key_fingerprint else ""
+        )
+        out.append(f"checked: {', '.join(self.checked) or 'nothing'}; signature: {sig}")
+        out.append(
+            "OK: everything matches the manifest"
+            if self.ok
+            else f"FAILED: {len(self.differences)} difference(s)"
+        )
+        return out
+
+
+def _short(h: str | None) -> str:
+    return (h or "-")[:16]
+
+
+def _changed(kind: Kind, file: str, what: str, expected: str, actual: str) -> Difference:
+    return Difference(
+        kind=kind,
+        file=file,
+        message=f"{what}: changed (expected sha256 {_short(expected)}, actual {_short(actual)})",
+        expected=expected,
+        actual=actual,
+    )
+
+
+def compare_outputs(outdir: Path, manifest: Manifest) -> list[Difference]:
+    expected = manifest.output_map()
+    actual = {o.path: o for o in hash_outputs(outdir)}
+    diffs: list[Difference] = []
+    for path in sorted(expected.keys() | actual.keys()):
+        e, a = expected.get(path), actual.get(path)
+        if a is None:
+            diffs.append(
+                Difference(
+                    kind="missing_file",
+                    file=path,
+                    expected=e.sha256,
+                    message=f"{path}: missing (listed in the manifest)",
+                )
+            )
+        elif e is None:
+            diffs.append(
+                Difference(
+                    kind="extra_file",
+                    file=path,
+                    actual=a.sha256,
+                    message=f"{path}: extra file, not in the manifest",
+                )
+            )
+        elif e.sha256 != a.sha256:
+            diffs.append(_changed("changed_file", path, path, e.sha256, a.sha256))
+    return diffs
+
+
+def _where(name: str, r: RecordDigest) -> str:
+    pos = f"line {r.line}" if r.line is not None else f"[{r.index}]"
+    return f"{name}: record {r.case_id or '(no case_id)'} at {pos}"
+
+
+def compare_records(
+    name: str, expected: list[RecordDigest], actual: list[RecordDigest]
+) -> list[Difference]:
+    """Record-level differences, aligned on content so one inserted line is one difference."""
+    matcher = difflib.SequenceMatcher(
+        None, [r.sha256 for r in expected], [r.sha256 for r in actual], autojunk=False
+    )
+    diffs: list[Difference] = []
+    for op, i1, i2, j1, j2 in matcher.get_opcodes():
+        if op == "equal":
+            continue
+        old, new = expected[i1:i2], actual[j1:j2]
+        paired = min(len(old), len(new)) if op == "replace" else 0
+        for e, a in zip(old[:paired], new[:paired]):
+            where = _where(name, e.model_copy(update={"case_id": e.case_id or a.case_id}))
+            diffs.append(_changed("record_changed", name, where, e.sha256, a.sha256))
+        for e in old[paired:]:
+            diffs.append(
+                Difference(
+                    kind="record_removed",
+                    file=name,
+                    expected=e.sha256,
+                    message=f"{_where(name, e)}: removed",
+                )
+            )
+        for a in new[paired:]:
+            diffs.append(
+                Difference(
+                    kind="record_added",
+                    file=name,
+                    actual=a.sha256,
+                    message=f"{_where(name, a)}: added (not in the manifest)",
+                )
+            )
+    return diffs
+
+
+def compare_input(input_path: Path, manifest: Manifest) -> list[Difference]:
+    name = input_path.name
+    if manifest.input is None:
+        return [
+            Difference(
+                kind="manifest",
+                file=MANIFEST_NAME,
+                message=f"{MANIFEST_NAME}: records no input file, cannot check {name}",
+            )
+        ]
+    if not input_path.is_file():
+        return [Difference(kind="input_changed", file=name, message=f"{name}: not found")]
+    actual = sha256_file(input_path)
+    if actual == manifest.input.sha256:
+        return []
+    diffs = [_changed("input_changed", name, name, manifest.input.sha256, actual)]
+    try:
+        records = hash_records(input_path, manifest.input.format)
+    except (ValueError, OSError) as exc:
+        diffs.append(
+            Difference(
+                kind="input_changed",
+                file=name,
+                message=f"{name}: cannot be read as {manifest.input.format} ({exc})",
+            )
+        )
+        return diffs
+    return diffs + compare_records(name, manifest.input.records, records)
+
+
+def compare_weights(model_path: Path, manifest: Manifest) -> list[Difference]:
+    label = model_path.name
+    if manifest.judge is None:
+        return [
+            Difference(
+                kind="manifest",
+                file=MANIFEST_NAME,
+                message=f"{MANIFEST_NAME}: no judge ran in this run, cannot check {label}",
+            )
+        ]
+    try:
+        actual = {w.file: w for w in hash_weights(model_path)}
+    except FileNotFoundError:
+        return [
+            Difference(kind="weights_missing", file=label, message=f"{label}: weights not found")
+        ]
+    expected = {w.file: w for w in manifest.judge.weights}
+    diffs: list[Difference] = []
+    for f in sorted(expected.keys() | actual.keys()):
+        e, a = expected.get(f), actual.get(f)
+        if a is None:
+            diffs.append(
+                Difference(
+                    kind="weight_missing",
+                    file=f,
+                    expected=e.sha256,
+                    message=f"{f}: weight file missing from {label}",
+                )
+            )
+        elif e is None:
+            diffs.append(
+                Difference(
+                    kind="weight_extra",
+                    file=f,
+                    actual=a.sha256,
+                    message=f"{f}: weight file in {label} not in the manifest",
+                )
+            )
+        elif e.sha256 != a.sha256:
+            diffs.append(_changed("weight_changed", f, f"{f} (weights)", e.sha256, a.sha256))
+    return diffs
+
+
+def verify(
+    outdir: str | os.PathLike[str],
+    input_path: str | os.PathLike[str] | None = None,
+    model_path: str | os.PathLike[str] | None = None,
+    pubkey: str | os.PathLike[str] | None = None,
+) -> VerifyReport:
+    """Compare everything that can be compared; never raises for a mismatch, only reports it."""
+    d = Path(outdir)
+    diffs: list[Difference] = []
+    checked: list[str] = []
+    status: SignatureStatus
+    fingerprint = None
+    if pubkey is not None:
+        checked.append("signature")
+        try:
+            fingerprint = verify_manifest_signature(d, pubkey)
+            status = "valid"
+        except SignatureMissing as exc:
+            status = "missing"
+            diffs.append(Difference(kind="signature", file=SIGNATURE_NAME, message=str(exc)))
+        except SigningError as exc:
+            status = "invalid"
+            diffs.append(Difference(kind="signature", file=SIGNATURE_NAME, message=str(exc)))
+    else:
+        status = "not checked" if (d / SIGNATURE_NAME).is_file() else "unsigned"
+    try:
+        manifest = read_manifest(d)
+    except ManifestError as exc:
+        diffs.append(Difference(kind="manifest", file=MANIFEST_NAME, message=str(exc)))
+        return VerifyReport(
+            outdir=str(d),
+            differences=diffs,
+            checked=checked,
+            signature=status,
+            key_fingerprint=fingerprint,
+        )
+    checked.append("outputs")
+    diffs += compare_outputs(d, manifest)
+    if input_path is not None:
+        checked.append("input")
+        diffs += compare_input(Path(input_path), manifest)
+    if model_path is not None:
+        checked.append("weights")
+        diffs += compare_weights(Path(model_path), manifest)
+    return VerifyReport(
+        outdir=str(d),
+        differences=diffs,
+        checked=checked,
+        signature=status,
+        key_fingerprint=fingerprint,
+    )

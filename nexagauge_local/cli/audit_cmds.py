@@ -1,0 +1,156 @@
+"""`keys new`, `sign`, `verify` and `reproduce`: the audit trail on the command line.
+
+Parsing and printing only; the work is in audit/ (hashing, signing, verifying) and in
+app/reproduce.py. Exit codes: 0 ok, 1 a check failed (verify found a difference, a run did
+not reproduce, its input or weights are not the manifest's), 2 set-up (no key, no manifest).
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import click
+from rich.console import Console
+
+from nexagauge_local.cli.options import BAD_INPUT
+
+CHECK_FAILED = 1
+RUN_DIR = click.Path(exists=True, file_okay=False, path_type=Path)
+KEY_FILE = click.Path(exists=True, dir_okay=False, path_type=Path)
+
+
+def _fail(message: str, code: int = BAD_INPUT) -> None:
+    click.echo(f"Error: {message}", err=True)
+    sys.exit(code)
+
+
+@click.group("keys")
+def keys_group() -> None:
+    """Ed25519 signing keys for run manifests.
+
+    \b
+    Example:
+      nexagauge-local keys new --out keys/
+    """
+
+
+@keys_group.command("new")
+@click.option("--out", "out_dir", type=click.Path(file_okay=False, path_type=Path), required=True,
+              help="Folder for the key pair (created if needed).")
+def keys_new_cmd(out_dir: Path) -> None:
+    """Write a new key pair: nexagauge.key (private, mode 0600) and nexagauge.pub (public).
+
+    Keep the .key with whoever signs runs; give the .pub to whoever verifies them. An
+    existing key is never overwritten.
+
+    \b
+    Example:
+      nexagauge-local keys new --out ~/.config/nexagauge-local/keys
+    """
+    from nexagauge_local.audit import KeyExists, new_keypair
+    from nexagauge_local.audit.signing import key_fingerprint, load_public_key
+
+    try:
+        priv, pub = new_keypair(out_dir)
+    except KeyExists as exc:
+        _fail(str(exc))
+        return
+    click.echo(f"private key: {priv}")
+    click.echo(f"public key:  {pub}")
+    click.echo(f"fingerprint: {key_fingerprint(load_public_key(pub))}")
+
+
+@click.command("sign")
+@click.argument("out_dir", type=RUN_DIR, metavar="OUTDIR")
+@click.option("--key", "key", type=KEY_FILE, required=True, help="Ed25519 private key (keys new).")
+def sign_cmd(out_dir: Path, key: Path) -> None:
+    """Sign OUTDIR/manifest.json: writes OUTDIR/manifest.json.sig (replacing an old one).
+
+    \b
+    Example:
+      nexagauge-local sign out/run1 --key keys/nexagauge.key
+    """
+    from nexagauge_local.audit import SigningError, sign_manifest
+
+    try:
+        sig = sign_manifest(out_dir, key)
+    except (SigningError, FileNotFoundError) as exc:
+        _fail(str(exc))
+        return
+    click.echo(str(sig))
+
+
+@click.command("verify")
+@click.argument("out_dir", type=RUN_DIR, metavar="OUTDIR")
+@click.option("--input", "input_path", type=click.Path(dir_okay=False, path_type=Path),
+              help="The dataset file: checked record by record against the manifest.")
+@click.option("--model", "model", metavar="PATH",
+              help="Judge weights (a folder, a .gguf file or a profile name): checked file by file.")
+@click.option("--pubkey", type=KEY_FILE, help="Public key: check manifest.json.sig with it.")
+def verify_cmd(out_dir: Path, input_path: Path | None, model: str | None,
+               pubkey: Path | None) -> None:
+    """Check OUTDIR against its manifest.json: every output file, and optionally the input,
+    the judge weights and the signature. Prints each difference with the file it is about;
+    exits 0 when everything matches, 1 otherwise.
+
+    \b
+    Examples:
+      nexagauge-local verify out/run1
+      nexagauge-local verify out/run1 --input data.jsonl --model ~/models/qwen2.5-7b-instruct \\
+          --pubkey keys/nexagauge.pub
+    """
+    from nexagauge_local.audit import verify
+
+    report = verify(out_dir, input_path, _weights_path(model) if model else None, pubkey)
+    for line in report.lines():
+        click.echo(line)
+    sys.exit(0 if report.ok else CHECK_FAILED)
+
+
+def _weights_path(model: str) -> Path:
+    """A path as given; a profile name becomes its weights location."""
+    path = Path(model).expanduser()
+    if path.exists():
+        return path
+    from nexagauge_local.judge.profiles import ProfileNotFound, WeightsMissing, resolve_profile
+
+    try:
+        return resolve_profile(model).weights_path()
+    except (ProfileNotFound, WeightsMissing) as exc:
+        _fail(f"--model {model}: {exc}")
+        raise AssertionError from None  # _fail exits
+
+
+@click.command("reproduce")
+@click.argument("out_dir", type=RUN_DIR, metavar="OUTDIR")
+@click.option("--output-dir", "new_dir", type=click.Path(file_okay=False, path_type=Path),
+              required=True, help="Where the re-run writes (a new folder).")
+@click.option("--input", "input_path", type=click.Path(dir_okay=False, path_type=Path),
+              help="The dataset, when it is no longer where the manifest says it was.")
+@click.option("--tolerance", type=click.FloatRange(min=0), default=0.0, show_default=True,
+              help="Absolute score tolerance (0: scores must be identical).")
+def reproduce_cmd(out_dir: Path, new_dir: Path, input_path: Path | None, tolerance: float) -> None:
+    """Re-run OUTDIR's run from its manifest into a new folder, without the judge cache, and
+    compare every case's scores and verdicts. Exits 0 when the run reproduces, 1 when it does
+    not (or when the input or judge weights are not the manifest's).
+
+    \b
+    Example:
+      nexagauge-local reproduce out/run1 --output-dir out/run1-again
+    """
+    from nexagauge_local.app.errors import JudgeSetupError
+    from nexagauge_local.app.reproduce import ReproduceRefused, ReproduceSetupError, reproduce
+
+    try:
+        done = reproduce(out_dir, new_dir, input_path=input_path, tolerance=tolerance,
+                         console=Console(stderr=True))
+    except ReproduceRefused as exc:
+        _fail(str(exc), CHECK_FAILED)
+        return
+    except (ReproduceSetupError, JudgeSetupError) as exc:
+        _fail(str(exc))
+        return
+    for line in done.report.lines():
+        click.echo(line)
+    sys.exit(0 if done.report.reproduced else CHECK_FAILED)

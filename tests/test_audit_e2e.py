@@ -1,0 +1,52 @@
+"""The audit library on a real output folder (public `evaluate` API, deterministic refmatch:
+no judge needed), so the manifest and the reproduce comparison see real case reports."""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime
+from pathlib import Path
+
+from nexagauge_local import evaluate
+from nexagauge_local.audit import compare_runs, finalize_run, hash_input, read_manifest, verify
+from tests.test_audit_helpers import HOST
+
+SAMPLE = Path(__file__).resolve().parents[1] / "nexagauge_local" / "data" / "sample.jsonl"
+
+
+def test_real_run_manifest_verifies_and_reproduces(tmp_path):
+    started = datetime.now(UTC)
+    a, b = tmp_path / "a", tmp_path / "b"
+    evaluate(SAMPLE, target="refmatch", output_dir=a, cache_dir=tmp_path / "cache")
+    finalize_run(
+        a,
+        started_at=started,
+        argv=["nexagauge-local", "run", str(SAMPLE), "--target", "refmatch"],
+        settings={"target": "refmatch", "output_dir": a},
+        input=hash_input(SAMPLE),
+        judge=None,
+        host=HOST,
+        packages={},
+    )
+    m = read_manifest(a)
+    assert m.judge is None and m.input.records
+    assert any(o.path.startswith("case_report/") for o in m.outputs)
+    assert verify(a, input_path=SAMPLE).ok
+    evaluate(SAMPLE, target="refmatch", output_dir=b, cache_dir=tmp_path / "cache2")
+    rep = compare_runs(a, b)
+    assert rep.reproduced, rep.lines()
+    assert rep.cases_compared == len(list((a / "case_report").glob("*.json"))) > 0
+    # a real case report edited afterwards is caught by both tools
+    scored = [
+        (p, d, k)
+        for p in sorted((a / "case_report").glob("*.json"))
+        for d in [json.loads(p.read_text())]
+        for k, v in d.items()
+        if isinstance(v, dict) and v.get("metrics")
+    ]
+    assert scored  # the comparison above saw real metric sections
+    path, data, node = scored[0]
+    data[node]["metrics"][0]["score"] = -1.0
+    path.write_text(json.dumps(data))
+    assert not verify(a).ok
+    assert not compare_runs(a, b).reproduced
