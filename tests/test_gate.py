@@ -312,3 +312,28 @@ def test_example_policy_in_docs_parses() -> None:
     assert policy.needs_baseline
     assert any(r.path == "redteam.aggregate.high_stakes_failure_rate" for r in policy.rules)
     assert all(r.line is not None for r in policy.rules)
+
+
+def test_every_policy_error_in_one_pass(tmp_path: Path) -> None:
+    """Issue 14: several bad rules are all reported, each with its FILE:LINE."""
+    path = _policy(
+        tmp_path,
+        'rules = [\n  "grounding.mean >= 0.8",\n  "oops",\n  "a.b >> 1",\n]\nthreshold = 3\n'
+        "[compare]\nmax_regression = -1\n",
+    )
+    with pytest.raises(PolicyError) as info:
+        load_policy(path)
+    assert [e.line for e in info.value.errors] == [3, 4, 6, 8]
+    assert info.value.line == 3 and "bad rule 'oops'" in info.value.message
+    lines = str(info.value).splitlines()
+    assert [ln.split(": ")[0] for ln in lines] == [f"{path}:{n}" for n in (3, 4, 6, 8)]
+
+
+def test_every_unanswerable_rule_in_one_pass(run: Path, tmp_path: Path) -> None:
+    path = _policy(tmp_path, 'rules = [\n  "nope.mean >= 1",\n  "grounding.nope >= 1",\n]\n')
+    with pytest.raises(PolicyError) as info:
+        from nexagauge_local.compare import RunDir
+        from nexagauge_local.gate import evaluate_policy
+
+        evaluate_policy(load_policy(path), RunDir(run))
+    assert [e.line for e in info.value.errors] == [2, 3]
