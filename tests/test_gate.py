@@ -11,7 +11,8 @@ import pytest
 from click.testing import CliRunner, Result
 
 from nexagauge_local.cli import main
-from nexagauge_local.gate import PolicyError, load_policy
+from nexagauge_local.compare import RunDir
+from nexagauge_local.gate import PolicyError, evaluate_policy, load_policy
 from tests.test_compare import claims_metric, redteam_metric, write_run
 
 METRICS: dict[str, dict[str, Any]] = {
@@ -331,9 +332,7 @@ def test_every_policy_error_in_one_pass(tmp_path: Path) -> None:
 
 def test_every_unanswerable_rule_in_one_pass(run: Path, tmp_path: Path) -> None:
     path = _policy(tmp_path, 'rules = [\n  "nope.mean >= 1",\n  "grounding.nope >= 1",\n]\n')
+    policy = load_policy(path)
     with pytest.raises(PolicyError) as info:
-        from nexagauge_local.compare import RunDir
-        from nexagauge_local.gate import evaluate_policy
-
-        evaluate_policy(load_policy(path), RunDir(run))
+        evaluate_policy(policy, RunDir(run))
     assert [e.line for e in info.value.errors] == [2, 3]
