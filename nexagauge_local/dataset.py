@@ -17,7 +17,6 @@ from nexagauge_local.records import (
     DatasetError,
     RawRecord,
     RecordError,
-    check_file,
     content_digest,
     has_own_id,
     iter_raw,
@@ -63,7 +62,6 @@ class Dataset:
 
         Raises DatasetError when the file itself is unusable (see records.iter_raw).
         """
-        check_file(self.path, self.name)
         seen: dict[str, tuple[str, SourceRef]] = {}
         for n, raw in enumerate(iter_raw(self.path, self.fmt, self.name)):
             if self.limit is not None and n >= self.limit:
@@ -73,7 +71,7 @@ class Dataset:
                 yield from result
                 continue
             if not has_own_id(raw, self.field_map):
-                result = _distinct_generated_id(result, content_digest(result), seen)
+                result = _distinct_generated_id(result, seen)
             yield self._dedupe(result, raw, seen)
 
     @staticmethod
@@ -141,22 +139,20 @@ class Dataset:
                 yield item
 
 
-def _distinct_generated_id(
-    case: Case, digest: str, seen: dict[str, tuple[str, SourceRef]]
-) -> Case:
+def _distinct_generated_id(case: Case, seen: dict[str, tuple[str, SourceRef]]) -> Case:
     """A generated id shared by records with the same texts but different node blocks gets a
     `-2`, `-3` ... suffix in file order.
 
     Why: generated ids hash the texts only (so a record keeps its id when only its blocks
     change between two configurations); within one file such records are distinct cases, not
-    conflicting ids. Exact repeats keep the id and are reported as duplicates.
+    conflicting ids. Exact repeats keep the id they repeat and are reported as duplicates.
     """
     base, k = case.case_id, 1
-    case_id = base
-    while case_id in seen and seen[case_id][0] != digest:
+    candidate = case
+    while candidate.case_id in seen and seen[candidate.case_id][0] != content_digest(candidate):
         k += 1
-        case_id = f"{base}-{k}"
-    return case if case_id == base else case.model_copy(update={"case_id": case_id})
+        candidate = case.model_copy(update={"case_id": f"{base}-{k}"})
+    return candidate
 
 
 def shards(cases: Iterator[Case], size: int) -> Iterator[list[Case]]:

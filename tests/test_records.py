@@ -448,6 +448,7 @@ def test_own_ids_are_kept_and_same_texts_different_blocks_get_a_suffix(tmp_path:
         {"output": "a", "redteam": {"scoring_mode": "scale_1_5"}},
         {"output": "a"},
         {"id": "mine", "output": "a", "redteam": {"scoring_mode": "scale_1_5"}},
+        {"output": "a", "redteam": {"scoring_mode": "scale_1_5"}},
     ]
     items = load(write_jsonl(tmp_path / "data.jsonl", rows))
     base = case_of({"output": "a"}).case_id
@@ -455,6 +456,7 @@ def test_own_ids_are_kept_and_same_texts_different_blocks_get_a_suffix(tmp_path:
     assert isinstance(items[1], Case) and items[1].case_id == f"{base}-2"
     assert isinstance(items[2], Duplicate) and items[2].case_id == base
     assert isinstance(items[3], Case) and items[3].case_id == "mine"
+    assert isinstance(items[4], Duplicate) and items[4].case_id == f"{base}-2"
 
 
 def test_stable_case_id_is_key_order_independent() -> None:
