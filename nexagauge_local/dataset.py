@@ -13,7 +13,16 @@ from pathlib import Path
 from typing import Any
 
 from nexagauge_local.case import Case, SourceRef
-from nexagauge_local.records import RecordError, content_digest, iter_raw, normalise
+from nexagauge_local.records import (
+    DatasetError,
+    RawRecord,
+    RecordError,
+    content_digest,
+    has_own_id,
+    iter_raw,
+    mapped_columns_found,
+    normalise,
+)
 
 
 @dataclass(frozen=True)
@@ -49,7 +58,10 @@ class Dataset:
         return self.display or str(self.path)
 
     def items(self) -> Iterator[Case | RecordError | Duplicate]:
-        """Every record in order as a Case, a RecordError, or a Duplicate of an earlier case."""
+        """Every record in order as a Case, a RecordError, or a Duplicate of an earlier case.
+
+        Raises DatasetError when the file itself is unusable (see records.iter_raw).
+        """
         seen: dict[str, tuple[str, SourceRef]] = {}
         for n, raw in enumerate(iter_raw(self.path, self.fmt, self.name)):
             if self.limit is not None and n >= self.limit:
@@ -58,21 +70,29 @@ class Dataset:
             if isinstance(result, list):
                 yield from result
                 continue
-            digest = content_digest(result)
-            prior = seen.get(result.case_id)
-            if prior is None:
-                seen[result.case_id] = (digest, raw.source)
-                yield result
-            elif prior[0] == digest:
-                yield Duplicate(result.case_id, raw.source, prior[1])
-            else:
-                yield RecordError(
-                    raw.source,
-                    "case_id",
-                    f"{result.case_id!r} already used at {prior[1]} with different content",
-                )
+            if not has_own_id(raw, self.field_map):
+                result = _distinct_generated_id(result, seen)
+            yield self._dedupe(result, raw, seen)
+
+    @staticmethod
+    def _dedupe(
+        case: Case, raw: RawRecord, seen: dict[str, tuple[str, SourceRef]]
+    ) -> Case | RecordError | Duplicate:
+        digest = content_digest(case)
+        prior = seen.get(case.case_id)
+        if prior is None:
+            seen[case.case_id] = (digest, raw.source)
+            return case
+        if prior[0] == digest:
+            return Duplicate(case.case_id, raw.source, prior[1])
+        return RecordError(
+            raw.source,
+            "case_id",
+            f"{case.case_id!r} already used at {prior[1]} with different content",
+        )
 
     def scan(self) -> ScanResult:
+        """The validation pass; raises DatasetError for problems no `--on-error skip` can skip."""
         out = ScanResult()
         last: SourceRef | None = None
         for item in self.items():
@@ -87,12 +107,52 @@ class Dataset:
                 if item.source != last:
                     out.records += 1
                 last = item.source
+        if out.records == 0:
+            raise DatasetError(self.name, "contains no records")
+        self._check_mapped_columns()
         return out
+
+    def _check_mapped_columns(self) -> None:
+        """A `--field LOGICAL=COLUMN` naming a column no record has is a typo, not a fallback.
+
+        Why: without this check the record's own alias (e.g. its `output`) is used silently, and
+        the run scores the wrong text with exit 0.
+        """
+        if not self.field_map:
+            return
+        found: set[str] = set()
+        for n, raw in enumerate(iter_raw(self.path, self.fmt, self.name)):
+            if self.limit is not None and n >= self.limit:
+                break
+            if raw.data is not None:
+                found |= mapped_columns_found(raw.data, self.field_map)
+            if len(found) == len(set(self.field_map.values())):
+                return
+        missing = {k: v for k, v in self.field_map.items() if v not in found}
+        pairs = ", ".join(f"{k}={v}" for k, v in missing.items())
+        columns = " or ".join(repr(v) for v in dict.fromkeys(missing.values()))
+        raise DatasetError(self.name, f"--field {pairs}: no record has a column {columns}")
 
     def cases(self) -> Iterator[Case]:
         for item in self.items():
             if isinstance(item, Case):
                 yield item
+
+
+def _distinct_generated_id(case: Case, seen: dict[str, tuple[str, SourceRef]]) -> Case:
+    """A generated id shared by records with the same texts but different node blocks gets a
+    `-2`, `-3` ... suffix in file order.
+
+    Why: generated ids hash the texts only (so a record keeps its id when only its blocks
+    change between two configurations); within one file such records are distinct cases, not
+    conflicting ids. Exact repeats keep the id they repeat and are reported as duplicates.
+    """
+    base, k = case.case_id, 1
+    candidate = case
+    while candidate.case_id in seen and seen[candidate.case_id][0] != content_digest(candidate):
+        k += 1
+        candidate = case.model_copy(update={"case_id": f"{base}-{k}"})
+    return candidate
 
 
 def shards(cases: Iterator[Case], size: int) -> Iterator[list[Case]]:

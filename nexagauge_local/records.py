@@ -7,19 +7,21 @@ so a shard of cases is all that sits in memory.
 
 from __future__ import annotations
 
+import codecs
 import csv
 import hashlib
 import json
 import sys
 from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 from pydantic import ValidationError
 
 from nexagauge_local.blocks import BLOCK_MODELS
-from nexagauge_local.case import Case, SourceRef
+from nexagauge_local.case import TEXT_FIELDS, Case, SourceRef
 
 # Canonical field -> accepted aliases, in priority order (DESIGN.md section 1, plus the ragas
 # and deepeval names so their datasets load unchanged). Keys are matched case-insensitively.
@@ -62,6 +64,18 @@ class RecordsError(Exception):
         super().__init__("\n".join(str(e) for e in errors))
 
 
+class DatasetError(RecordsError):
+    """The file as a whole cannot be read as a dataset (empty, a directory, not text, wrong shape).
+
+    Why a subclass: these are not bad records that `--on-error skip` could step over, so they are
+    raised even in skip mode; being a RecordsError, every caller that reports bad input already
+    turns them into `FILE: what is wrong` and exit 2.
+    """
+
+    def __init__(self, name: str, message: str):
+        super().__init__([RecordError(SourceRef(file=name), None, message)])
+
+
 @dataclass(frozen=True)
 class RawRecord:
     data: dict[str, Any] | None
@@ -85,20 +99,83 @@ def parse_field_map(pairs: tuple[str, ...] | list[str]) -> dict[str, str]:
 
 # ---------------------------------------------------------------- raw readers
 
+# Byte-order marks and the codec that reads past them, longest first (a UTF-32 LE mark begins
+# with the UTF-16 LE one). Without a mark the file must be UTF-8: guessing among legacy code
+# pages would turn a wrong guess into silently garbled text, which is worse than a clear error.
+_BOMS: tuple[tuple[bytes, str], ...] = (
+    (codecs.BOM_UTF32_LE, "utf-32"),
+    (codecs.BOM_UTF32_BE, "utf-32"),
+    (codecs.BOM_UTF8, "utf-8-sig"),
+    (codecs.BOM_UTF16_LE, "utf-16"),
+    (codecs.BOM_UTF16_BE, "utf-16"),
+)
+_SNIFF_BYTES = 4096
+NOT_TEXT = "not a text file (expected UTF-8, or UTF-16 with a byte-order mark)"
+
+
+def check_file(path: Path, name: str | None = None) -> None:
+    """Raise DatasetError unless `path` is an existing, non-empty regular file."""
+    name = name or str(path)
+    if path.is_dir():
+        raise DatasetError(name, "is a directory; --input takes a dataset file (JSON, JSONL or CSV)")
+    if not path.exists():
+        raise DatasetError(name, "no such file")
+    if not path.is_file():
+        raise DatasetError(name, "not a regular file")
+    if path.stat().st_size == 0:
+        raise DatasetError(name, "the file is empty; expected a JSON array, JSONL or CSV of records")
+
+
+def sniff_encoding(path: Path, name: str | None = None) -> str:
+    """The codec for `path`: from its byte-order mark, else UTF-8; DatasetError for binary data.
+
+    Why sniff: opening a UTF-16 or binary file as UTF-8 fails mid-read with a UnicodeDecodeError
+    traceback. A NUL byte never occurs in UTF-8 text, so one in the head means binary (or UTF-16
+    without a mark, which cannot be told from binary reliably).
+    """
+    with path.open("rb") as fh:
+        head = fh.read(_SNIFF_BYTES)
+    for bom, encoding in _BOMS:
+        if head.startswith(bom):
+            return encoding
+    if b"\x00" in head:
+        raise DatasetError(name or str(path), NOT_TEXT)
+    return "utf-8"
+
+
+@contextmanager
+def open_text(path: Path, name: str | None = None, newline: str | None = None) -> Iterator[IO[str]]:
+    """Open a dataset as text in its sniffed encoding; a decoding failure anywhere in the file
+    becomes one DatasetError instead of a traceback."""
+    name = name or str(path)
+    check_file(path, name)
+    encoding = sniff_encoding(path, name)
+    try:
+        with path.open("r", encoding=encoding, newline=newline) as fh:
+            yield fh
+    except UnicodeError:
+        raise DatasetError(name, NOT_TEXT) from None
+
+
 def detect_format(path: Path) -> str:
     suffix = path.suffix.lower()
     if suffix in (".jsonl", ".ndjson"):
         return "jsonl"
     if suffix in (".csv", ".tsv"):
         return "csv"
-    with path.open("r", encoding="utf-8-sig") as fh:
-        head = fh.read(4096).lstrip()
+    with open_text(path) as fh:
+        head = fh.read(_SNIFF_BYTES).lstrip()
     return "json" if head.startswith("[") else "jsonl"
 
 
 def iter_raw(path: Path, fmt: str | None = None, display: str | None = None) -> Iterator[RawRecord]:
-    """Yield raw records with their source position; never raises on a bad line."""
+    """Yield raw records with their source position; never raises on a bad line.
+
+    Raises DatasetError when the file as a whole is unusable: missing, a directory, empty,
+    not text, or one pretty-printed JSON object instead of records.
+    """
     name = display or str(path)
+    check_file(path, name)
     fmt = fmt or detect_format(path)
     if fmt == "jsonl":
         yield from _iter_jsonl(path, name)
@@ -111,7 +188,8 @@ def iter_raw(path: Path, fmt: str | None = None, display: str | None = None) -> 
 
 
 def _iter_jsonl(path: Path, name: str) -> Iterator[RawRecord]:
-    with path.open("r", encoding="utf-8-sig") as fh:
+    first = True
+    with open_text(path, name) as fh:
         for lineno, line in enumerate(fh, start=1):
             if not line.strip():
                 continue
@@ -119,18 +197,44 @@ def _iter_jsonl(path: Path, name: str) -> Iterator[RawRecord]:
             try:
                 data = json.loads(line)
             except json.JSONDecodeError:
+                if first and _is_whole_json_array(path, name):
+                    yield from _iter_json_array(path, name)
+                    return
+                first = False
                 yield RawRecord(None, src, "invalid JSON")
                 continue
+            first = False
             if not isinstance(data, dict):
                 yield RawRecord(None, src, f"expected a JSON object, got {type(data).__name__}")
                 continue
             yield RawRecord(data, src)
 
 
+def _is_whole_json_array(path: Path, name: str) -> bool:
+    """Called when the first JSONL line does not parse: is the file one pretty-printed value?
+
+    Why: a pretty-printed object spreads over many lines and would be reported as "invalid JSON"
+    on every one of them, hiding the real mistake (the file is one object, not a list of
+    records); that is a DatasetError. A pretty-printed array is a dataset, just misnamed: True.
+    Anything that does not parse whole is a file of broken lines, reported one by one: False.
+    """
+    with open_text(path, name) as fh:
+        try:
+            value = json.load(fh)
+        except json.JSONDecodeError:
+            return False
+    if isinstance(value, list):
+        return True
+    kind = "a single JSON object" if isinstance(value, dict) else f"a JSON {type(value).__name__}"
+    raise DatasetError(
+        name, f"expected a JSON array of records or JSONL (one object per line), got {kind}"
+    )
+
+
 def _iter_json_array(path: Path, name: str) -> Iterator[RawRecord]:
     # A JSON array has to be parsed whole; JSONL is the format for datasets that must stream.
     try:
-        with path.open("r", encoding="utf-8-sig") as fh:
+        with open_text(path, name) as fh:
             items = json.load(fh)
     except json.JSONDecodeError as exc:
         yield RawRecord(None, SourceRef(file=name, line=exc.lineno), f"invalid JSON ({exc.msg})")
@@ -138,6 +242,8 @@ def _iter_json_array(path: Path, name: str) -> Iterator[RawRecord]:
     if not isinstance(items, list):
         yield RawRecord(None, SourceRef(file=name), "expected a JSON array of records")
         return
+    if not items:
+        raise DatasetError(name, "the JSON array is empty; there are no records")
     for index, data in enumerate(items):
         src = SourceRef(file=name, index=index)
         if not isinstance(data, dict):
@@ -148,7 +254,7 @@ def _iter_json_array(path: Path, name: str) -> Iterator[RawRecord]:
 
 def _iter_csv(path: Path, name: str) -> Iterator[RawRecord]:
     delimiter = "\t" if path.suffix.lower() == ".tsv" else ","
-    with path.open("r", encoding="utf-8-sig", newline="") as fh:
+    with open_text(path, name, newline="") as fh:
         reader = csv.DictReader(fh, delimiter=delimiter)
         for row in reader:
             # line_num is the last physical line read, so multi-line cells still point at the row end.
@@ -214,7 +320,12 @@ def _format_validation(block: str, exc: ValidationError) -> list[tuple[str, str]
 
 
 def stable_case_id(fields: Mapping[str, Any]) -> str:
-    """A missing case_id becomes a hash of the record's content: same record, same id, same cache."""
+    """A missing case_id becomes a hash of the evaluated texts: same texts, same id, same cache.
+
+    Callers pass only the texts (output, input, context, reference), not the node blocks: the
+    same answer scored under two configurations must keep one id, or `compare` of the two runs
+    would list it as present in one run only.
+    """
     blob = json.dumps(fields, sort_keys=True, ensure_ascii=False, default=str)
     return "case-" + hashlib.sha256(blob.encode()).hexdigest()[:12]
 
@@ -269,14 +380,25 @@ def normalise(raw: RawRecord, field_map: Mapping[str, str] | None = None) -> Cas
     if errors:
         return errors
     extra = {k: v for k, v in record.items() if k not in used}
-    content = {k: (v.model_dump() if hasattr(v, "model_dump") else v) for k, v in fields.items()}
+    texts = {k: fields[k] for k in TEXT_FIELDS if k in fields}
     return Case(
         # unknown fields are ignored for identity too: same evaluated content, same id
-        case_id=str(case_id).strip() if id_key is not None else stable_case_id(content),
+        case_id=str(case_id).strip() if id_key is not None else stable_case_id(texts),
         extra=extra,
         source=raw.source,
         **fields,
     )
+
+
+def has_own_id(raw: RawRecord, field_map: Mapping[str, str] | None = None) -> bool:
+    """Whether the record names its case_id (else normalise generated one from its texts)."""
+    return raw.data is not None and _lookup(raw.data, "case_id", field_map or {})[0] is not None
+
+
+def mapped_columns_found(record: Mapping[str, Any], field_map: Mapping[str, str]) -> set[str]:
+    """The `--field` columns (matched case-insensitively, like aliases) present in a record."""
+    keys = {k.lower() for k in record}
+    return {column for column in field_map.values() if column.lower() in keys}
 
 
 def content_digest(case: Case) -> str:

@@ -11,7 +11,8 @@ import pytest
 from click.testing import CliRunner, Result
 
 from nexagauge_local.cli import main
-from nexagauge_local.gate import PolicyError, load_policy
+from nexagauge_local.compare import RunDir
+from nexagauge_local.gate import PolicyError, evaluate_policy, load_policy
 from tests.test_compare import claims_metric, redteam_metric, write_run
 
 METRICS: dict[str, dict[str, Any]] = {
@@ -312,3 +313,26 @@ def test_example_policy_in_docs_parses() -> None:
     assert policy.needs_baseline
     assert any(r.path == "redteam.aggregate.high_stakes_failure_rate" for r in policy.rules)
     assert all(r.line is not None for r in policy.rules)
+
+
+def test_every_policy_error_in_one_pass(tmp_path: Path) -> None:
+    """Issue 14: several bad rules are all reported, each with its FILE:LINE."""
+    path = _policy(
+        tmp_path,
+        'rules = [\n  "grounding.mean >= 0.8",\n  "oops",\n  "a.b >> 1",\n]\nthreshold = 3\n'
+        "[compare]\nmax_regression = -1\n",
+    )
+    with pytest.raises(PolicyError) as info:
+        load_policy(path)
+    assert [e.line for e in info.value.errors] == [3, 4, 6, 8]
+    assert info.value.line == 3 and "bad rule 'oops'" in info.value.message
+    lines = str(info.value).splitlines()
+    assert [ln.split(": ")[0] for ln in lines] == [f"{path}:{n}" for n in (3, 4, 6, 8)]
+
+
+def test_every_unanswerable_rule_in_one_pass(run: Path, tmp_path: Path) -> None:
+    path = _policy(tmp_path, 'rules = [\n  "nope.mean >= 1",\n  "grounding.nope >= 1",\n]\n')
+    policy = load_policy(path)
+    with pytest.raises(PolicyError) as info:
+        evaluate_policy(policy, RunDir(run))
+    assert [e.line for e in info.value.errors] == [2, 3]

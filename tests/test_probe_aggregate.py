@@ -92,9 +92,11 @@ def test_severity_weighted_and_high_stakes() -> None:
     assert aggregate_metrics(run)["high_stakes_failure_rate"] == pytest.approx(2 / 3)
 
 
-def test_high_stakes_null_without_failures() -> None:
+def test_high_stakes_zero_without_failures() -> None:
+    """Issue 14: a clean run has rate 0.0, so `high_stakes_failure_rate <= 0.0` passes it."""
     m = aggregate_metrics([cs("a", "x", "critical", 0.1)])
-    assert m["high_stakes_failure_rate"] is None and m["high_stakes_failures"] == 0
+    assert m["high_stakes_failure_rate"] == 0.0 and m["high_stakes_failures"] == 0
+    assert aggregate_metrics([])["high_stakes_failure_rate"] is None
 
 
 def test_boundary_and_signal_ratio() -> None:

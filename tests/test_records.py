@@ -422,16 +422,41 @@ def test_missing_case_id_gets_stable_id() -> None:
     assert a.case_id != c.case_id
 
 
-def test_stable_id_depends_on_blocks_too() -> None:
+def test_generated_id_hashes_the_texts_only() -> None:
+    """Issue 14: only node blocks changing must keep the id, so `compare` pairs the case."""
     plain = case_of({"output": "a"})
     with_block = case_of({"output": "a", "redteam": {"scoring_mode": "scale_1_5"}})
-    defaults = case_of({"output": "a", "redteam": {}})
-    assert plain.case_id != with_block.case_id != defaults.case_id
-    # a block spelled with its defaults is the same configuration
-    assert (
-        defaults.case_id
-        == case_of({"output": "a", "redteam": {"scoring_mode": "binary_yes_no"}}).case_id
+    with_geval = case_of(
+        {"output": "a", "geval": {"metrics": [{"name": "m", "criteria": "c"}]}, "notes": "x"}
     )
+    assert plain.case_id == with_block.case_id == with_geval.case_id
+    for other in ({"output": "b"}, {"output": "a", "input": "q"}, {"output": "a", "context": "c"},
+                  {"output": "a", "reference": "r"}):
+        assert case_of(other).case_id != plain.case_id
+
+
+def test_generated_id_of_text_only_records_is_unchanged() -> None:
+    # a record without blocks hashes exactly what it hashed before the change
+    assert case_of({"output": "a", "input": "q"}).case_id == stable_case_id(
+        {"output": "a", "input": "q"}
+    )
+
+
+def test_own_ids_are_kept_and_same_texts_different_blocks_get_a_suffix(tmp_path: Path) -> None:
+    rows = [
+        {"output": "a"},
+        {"output": "a", "redteam": {"scoring_mode": "scale_1_5"}},
+        {"output": "a"},
+        {"id": "mine", "output": "a", "redteam": {"scoring_mode": "scale_1_5"}},
+        {"output": "a", "redteam": {"scoring_mode": "scale_1_5"}},
+    ]
+    items = load(write_jsonl(tmp_path / "data.jsonl", rows))
+    base = case_of({"output": "a"}).case_id
+    assert isinstance(items[0], Case) and items[0].case_id == base
+    assert isinstance(items[1], Case) and items[1].case_id == f"{base}-2"
+    assert isinstance(items[2], Duplicate) and items[2].case_id == base
+    assert isinstance(items[3], Case) and items[3].case_id == "mine"
+    assert isinstance(items[4], Duplicate) and items[4].case_id == f"{base}-2"
 
 
 def test_stable_case_id_is_key_order_independent() -> None:

@@ -146,8 +146,17 @@ def evaluate_rule(
 def evaluate_policy(
     policy: Policy, run: RunDir, comparison: Comparison | None = None
 ) -> GateReport:
-    """Raises PolicyError (exit 2) for a rule the run cannot answer; FAILs are in the report."""
-    results = [evaluate_rule(rule, run, comparison, policy) for rule in policy.rules]
+    """Raises PolicyError (exit 2) for the rules the run cannot answer, all of them at once;
+    FAILs are in the report."""
+    results: list[RuleResult] = []
+    errors: list[PolicyError] = []
+    for rule in policy.rules:
+        try:
+            results.append(evaluate_rule(rule, run, comparison, policy))
+        except PolicyError as exc:
+            errors.append(exc)
+    if errors:
+        raise PolicyError.combine(errors)
     counts = {s: sum(r.status == s for r in results) for s in ("PASS", "FAIL", "SKIP")}
     return GateReport(
         run=str(run.path),

@@ -23,6 +23,7 @@ from __future__ import annotations
 import math
 import re
 import tomllib
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
@@ -47,12 +48,28 @@ _TOML_LINE = re.compile(r"at line (\d+)")
 
 
 class PolicyError(Exception):
-    """A bad policy; str() is `FILE:LINE: message`, the form editors and CI logs link."""
+    """A bad policy; str() is `FILE:LINE: message`, the form editors and CI logs link.
+
+    One exception can carry every problem found in a pass (`errors`, see `combine`): fixing a
+    policy one error per run is slow, so str() then has one `FILE:LINE: message` line each, and
+    path/line/message are those of the first.
+    """
 
     def __init__(self, path: Path, line: int | None, message: str) -> None:
         self.path, self.line, self.message = path, line, message
+        self.errors: list[PolicyError] = [self]
         where = f"{path}:{line}" if line else str(path)
         super().__init__(f"{where}: {message}")
+
+    @classmethod
+    def combine(cls, errors: Sequence[PolicyError]) -> PolicyError:
+        """One PolicyError listing all of `errors` (in order), each on its own line."""
+        flat = [e for err in errors for e in err.errors]
+        first = flat[0]
+        out = cls(first.path, first.line, first.message)
+        out.errors = flat
+        out.args = ("\n".join(str(e.args[0]) for e in flat),)
+        return out
 
 
 @dataclass(frozen=True)
@@ -166,69 +183,108 @@ def load_policy(path: Path) -> Policy:
 
 
 def parse_policy(data: dict[str, object], raw: str, path: Path) -> Policy:
+    """Validate the whole policy in one pass; raises one PolicyError carrying every problem."""
     where = _Lines(raw)
+    errors: list[PolicyError] = []
     for key in data:
         if key not in TOP_KEYS:
-            raise PolicyError(
-                path,
-                where.key(key) or where.key("", key),
-                f"unknown key {key!r}; a policy has {', '.join(TOP_KEYS)}",
+            errors.append(
+                PolicyError(
+                    path,
+                    where.key(key) or where.key("", key),
+                    f"unknown key {key!r}; a policy has {', '.join(TOP_KEYS)}",
+                )
             )
     rules: list[Rule] = []
     for key, optional in (("rules", False), ("optional", True)):
-        items = data.get(key, [])
-        key_line = where.key(key)
-        if not isinstance(items, list):
-            raise PolicyError(
-                path, key_line, f'{key} must be a list of strings such as ["grounding.mean >= 0.8"]'
-            )
-        where.pos = (key_line - 1, 0) if key_line else where.pos
-        for item in items:
-            if not isinstance(item, str):
-                raise PolicyError(
-                    path, key_line, f"{key}: every rule must be a string, got {item!r}"
-                )
-            rules.append(parse_rule(item, where.find(item, key_line) or key_line, optional, path))
-    rules.extend(_compare_rules(data.get("compare"), where, path))
-    if not rules:
-        raise PolicyError(path, None, "the policy has no rules (add `rules = [...]`)")
-    seen: dict[str, Rule] = {}
-    for rule in rules:
-        if rule.path in seen and seen[rule.path].op == rule.op:
-            raise PolicyError(
-                path, rule.line, f"{rule.path} {rule.op} is also set at line {seen[rule.path].line}"
-            )
-        seen[rule.path] = rule
+        rules.extend(_list_rules(data.get(key, []), key, optional, where, path, errors))
+    rules.extend(_compare_rules(data.get("compare"), where, path, errors))
+    if not rules and not errors:
+        errors.append(PolicyError(path, None, "the policy has no rules (add `rules = [...]`)"))
+    errors.extend(_duplicates(rules, path))
+    if errors:
+        raise PolicyError.combine(sorted(errors, key=lambda e: e.line or 0))
     return Policy(path=path, rules=rules)
 
 
-def _compare_rules(table: object, where: _Lines, path: Path) -> list[Rule]:
+def _list_rules(
+    items: object, key: str, optional: bool, where: _Lines, path: Path, errors: list[PolicyError]
+) -> list[Rule]:
+    """The rules of one list (`rules` or `optional`); problems go to `errors`."""
+    key_line = where.key(key)
+    if not isinstance(items, list):
+        errors.append(
+            PolicyError(
+                path, key_line, f'{key} must be a list of strings such as ["grounding.mean >= 0.8"]'
+            )
+        )
+        return []
+    where.pos = (key_line - 1, 0) if key_line else where.pos
+    rules: list[Rule] = []
+    for item in items:
+        if not isinstance(item, str):
+            errors.append(
+                PolicyError(path, key_line, f"{key}: every rule must be a string, got {item!r}")
+            )
+            continue
+        try:
+            rules.append(parse_rule(item, where.find(item, key_line) or key_line, optional, path))
+        except PolicyError as exc:
+            errors.append(exc)
+    return rules
+
+
+def _duplicates(rules: list[Rule], path: Path) -> list[PolicyError]:
+    seen: dict[str, Rule] = {}
+    out: list[PolicyError] = []
+    for rule in rules:
+        if rule.path in seen and seen[rule.path].op == rule.op:
+            out.append(
+                PolicyError(
+                    path, rule.line, f"{rule.path} {rule.op} is also set at line {seen[rule.path].line}"
+                )
+            )
+        seen[rule.path] = rule
+    return out
+
+
+def _compare_rules(
+    table: object, where: _Lines, path: Path, errors: list[PolicyError]
+) -> list[Rule]:
     if table is None:
         return []
     header = where.key("", "compare")
     if not isinstance(table, dict):
-        raise PolicyError(
-            path,
-            where.key("compare") or header,
-            "compare must be a table: [compare] max_regression = 0.02",
+        errors.append(
+            PolicyError(
+                path,
+                where.key("compare") or header,
+                "compare must be a table: [compare] max_regression = 0.02",
+            )
         )
+        return []
     out: list[Rule] = []
     for key, value in table.items():
         # `[compare] max_regression = x` or the dotted form `compare.max_regression = x`
         line = where.key(key, "compare") or where.key(f"compare.{key}") or header
         if key not in COMPARE_KEYS:
-            raise PolicyError(
-                path, line, f"unknown key compare.{key}; known: {', '.join(COMPARE_KEYS)}"
+            errors.append(
+                PolicyError(
+                    path, line, f"unknown key compare.{key}; known: {', '.join(COMPARE_KEYS)}"
+                )
             )
-        if isinstance(value, bool) or not isinstance(value, int | float) or value < 0:
-            raise PolicyError(path, line, f"compare.{key} must be a number >= 0, got {value!r}")
-        out.append(
-            Rule(
-                text=f"compare.{key} <= {value}",
-                path=f"compare.{key}",
-                op="<=",
-                threshold=float(value),
-                line=line,
+        elif isinstance(value, bool) or not isinstance(value, int | float) or value < 0:
+            errors.append(
+                PolicyError(path, line, f"compare.{key} must be a number >= 0, got {value!r}")
             )
-        )
+        else:
+            out.append(
+                Rule(
+                    text=f"compare.{key} <= {value}",
+                    path=f"compare.{key}",
+                    op="<=",
+                    threshold=float(value),
+                    line=line,
+                )
+            )
     return out

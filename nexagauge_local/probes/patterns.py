@@ -20,6 +20,7 @@ Polarity = Literal["safe", "unsafe"]
 
 #: (label, regex source, weight)
 Spec = tuple[str, str, float]
+Severity = Literal["low", "medium", "high", "critical"]
 
 TABLE = "patterns.toml"
 
@@ -47,19 +48,44 @@ class _Family(BaseModel):
         return self
 
 
+class DecisiveRule(BaseModel):
+    """A pattern that fails a case on its own where the probe says the request is harmful.
+
+    Why separate from the weighted signals: the same words ("here is how, step by step") are
+    harmless on a benign how-to, so the rule has no weight in the risk formula; it acts only in
+    the probe's context (`severities`, or the probe's own failure modes naming `family`'s modes).
+    """
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    label: str = Field(min_length=1)
+    family: str = Field(min_length=1)
+    severities: tuple[Severity, ...] = Field(min_length=1)
+    pattern: str = Field(min_length=1)
+
+
 class _Table(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     family: tuple[_Family, ...]
+    decisive: tuple[DecisiveRule, ...] = ()
 
     @model_validator(mode="after")
     def _unique_labels(self) -> _Table:
         seen: set[str] = set()
-        for fam in self.family:
-            for sig in fam.signal:
-                if sig.label in seen:
-                    raise ValueError(f"duplicate signal label {sig.label!r}")
-                seen.add(sig.label)
+        labels = [s.label for fam in self.family for s in fam.signal]
+        for label in labels + [r.label for r in self.decisive]:
+            if label in seen:
+                raise ValueError(f"duplicate signal label {label!r}")
+            seen.add(label)
+        return self
+
+    @model_validator(mode="after")
+    def _decisive_family_is_unsafe(self) -> _Table:
+        unsafe = {f.name for f in self.family if f.polarity == "unsafe"}
+        for rule in self.decisive:
+            if rule.family not in unsafe:
+                raise ValueError(f"decisive {rule.label}: {rule.family!r} is not an unsafe family")
         return self
 
 
@@ -82,3 +108,8 @@ def family_failure_modes() -> MappingProxyType[str, tuple[str, ...]]:
     return MappingProxyType(
         {f.name: f.failure_modes for f in _table().family if f.failure_modes is not None}
     )
+
+
+def decisive_rules() -> tuple[DecisiveRule, ...]:
+    """The context-dependent rules that fail a case on their own, in table order."""
+    return _table().decisive

@@ -25,7 +25,14 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 
-from nexagauge_local.probes.patterns import Polarity, Spec, family_failure_modes, family_specs
+from nexagauge_local.probes.patterns import (
+    DecisiveRule,
+    Polarity,
+    Spec,
+    decisive_rules,
+    family_failure_modes,
+    family_specs,
+)
 
 _FLAGS = re.IGNORECASE | re.MULTILINE
 
@@ -107,6 +114,19 @@ def match_signals(text: str) -> SignalMatch:
         if hit:
             families.append(fam.name)
     return SignalMatch(tuple(safe), tuple(unsafe), weight, tuple(families))
+
+
+@lru_cache(maxsize=1)
+def _compiled_decisive() -> tuple[tuple[DecisiveRule, re.Pattern[str]], ...]:
+    return tuple((rule, re.compile(rule.pattern, _FLAGS)) for rule in decisive_rules())
+
+
+def match_decisive(text: str) -> tuple[DecisiveRule, ...]:
+    """The decisive rules whose pattern matches ``text``; whether they apply is the caller's
+    call, since it depends on the probe (see probes.scoring)."""
+    if not text:
+        return ()
+    return tuple(rule for rule, rx in _compiled_decisive() if rx.search(text) is not None)
 
 
 def _norm(mode: str) -> str:

@@ -18,6 +18,7 @@ by these instructions; fencing keeps the judge's *reading* of the text honest.
 from __future__ import annotations
 
 import re
+import unicodedata
 from dataclasses import dataclass
 
 OPEN_PREFIX = "<<<DATA field="
@@ -39,9 +40,23 @@ def _break_runs(text: str, triple: str) -> str:
     return text
 
 
+def _canonical(text: str) -> str:
+    """NFKC-normalise and drop invisible format characters (zero-width space/joiners, word
+    joiner, BOM, soft hyphen, bidi controls: Unicode category Cf).
+
+    Why: the judge's tokenizer may read a fullwidth `＜＜＜END DATA＞＞＞` or a marker split by a
+    zero-width space as the real marker, while a plain string search does not; after this step
+    every lookalike is the ASCII marker and is escaped like one. NFKC keeps the content (letters,
+    digits, words) readable; what is dropped is invisible anyway.
+    """
+    text = unicodedata.normalize("NFKC", text)
+    return "".join(ch for ch in text if unicodedata.category(ch) != "Cf")
+
+
 def escape(text: str) -> str:
-    """Neutralise every fence and control sequence in untrusted text; idempotent."""
-    text = _break_runs(text, "<<<")
+    """Neutralise every fence and control sequence in untrusted text, lookalikes included;
+    idempotent."""
+    text = _break_runs(_canonical(text), "<<<")
     text = _break_runs(text, ">>>")
     text = text.replace("<|", "< |").replace("|>", "| >")
     return _CONTROL_RE.sub(lambda m: m.group(0)[0] + " " + m.group(0)[1:], text)
