@@ -236,6 +236,7 @@ class Runner:
             "judge": judge_info,
             "embedder": ctx.embedder.describe() if ctx.embedder_started else None,
             "prompt_versions": dict(sorted(ctx.prompt_versions.items())),
+            "judge_outcomes": {n: o.as_dict() for n, o in ctx.judge_outcomes.items()},
             "gpus": self.settings.gpus,
             "gpu_hour_price": price,
             "nodes": usage,

@@ -6,7 +6,7 @@ from pathlib import Path
 
 from nexagauge_local.app.errors import InputError
 from nexagauge_local.dataset import Dataset
-from nexagauge_local.records import parse_field_map, spool_stdin
+from nexagauge_local.records import check_file, parse_field_map, spool_stdin
 
 
 def open_dataset(input_path: str, fields: tuple[str, ...], limit: int | None, tmp: Path) -> Dataset:
@@ -19,6 +19,7 @@ def open_dataset(input_path: str, fields: tuple[str, ...], limit: int | None, tm
     if input_path == "-":
         return Dataset(spool_stdin(tmp), field_map, limit, display="<stdin>", fmt="jsonl")
     path = Path(input_path)
-    if not path.is_file():
+    if not path.exists():
         raise InputError(f"--input {input_path}: no such file")
+    check_file(path, input_path)  # a directory, a device, an empty file: one DatasetError line
     return Dataset(path, field_map, limit)

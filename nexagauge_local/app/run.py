@@ -11,6 +11,7 @@ import tempfile
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from rich.console import Console
 
@@ -44,6 +45,18 @@ class RunResult:
     @property
     def cases(self) -> dict[str, int]:
         return self.outcome.summary["cases"]
+
+    @property
+    def judge_outcomes(self) -> dict[str, dict[str, Any]]:
+        """node -> {requests, failed, first_error} for every node that asked the judge."""
+        return self.outcome.summary.get("judge_outcomes") or {}
+
+    @property
+    def judge_failed_everywhere(self) -> list[str]:
+        """Nodes whose judge failed on every request: their metrics are all errors, so the
+        run must not look like a success (exit 3)."""
+        return [n for n, o in self.judge_outcomes.items()
+                if o["requests"] and o["failed"] == o["requests"]]
 
 
 def needs_judge(target: str) -> bool:

@@ -15,7 +15,7 @@ from nexagauge_local.app.errors import (
     ProbeFileError,
 )
 from nexagauge_local.cli.options import BAD_INPUT
-from nexagauge_local.records import RecordsError
+from nexagauge_local.records import DatasetError, RecordsError
 
 
 def fail_records(exc: RecordsError) -> None:
@@ -35,10 +35,14 @@ def fail_probes(exc: ProbeFileError) -> None:
 
 @contextmanager
 def cli_errors() -> Iterator[None]:
-    """Map service failures to the CLI's messages: bad records and an unreachable cluster exit
-    2, an unusable --input/--field is a usage error (2), a missing judge an error (1)."""
+    """Map service failures to the CLI's messages, every one exit 2 (bad input or set-up): a
+    whole-file problem is its one line, bad records are listed with a hint, an unusable
+    --input/--field is a usage error, a missing judge or an unreachable cluster one line."""
     try:
         yield
+    except DatasetError as exc:  # the file as a whole: no "--on-error skip" hint applies
+        click.echo(str(exc), err=True)
+        sys.exit(BAD_INPUT)
     except RecordsError as exc:
         fail_records(exc)
     except ProbeFileError as exc:
@@ -46,7 +50,8 @@ def cli_errors() -> Iterator[None]:
     except InputError as exc:
         raise click.UsageError(str(exc)) from None
     except JudgeSetupError as exc:
-        raise click.ClickException(str(exc)) from None
+        click.echo(f"Error: {exc}", err=True)
+        sys.exit(BAD_INPUT)
     except ClusterSetupError as exc:
         click.echo(f"Error: {exc}", err=True)
         sys.exit(BAD_INPUT)

@@ -10,6 +10,7 @@ import click
 from nexagauge_local.graph import UnknownTarget, plan
 
 BAD_INPUT = 2  # exit code: the input (or a --cluster value) cannot be used; nothing was run
+JUDGE_FAILED = 3  # exit code: the judge failed on every request of a node; the report is written
 
 
 def parse_gpus(value: str | None) -> list[int]:

@@ -5,6 +5,7 @@ Option parsing and printing only; the work is in app/run.py and app/estimate.py.
 
 from __future__ import annotations
 
+import sys
 from collections import Counter
 from pathlib import Path
 
@@ -13,7 +14,7 @@ from rich.console import Console
 from rich.table import Table
 
 from nexagauge_local.cli.errors import cli_errors
-from nexagauge_local.cli.options import dataset_options, parse_gpus, target_argument
+from nexagauge_local.cli.options import JUDGE_FAILED, dataset_options, parse_gpus, target_argument
 from nexagauge_local.graph import NODES, TARGETS
 from nexagauge_local.settings import RunSettings, default_cache_dir
 
@@ -81,10 +82,21 @@ def run_cmd(target: str, input_path: str, limit: int | None, fields: tuple[str, 
     for line in result.metrics:
         console.print(f"  {line.name:<10} scored {line.scored:>5}  avg {_fmt(line.avg_score)}"
                       f"  pass rate {_fmt(line.pass_rate)}")
+    for name, o in result.judge_outcomes.items():
+        if o["failed"] and o["failed"] < o["requests"]:
+            console.print(f"  [yellow]{name}[/]: the judge failed on {o['failed']} of "
+                          f"{o['requests']} request(s); first error: {o['first_error']}",
+                          soft_wrap=True)
     if result.notice:
         console.print(f"[bold yellow]note:[/] {result.notice}")
     report = output_dir / "report.html"
     click.echo(str(report if report.exists() else output_dir / "summary.json"))
+    for name in result.judge_failed_everywhere:
+        o = result.judge_outcomes[name]
+        click.echo(f"error: the judge failed on all {o['requests']} request(s) of node {name}: "
+                   f"{o['first_error']}", err=True)
+    if result.judge_failed_everywhere:
+        sys.exit(JUDGE_FAILED)
 
 
 def _fmt(x: float | None) -> str:

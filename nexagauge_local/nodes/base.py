@@ -31,6 +31,31 @@ class CaseState:
 
 
 @dataclass
+class JudgeOutcome:
+    """How one node's judge requests ended in a run: answered, or failed (with the first
+    error seen), counted over every shard."""
+
+    requests: int = 0
+    failed: int = 0
+    first_error: str | None = None
+
+    def add(self, errors: Sequence[str | None]) -> None:
+        self.requests += len(errors)
+        for err in errors:
+            if err is not None:
+                self.failed += 1
+                if self.first_error is None:
+                    self.first_error = err
+
+    @property
+    def all_failed(self) -> bool:
+        return self.requests > 0 and self.failed == self.requests
+
+    def as_dict(self) -> dict[str, object]:
+        return {"requests": self.requests, "failed": self.failed, "first_error": self.first_error}
+
+
+@dataclass
 class RunContext:
     """Shared, lazily built resources for one run. Nothing here is global: tests build their own."""
 
@@ -44,6 +69,9 @@ class RunContext:
     # node -> the prompt version its judge requests carried (part of the cache key); recorded
     # in summary.json so `compare` can say when two runs used different prompts.
     prompt_versions: dict[str, str] = field(default_factory=dict)
+    # node -> how its judge requests ended; summary.json's `judge_outcomes`, and the CLI's exit
+    # 3 when a node's judge failed on every request.
+    judge_outcomes: dict[str, JudgeOutcome] = field(default_factory=dict)
     _embedder: Embedder | None = None
     _judge: Judge | None = None
 

@@ -12,7 +12,7 @@ from collections.abc import Iterable, Sequence
 
 from nexagauge_local.judge.cost import usd
 from nexagauge_local.judge.types import JudgeRequest, JudgeResult
-from nexagauge_local.nodes.base import RunContext
+from nexagauge_local.nodes.base import JudgeOutcome, RunContext
 from nexagauge_local.results import NodeCost
 
 NO_JUDGE = "no judge configured"
@@ -57,13 +57,22 @@ def run_judge(
 
     No judge configured -> every result fails with NO_JUDGE. A judge that raises (weights
     missing, out of memory) -> every result fails with the exception text; the run goes on and
-    each metric carries the error.
+    each metric carries the error. Every outcome is tallied in `ctx.judge_outcomes`, so a node
+    whose judge never answered is visible at the end of the run (and exits 3 from the CLI).
     """
     if not requests:
         return []
     versions = sorted({r.prompt_version for r in requests if r.prompt_version})
     if versions:
         ctx.prompt_versions[node] = ",".join(versions)
+    results = _ask(ctx, node, requests, progress)
+    ctx.judge_outcomes.setdefault(node, JudgeOutcome()).add([r.error for r in results])
+    return results
+
+
+def _ask(
+    ctx: RunContext, node: str, requests: Sequence[JudgeRequest], progress: CaseProgress
+) -> list[JudgeResult]:
     if ctx.judge_factory is None:
         return [failed(NO_JUDGE) for _ in requests]
     try:
