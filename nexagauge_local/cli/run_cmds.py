@@ -14,7 +14,13 @@ from rich.console import Console
 from rich.table import Table
 
 from nexagauge_local.cli.errors import cli_errors
-from nexagauge_local.cli.options import JUDGE_FAILED, dataset_options, parse_gpus, target_argument
+from nexagauge_local.cli.options import (
+    JUDGE_FAILED,
+    dataset_options,
+    parse_gpus,
+    quiet_libraries,
+    target_argument,
+)
 from nexagauge_local.graph import NODES, TARGETS
 from nexagauge_local.settings import RunSettings, default_cache_dir
 
@@ -46,7 +52,9 @@ from nexagauge_local.settings import RunSettings, default_cache_dir
                    "(about 2x faster; cosines move by <0.004), else float32.")
 @click.option("--sign", "sign_key", type=click.Path(exists=True, dir_okay=False, path_type=Path),
               metavar="KEYFILE", help="Sign manifest.json with this Ed25519 key (see `keys new`).")
-@click.option("--quiet", "-q", is_flag=True, help="No progress bars.")
+@click.option("--quiet", "-q", is_flag=True,
+              help="Print only warnings, errors and the final summary: no progress bars, "
+                   "neither ours nor the model libraries'.")
 def run_cmd(target: str, input_path: str, limit: int | None, fields: tuple[str, ...], on_error: str,
             output_dir: Path, cache_dir: Path, no_cache: bool, model: str, backend: str,
             gpu: str | None, gpu_hour_price: float | None, shard_size: int, cluster: str | None,
@@ -63,6 +71,8 @@ def run_cmd(target: str, input_path: str, limit: int | None, fields: tuple[str, 
       cat data.jsonl | nexagauge-local run redteam --input - --output-dir out
       nexagauge-local run eval --input big.jsonl --output-dir out --cluster ray://head:10001
     """
+    if quiet:
+        quiet_libraries()
     from nexagauge_local.app import run as app_run
     from nexagauge_local.app.inputs import open_dataset
 
