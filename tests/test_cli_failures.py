@@ -487,3 +487,20 @@ def test_quiet_prints_no_library_progress_bars(tmp_path: Path) -> None:
     assert "it/s]" not in proc.stderr and "%|" not in proc.stderr, proc.stderr
     assert "de-quantizing" not in proc.stderr
     assert "done: 1 case(s)" in proc.stderr
+
+
+def test_refalign_needs_a_judge_only_for_atomic_cases(work: Path) -> None:
+    """refalign's plan holds the atomic_units LLM node, but only records that set
+    atomic_chunks enter it: without such a record the run needs no judge at all (so a missing
+    --model is no error); with one, the missing judge stops the run before any work."""
+    plain = {"case_id": "p", "output": "Paris is in France.", "reference": "Paris, France."}
+    write_jsonl(work / "plain.jsonl", [plain])
+    result = invoke(["run", "refalign", "--input", "plain.jsonl", "--output-dir", "out1", "-q",
+                     "--model", str(work / "no-such-judge")])
+    assert result.exit_code == 0, result.output
+    atomic = {**plain, "case_id": "a", "refalign": {"atomic_chunks": True}}
+    write_jsonl(work / "atomic.jsonl", [plain, atomic])
+    result = invoke(["run", "refalign", "--input", "atomic.jsonl", "--output-dir", "out2", "-q",
+                     "--model", str(work / "no-such-judge")])
+    assert result.exit_code == 2 and "no-such-judge" in result.stderr.splitlines()[0]
+    assert not (work / "out2").exists()

@@ -19,7 +19,7 @@ from nexagauge_local.app.audit import AuditTrail
 from nexagauge_local.app.errors import OutputDirError
 from nexagauge_local.app.judge import JudgeClients, check_gpus, preflight
 from nexagauge_local.dataset import Dataset
-from nexagauge_local.graph import SPECS, plan
+from nexagauge_local.graph import SPECS, plan, predicted_eligibility
 from nexagauge_local.runner import Runner, RunOutcome
 from nexagauge_local.settings import RunSettings
 
@@ -73,8 +73,19 @@ def prepare_output_dir(folder: Path) -> None:
         raise OutputDirError(f"--output-dir {folder}: cannot be written ({reason})") from None
 
 
-def needs_judge(target: str) -> bool:
-    return any(s.kind == "llm" for s in plan(target))
+def needs_judge(target: str, dataset: Dataset | None = None) -> bool:
+    """Whether the run needs a judge: its plan has an LLM node and, given the dataset, at least
+    one case would enter one. A refalign run whose records never set atomic_chunks needs none,
+    so it runs (and is pre-flighted) like the deterministic node it is for those records."""
+    specs = [s for s in plan(target) if s.per_case]
+    llm = [s.name for s in specs if s.kind == "llm"]
+    if not llm or dataset is None:
+        return bool(llm)
+    for case in dataset.cases():
+        reasons = predicted_eligibility(case, specs)
+        if any(reasons[name] is None for name in llm):
+            return True
+    return False
 
 
 def run(
@@ -93,14 +104,14 @@ def run(
     With an output folder the run ends with manifest.json (app/audit.py), signed with
     `sign_key` when given; `argv` (default sys.argv) is recorded in it."""
     check_gpus(settings)
-    judged = needs_judge(settings.target)
-    if judged:
-        preflight(settings)
-    if settings.output_dir is not None:
-        prepare_output_dir(settings.output_dir)
-    trail = AuditTrail.start(settings, argv, sign_key)
     with tempfile.TemporaryDirectory() as tmp:
         dataset = open_input(Path(tmp))
+        judged = needs_judge(settings.target, dataset)
+        if judged:
+            preflight(settings)
+        if settings.output_dir is not None:
+            prepare_output_dir(settings.output_dir)
+        trail = AuditTrail.start(settings, argv, sign_key)
         with JudgeClients(settings) as clients:
             runner = Runner(
                 settings,
