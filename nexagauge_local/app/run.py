@@ -109,9 +109,9 @@ def run(
         judged = needs_judge(settings.target, dataset)
         if judged:
             preflight(settings)
+        trail = AuditTrail.start(settings, argv, sign_key)  # checks a --sign key first
         if settings.output_dir is not None:
             prepare_output_dir(settings.output_dir)
-        trail = AuditTrail.start(settings, argv, sign_key)
         with JudgeClients(settings) as clients:
             runner = Runner(
                 settings,
