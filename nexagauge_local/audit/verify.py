@@ -96,33 +96,42 @@ def _changed(kind: Kind, file: str, what: str, expected: str, actual: str) -> Di
     )
 
 
-def compare_outputs(outdir: Path, manifest: Manifest) -> list[Difference]:
-    expected = manifest.output_map()
-    actual = {o.path: o for o in hash_outputs(outdir)}
+def diff_hashes(
+    expected: dict[str, str],
+    actual: dict[str, str],
+    *,
+    missing: tuple[Kind, str],
+    extra: tuple[Kind, str],
+    changed: tuple[Kind, str],
+) -> list[Difference]:
+    """Every file missing, extra or changed between two {name: sha256} maps, in name order.
+
+    One walk serves the output folder and the weights; each caller names its kinds and message
+    templates (`{f}` is the file name).
+    """
     diffs: list[Difference] = []
-    for path in sorted(expected.keys() | actual.keys()):
-        e, a = expected.get(path), actual.get(path)
+    for f in sorted(expected.keys() | actual.keys()):
+        e, a = expected.get(f), actual.get(f)
         if a is None:
-            diffs.append(
-                Difference(
-                    kind="missing_file",
-                    file=path,
-                    expected=e.sha256,
-                    message=f"{path}: missing (listed in the manifest)",
-                )
-            )
+            diffs.append(Difference(kind=missing[0], file=f, expected=e,
+                                    message=missing[1].replace("{f}", f)))
         elif e is None:
-            diffs.append(
-                Difference(
-                    kind="extra_file",
-                    file=path,
-                    actual=a.sha256,
-                    message=f"{path}: extra file, not in the manifest",
-                )
-            )
-        elif e.sha256 != a.sha256:
-            diffs.append(_changed("changed_file", path, path, e.sha256, a.sha256))
+            diffs.append(Difference(kind=extra[0], file=f, actual=a,
+                                    message=extra[1].replace("{f}", f)))
+        elif e != a:
+            diffs.append(_changed(changed[0], f, changed[1].replace("{f}", f), e, a))
     return diffs
+
+
+def compare_outputs(outdir: Path, manifest: Manifest) -> list[Difference]:
+    expected = {path: o.sha256 for path, o in manifest.output_map().items()}
+    actual = {o.path: o.sha256 for o in hash_outputs(outdir)}
+    return diff_hashes(
+        expected, actual,
+        missing=("missing_file", "{f}: missing (listed in the manifest)"),
+        extra=("extra_file", "{f}: extra file, not in the manifest"),
+        changed=("changed_file", "{f}"),
+    )
 
 
 def _where(name: str, r: RecordDigest) -> str:
@@ -213,31 +222,13 @@ def compare_weights(model_path: Path, manifest: Manifest) -> list[Difference]:
         return [
             Difference(kind="weights_missing", file=label, message=f"{label}: weights not found")
         ]
-    expected = {w.file: w for w in manifest.judge.weights}
-    diffs: list[Difference] = []
-    for f in sorted(expected.keys() | actual.keys()):
-        e, a = expected.get(f), actual.get(f)
-        if a is None:
-            diffs.append(
-                Difference(
-                    kind="weight_missing",
-                    file=f,
-                    expected=e.sha256,
-                    message=f"{f}: weight file missing from {label}",
-                )
-            )
-        elif e is None:
-            diffs.append(
-                Difference(
-                    kind="weight_extra",
-                    file=f,
-                    actual=a.sha256,
-                    message=f"{f}: weight file in {label} not in the manifest",
-                )
-            )
-        elif e.sha256 != a.sha256:
-            diffs.append(_changed("weight_changed", f, f"{f} (weights)", e.sha256, a.sha256))
-    return diffs
+    return diff_hashes(
+        {w.file: w.sha256 for w in manifest.judge.weights},
+        {f: w.sha256 for f, w in actual.items()},
+        missing=("weight_missing", "{f}: weight file missing from " + label),
+        extra=("weight_extra", "{f}: weight file in " + label + " not in the manifest"),
+        changed=("weight_changed", "{f} (weights)"),
+    )
 
 
 def verify(
