@@ -211,3 +211,14 @@ def test_large_runs_keep_full_drill_downs_within_budget(tmp_path: Path, monkeypa
     assert len(seq) == 300 and seq == sorted(seq)
     assert REMOTE.search(html) is None
     assert len(html) < 300 * 2500 + 2_000_000
+
+
+def test_histogram_needs_enough_cases_to_say_anything() -> None:
+    """A 1-record run gets no histogram (it repeats the table and costs matplotlib's import)."""
+    from nexagauge_local.report.charts import MIN_HISTOGRAM_CASES, score_histograms
+
+    few = {"refmatch": {"rouge1": [0.5] * (MIN_HISTOGRAM_CASES - 1)}}
+    assert score_histograms(few) is None
+    enough = {"refmatch": {"rouge1": [0.1, 0.3, 0.5, 0.7, 0.9][:MIN_HISTOGRAM_CASES]}}
+    svg = score_histograms({**few, **{"relevance": enough["refmatch"]}})
+    assert svg is not None and "<svg" in svg and "relevance" in svg and "refmatch" not in svg

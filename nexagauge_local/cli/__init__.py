@@ -4,12 +4,83 @@ from __future__ import annotations
 
 import click
 
-from nexagauge_local.cli.audit_cmds import keys_group, reproduce_cmd, sign_cmd, verify_cmd
-from nexagauge_local.cli.compare_cmds import compare_cmd, gate_cmd
-from nexagauge_local.cli.judge_cmds import cache_group, calibrate_cmd, models_cmd
-from nexagauge_local.cli.probe_cmds import generate_cmd, probes_group
-from nexagauge_local.cli.report_cmds import agreement_cmd, export_cmd, report_cmd
-from nexagauge_local.cli.run_cmds import estimate_cmd, nodes_cmd, run_cmd
+from nexagauge_local.cli.lazy import LazyCommand, LazyGroup
+
+# name -> where the command lives and its one-line help (tests/test_cli_lazy.py checks both).
+LAZY: dict[str, LazyCommand] = {
+    'run': LazyCommand(
+        'nexagauge_local.cli.run_cmds:run_cmd',
+        'Run TARGET and everything it needs over a dataset.',
+    ),
+    'estimate': LazyCommand(
+        'nexagauge_local.cli.run_cmds:estimate_cmd',
+        "Say what `run TARGET` would do and cost, without loading the judge's weights.",
+    ),
+    'nodes': LazyCommand(
+        'nexagauge_local.cli.run_cmds:nodes_cmd',
+        'Print the node graph: what each node needs and does.',
+    ),
+    'models': LazyCommand(
+        'nexagauge_local.cli.judge_cmds:models_cmd',
+        'List judge model profiles and whether their weights are on this machine.',
+    ),
+    'calibrate': LazyCommand(
+        'nexagauge_local.cli.judge_cmds:calibrate_cmd',
+        "Measure this host's judge throughput and store it for `estimate`.",
+    ),
+    'cache': LazyCommand(
+        'nexagauge_local.cli.judge_cmds:cache_group',
+        'Inspect or clear the judge cache (SQLite, safe to delete).',
+    ),
+    'probes': LazyCommand(
+        'nexagauge_local.cli.probe_cmds:probes_group',
+        'The default red-team probe suite shipped with the tool.',
+    ),
+    'generate': LazyCommand(
+        'nexagauge_local.cli.probe_cmds:generate_cmd',
+        'Answer every probe with the model under test, locally and batched.',
+    ),
+    'compare': LazyCommand(
+        'nexagauge_local.cli.compare_cmds:compare_cmd',
+        'Compare two finished runs (A = before, B = after) case by case.',
+    ),
+    'gate': LazyCommand(
+        'nexagauge_local.cli.compare_cmds:gate_cmd',
+        'Check a finished RUN against a policy of thresholds; exit 1 when any rule fails.',
+    ),
+    'report': LazyCommand(
+        'nexagauge_local.cli.report_cmds:report_cmd',
+        "Re-render OUTDIR/report.html from the run's JSON files.",
+    ),
+    'export': LazyCommand(
+        'nexagauge_local.cli.report_cmds:export_cmd',
+        'Write one row per case x metric of the run in OUTDIR, for pandas and spreadsheets.',
+    ),
+    'agreement': LazyCommand(
+        'nexagauge_local.cli.report_cmds:agreement_cmd',
+        'Measure the judge against human labels: per metric accuracy, precision, recall, F1, '
+        "Cohen's kappa and the confusion matrix (positive class = fail: UNSAFE, unsupported, "
+        'FAIL).',
+    ),
+    'keys': LazyCommand(
+        'nexagauge_local.cli.audit_cmds:keys_group',
+        'Ed25519 signing keys for run manifests.',
+    ),
+    'sign': LazyCommand(
+        'nexagauge_local.cli.audit_cmds:sign_cmd',
+        'Sign OUTDIR/manifest.json: writes OUTDIR/manifest.json.sig (replacing an old one).',
+    ),
+    'verify': LazyCommand(
+        'nexagauge_local.cli.audit_cmds:verify_cmd',
+        'Check OUTDIR against its manifest.json: every output file, and optionally the input, '
+        'the judge weights and the signature.',
+    ),
+    'reproduce': LazyCommand(
+        'nexagauge_local.cli.audit_cmds:reproduce_cmd',
+        "Re-run OUTDIR's run from its manifest into a new folder, without the judge cache, "
+        "and compare every case's scores and verdicts.",
+    ),
+}
 
 EPILOG = """\b
 Examples:
@@ -20,7 +91,12 @@ Examples:
 """
 
 
-@click.group(epilog=EPILOG, context_settings={"help_option_names": ["-h", "--help"]})
+@click.group(
+    cls=LazyGroup,
+    lazy=LAZY,
+    epilog=EPILOG,
+    context_settings={"help_option_names": ["-h", "--help"]},
+)
 @click.version_option(package_name="nexagauge-local")
 def main() -> None:
     """Offline LLM evaluation on your own hardware.
@@ -29,23 +105,3 @@ def main() -> None:
     judge running locally under constrained decoding, and with deterministic lexical and
     embedding metrics. Nothing leaves the machine: no API keys, no telemetry, no downloads.
     """
-
-
-main.add_command(run_cmd)
-main.add_command(estimate_cmd)
-main.add_command(nodes_cmd)
-
-main.add_command(models_cmd)
-main.add_command(calibrate_cmd)
-main.add_command(cache_group)
-main.add_command(probes_group)
-main.add_command(generate_cmd)
-main.add_command(compare_cmd)
-main.add_command(gate_cmd)
-main.add_command(report_cmd)
-main.add_command(export_cmd)
-main.add_command(agreement_cmd)
-main.add_command(keys_group)
-main.add_command(sign_cmd)
-main.add_command(verify_cmd)
-main.add_command(reproduce_cmd)

@@ -7,12 +7,14 @@ carry no pass/fail of their own and do not gate the case's `eval.passed`.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from nexagauge_local.nodes.base import CaseState, NodeBase, RunContext
 from nexagauge_local.nodes.spec import NodeSpec
 from nexagauge_local.results import MetricResult, NodeReport
-from nexagauge_local.scoring.lexical import LexicalScorer
-from nexagauge_local.scoring.meteor import wordnet_for
+
+if TYPE_CHECKING:  # the scorer imports nltk, rouge-score and sacrebleu: loaded when the node runs
+    from nexagauge_local.scoring.lexical import LexicalScorer
 
 CATEGORY = "reference|lexical"
 
@@ -41,9 +43,13 @@ class RefmatchNode(NodeBase):
     name = "refmatch"
 
     def __init__(self) -> None:
+        from nexagauge_local.scoring.lexical import LexicalScorer
+
         self.scorer = LexicalScorer()
 
     def run(self, states: Sequence[CaseState], ctx: RunContext) -> None:
+        from nexagauge_local.scoring.meteor import wordnet_for
+
         wordnet, matching = wordnet_for(ctx.settings.cache_dir)
         for state in states:
             case = state.case

@@ -20,7 +20,6 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 import numpy as np
-from scipy.optimize import linear_sum_assignment
 
 Rule = Literal["many_to_one", "one_to_one"]
 
@@ -56,6 +55,8 @@ def _one_to_one(sim: np.ndarray, threshold: float) -> tuple[list[tuple[int, int,
     """Maximum-cardinality matching on the pairs that clear the threshold, strongest among ties:
     each clearing pair weighs `bonus + similarity` with a bonus above any sum of similarities, so
     one more pair always beats more similarity."""
+    from scipy.optimize import linear_sum_assignment  # 0.4 s to import: only this rule needs it
+
     ok = sim >= threshold
     bonus = float(min(sim.shape)) + 1.0
     rows, cols = linear_sum_assignment(np.where(ok, bonus + sim, 0.0), maximize=True)

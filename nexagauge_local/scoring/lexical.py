@@ -15,6 +15,11 @@ from __future__ import annotations
 from typing import Any
 
 import sacrebleu
+
+from nexagauge_local.scoring.nltk_light import load_nltk
+
+load_nltk()
+
 from nltk.stem.porter import PorterStemmer
 from nltk.translate.bleu_score import SmoothingFunction, brevity_penalty, sentence_bleu
 from rouge_score import rouge_scorer, tokenize

@@ -22,6 +22,10 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
+from nexagauge_local.scoring.nltk_light import load_nltk
+
+load_nltk()
+
 from nltk.stem.porter import PorterStemmer
 from nltk.translate.meteor_score import meteor_score
 
