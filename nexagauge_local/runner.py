@@ -143,7 +143,8 @@ class Runner:
                         if spec.metric and spec.name in state.artifacts:
                             stats[spec.name].add_report(state.artifacts[spec.name])
                     if out_dir is not None:
-                        write_json(out_dir / "case_report" / case_filename(state.case.case_id), report)
+                        write_json(out_dir / "case_report" / case_filename(state.case.case_id), report,
+                                   indent=None)
                     if self.keep_reports:
                         kept.append(report)
                 if ctx.embedder_started:

@@ -6,6 +6,11 @@ case report) and the nodes' own time from summary.json.
 
     python scripts/bench_pipeline.py            # 5,000 records
     python scripts/bench_pipeline.py --n 20000
+    python scripts/bench_pipeline.py --rss 10000,100000,1000000   # memory at scale
+
+`--rss` runs the real CLI (`run refmatch`: summary, metrics, report.html and manifest included)
+once per size on records streamed to disk, and prints each process's peak RSS (wait4's
+rusage) beside its wall time and output size: the peak must not grow with N.
 """
 
 from __future__ import annotations
@@ -67,11 +72,46 @@ def worker(target: str, data: Path, out: Path, cache: Path) -> None:
                       "per_node": {k: v["wall_seconds"] for k, v in nodes.items()}}))
 
 
+def write_records(path: Path, n: int, seed: int = 0) -> None:
+    """make_records' records, streamed to disk in blocks so a million never sit in memory."""
+    with path.open("w", encoding="utf-8") as fh:
+        for start in range(0, n, 10_000):
+            block = make_records(min(10_000, n - start), seed=seed + start)
+            for i, rec in enumerate(block):
+                rec["case_id"] = f"bench-{start + i}"
+                fh.write(json.dumps(rec) + "\n")
+
+
+def rss_at_scale(sizes: list[int]) -> None:
+    print("bench_pipeline --rss: peak RSS of `nexagauge-local run refmatch` (whole process) by size")
+    print(f"machine: {platform.platform()}, {os.cpu_count()} CPU(s), python {platform.python_version()}\n")
+    print(f"{'records':>9}{'wall s':>9}{'peak RSS MB':>13}{'output MB':>11}{'report MB':>11}")
+    for n in sizes:
+        with tempfile.TemporaryDirectory() as tmp:
+            data, out = Path(tmp) / "records.jsonl", Path(tmp) / "out"
+            write_records(data, n)
+            cmd = [sys.executable, "-m", "nexagauge_local", "run", "refmatch", "--input", str(data),
+                   "--output-dir", str(out), "--no-cache", "--cache-dir", f"{tmp}/cache", "-q"]
+            t0 = time.perf_counter()
+            proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+            _, status, usage = os.wait4(proc.pid, 0)
+            wall = time.perf_counter() - t0
+            if os.waitstatus_to_exitcode(status) != 0:
+                raise SystemExit(f"run failed at n={n}: {proc.stderr.read().decode()[-2000:] if proc.stderr else ''}")
+            size = sum(f.stat().st_size for f in out.rglob("*") if f.is_file()) / 1e6
+            report = (out / "report.html").stat().st_size / 1e6
+            print(f"{n:>9,}{wall:>9.1f}{usage.ru_maxrss / 1024:>13.0f}{size:>11.0f}{report:>11.1f}", flush=True)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--n", type=int, default=5000, help="synthetic records (default 5000)")
+    ap.add_argument("--rss", default=None, help="comma list of sizes: peak RSS of the CLI at each")
     ap.add_argument("--worker", nargs=4, metavar=("TARGET", "DATA", "OUT", "CACHE"), help=argparse.SUPPRESS)
     args = ap.parse_args()
+    if args.rss:
+        rss_at_scale([int(x) for x in args.rss.split(",")])
+        return
     if args.worker:
         target, data, out, cache = args.worker
         worker(target, Path(data), Path(out), Path(cache))

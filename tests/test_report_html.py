@@ -220,5 +220,5 @@ def test_histogram_needs_enough_cases_to_say_anything() -> None:
     few = {"refmatch": {"rouge1": [0.5] * (MIN_HISTOGRAM_CASES - 1)}}
     assert score_histograms(few) is None
     enough = {"refmatch": {"rouge1": [0.1, 0.3, 0.5, 0.7, 0.9][:MIN_HISTOGRAM_CASES]}}
-    svg = score_histograms({**few, **{"relevance": enough["refmatch"]}})
+    svg = score_histograms({**few, "relevance": enough["refmatch"]})
     assert svg is not None and "<svg" in svg and "relevance" in svg and "refmatch" not in svg

@@ -109,8 +109,8 @@ def build_context(
 ) -> dict[str, Any]:
     """Everything the templates print, as plain values, Markup (charts, highlighted text) and
     small dataclasses."""
-    n_cases = len(run.case_paths())
-    digest = digest_cases(_counted(run.iter_cases(), progress), n_cases)
+    n_cases = run.count_cases()
+    digest = digest_cases(_counted(run.iter_cases(ordered=False), progress), n_cases)
     entries, full = case_entries(env, digest.cases)
     pages = _pages(digest.cases)
     return {
@@ -129,6 +129,7 @@ def build_context(
             "page_counts": [dict(Counter(v.status for v in page)) for page in pages],
             "open_n": OPEN_CASES,
             "field_chars": digest.field_chars,
+            "total": digest.total,
         },
     }
 

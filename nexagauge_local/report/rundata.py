@@ -9,7 +9,8 @@ directory is not a run and is a user error.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+import os
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -54,9 +55,29 @@ class RunData:
         folder = self.out_dir / "case_report"
         return sorted(folder.glob("*.json")) if folder.is_dir() else []
 
-    def iter_cases(self) -> Iterator[CaseFile]:
-        """Case reports one at a time (a 100k-case run need not sit in memory for export)."""
-        for path in self.case_paths():
+    def _scan(self) -> Iterator[os.DirEntry[str]]:
+        folder = self.out_dir / "case_report"
+        if not folder.is_dir():
+            return
+        with os.scandir(folder) as entries:
+            for entry in entries:
+                if entry.name.endswith(".json") and entry.is_file():
+                    yield entry
+
+    def count_cases(self) -> int:
+        """How many case reports there are, without holding their names."""
+        return sum(1 for _ in self._scan())
+
+    def iter_cases(self, ordered: bool = True) -> Iterator[CaseFile]:
+        """Case reports one at a time (a 100k-case run need not sit in memory for export).
+
+        `ordered=False` streams in directory order and holds no list of names at all: the
+        report uses it, since everything it keeps is chosen by a total order of its own.
+        """
+        paths: Iterable[Path] = (
+            self.case_paths() if ordered else (Path(e.path) for e in self._scan())
+        )
+        for path in paths:
             data = read_json(path)
             if isinstance(data, dict):
                 yield CaseFile(path.name, data)

@@ -1,7 +1,13 @@
-"""Streaming per-node statistics: updated shard by shard, so no case is kept for the summary."""
+"""Streaming per-node statistics: updated shard by shard, so no case is kept for the summary.
+
+Scores are kept in `array('d')` (8 bytes each) rather than lists of float objects (32 bytes
+each, twice: per metric and per node): the median needs them all, and at a million cases the
+lists were the largest thing the case loop kept.
+"""
 
 from __future__ import annotations
 
+from array import array
 from collections import Counter
 from dataclasses import dataclass, field
 from statistics import fmean, median
@@ -12,7 +18,7 @@ from nexagauge_local.results import NodeReport
 
 @dataclass
 class MetricStats:
-    scores: list[float] = field(default_factory=list)
+    scores: array[float] = field(default_factory=lambda: array("d"))
     passed: int = 0
     failed: int = 0
     errors: int = 0
@@ -40,7 +46,7 @@ class NodeStats:
     failed: int = 0
     skipped: Counter[str] = field(default_factory=Counter)
     metrics: dict[str, MetricStats] = field(default_factory=dict)
-    scores: list[float] = field(default_factory=list)
+    scores: array[float] = field(default_factory=lambda: array("d"))
 
     def add_report(self, report: NodeReport) -> None:
         self.scored += 1

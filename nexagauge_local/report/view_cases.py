@@ -3,13 +3,15 @@ score lists for the distribution charts, and each metric's worst cases.
 
 Size control for large runs (a 10,000-case page must stay small and open fast): each text field
 shown in the drill-down is clipped to a per-field budget that shrinks as the run grows (the
-full text is one click away in case_report/<case>.json), claim lists are capped, and the
-template collapses every case but the first few.
+full text is one click away in case_report/<case>.json), claim lists are capped, the
+template collapses every case but the first few, and at most MAX_LISTED cases (the worst) are
+listed at all: the page and the memory that builds it stay bounded at a million cases.
 """
 
 from __future__ import annotations
 
 import heapq
+from array import array
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -27,6 +29,7 @@ MAX_FIELD_CHARS = 4000
 MIN_FIELD_CHARS = 160
 MAX_CLAIMS = 12
 WORST_N = 5
+MAX_LISTED = 10_000  # cases listed on the page; the rest are counted and stay in case_report/
 ERROR_EXAMPLES = 3
 STATUS_ORDER = {"fail": 0, "error": 1, "info": 2, "pass": 3}
 _DETAIL_KEYS = (
@@ -172,8 +175,9 @@ def case_view(case: CaseFile, rows: list[MetricRow], budget: int) -> CaseView:
 class Worst:
     """A metric's worst cases: lowest scores and a few error examples, with anchors."""
 
-    lowest: list[tuple[float, str, str]] = field(default_factory=list)  # score, case_id, anchor
-    errors: list[tuple[str, str, str]] = field(default_factory=list)  # error, case_id, anchor
+    # score, case_id, anchor (None when the case is not listed on the page)
+    lowest: list[tuple[float, str, str | None]] = field(default_factory=list)
+    errors: list[tuple[str, str, str | None]] = field(default_factory=list)  # error, case_id, anchor
     error_count: int = 0
     gated: bool = False  # some case got a pass/fail verdict
     ungated: bool = False  # some case got a score without a verdict (informational metric)
@@ -181,37 +185,66 @@ class Worst:
 
 @dataclass
 class CasesDigest:
-    cases: list[CaseView]
-    scores: dict[str, dict[str, list[float]]]  # node -> metric -> scores
+    cases: list[CaseView]  # the listed cases, worst first (at most MAX_LISTED)
+    scores: dict[str, dict[str, array[float]]]  # node -> metric -> every score (8 bytes each)
     worst: dict[str, Worst]  # node.metric -> worst cases
-    anchors: dict[str, str]  # case_id -> anchor
+    anchors: dict[str, str]  # case_id -> anchor, for the listed cases only
     field_chars: int
+    total: int = 0  # cases read; total - len(cases) are not listed on the page
+
+
+def _sort_key(view: CaseView) -> tuple[int, float, str]:
+    return (STATUS_ORDER[view.status], view.score if view.score is not None else 2.0, view.case_id)
+
+
+class _Smallest:
+    """The k smallest items seen, in bounded memory: the buffer is cut back to k whenever it
+    reaches 2k, so a million cases cost O(k) memory and O(n log k) time. (heapq.nsmallest
+    needs the whole iterable at once; one heap per metric would need a reversed key type.)"""
+
+    def __init__(self, k: int, key: Any = None) -> None:
+        self.k, self.key, self.items = k, key, []  # type: ignore[var-annotated]
+
+    def add(self, item: Any) -> None:
+        self.items.append(item)
+        if len(self.items) >= 2 * self.k:
+            self.items = heapq.nsmallest(self.k, self.items, key=self.key)
+
+    def result(self) -> list[Any]:
+        return heapq.nsmallest(self.k, self.items, key=self.key)
 
 
 def digest_cases(cases: Iterable[CaseFile], n_cases: int) -> CasesDigest:
-    budget = field_budget(n_cases)
-    views: list[CaseView] = []
-    scores: dict[str, dict[str, list[float]]] = {}
-    candidates: dict[str, list[tuple[float, str, str]]] = {}
+    """One pass in bounded memory, whatever the run's size: at most MAX_LISTED case views
+    (the worst), WORST_N lowest scores and ERROR_EXAMPLES errors per metric, and one 8-byte
+    score per metric result for the charts. The order the files come in does not matter:
+    every kept list is chosen by a total order (score or status, then case id)."""
+    budget = field_budget(min(n_cases, MAX_LISTED))
+    listed = _Smallest(MAX_LISTED, key=_sort_key)
+    scores: dict[str, dict[str, array[float]]] = {}
+    lowest: dict[str, _Smallest] = {}
+    errors: dict[str, _Smallest] = {}
     worst: dict[str, Worst] = {}
+    total = 0
     for case in cases:
+        total += 1
         rows = list(metric_rows(case.report))
         view = case_view(case, rows, budget)
-        views.append(view)
+        listed.add(view)
         for r in rows:
             w = worst.setdefault(r.key, Worst())
             w.gated |= r.passed is not None
             w.ungated |= r.score is not None and r.passed is None and not r.error
             if r.score is not None:
-                scores.setdefault(r.node, {}).setdefault(r.metric, []).append(float(r.score))
-                candidates.setdefault(r.key, []).append((float(r.score), view.case_id, view.anchor))
+                scores.setdefault(r.node, {}).setdefault(r.metric, array("d")).append(float(r.score))
+                lowest.setdefault(r.key, _Smallest(WORST_N)).add((float(r.score), view.case_id))
             if r.error:
                 w.error_count += 1
-                if len(w.errors) < ERROR_EXAMPLES:
-                    w.errors.append((r.error, view.case_id, view.anchor))
-    for key, cands in candidates.items():
-        worst[key].lowest = heapq.nsmallest(WORST_N, cands)
-    views.sort(
-        key=lambda v: (STATUS_ORDER[v.status], v.score if v.score is not None else 2.0, v.case_id)
-    )
-    return CasesDigest(views, scores, worst, {v.case_id: v.anchor for v in views}, budget)
+                errors.setdefault(r.key, _Smallest(ERROR_EXAMPLES)).add((view.case_id, r.error))
+    views = sorted(listed.result(), key=_sort_key)
+    anchors = {v.case_id: v.anchor for v in views}
+    for key, smallest in lowest.items():
+        worst[key].lowest = [(score, cid, anchors.get(cid)) for score, cid in smallest.result()]
+    for key, smallest in errors.items():
+        worst[key].errors = [(err, cid, anchors.get(cid)) for cid, err in smallest.result()]
+    return CasesDigest(views, scores, worst, anchors, budget, total)

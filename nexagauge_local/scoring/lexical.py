@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import Any
 
-import sacrebleu
+from sacrebleu.metrics import BLEU
 
 from nexagauge_local.scoring.nltk_light import load_nltk
 
@@ -69,6 +69,8 @@ class LexicalScorer:
     def __init__(self) -> None:
         self.stemmer = MemoStemmer()
         self._rouge = rouge_scorer.RougeScorer(list(ROUGE_TYPES), tokenizer=_RougeTokenizer(self.stemmer))
+        # sacrebleu.sentence_bleu's settings, built once rather than once per case
+        self._sacrebleu = BLEU(smooth_method="exp", effective_order=True)
 
     def rouge(self, reference: str, hypothesis: str) -> dict[str, dict[str, float]]:
         scores = self._rouge.score(reference, hypothesis)
@@ -77,8 +79,7 @@ class LexicalScorer:
             for name, s in scores.items()
         }
 
-    @staticmethod
-    def bleu(reference: str, hypothesis: str) -> dict[str, Any]:
+    def bleu(self, reference: str, hypothesis: str) -> dict[str, Any]:
         """Sentence BLEU in [0, 1] as nexa-gauge computes it, with sacreBLEU's beside it.
 
         `score` is nltk `sentence_bleu([reference.split()], hypothesis.split(),
@@ -91,7 +92,7 @@ class LexicalScorer:
         """
         ref, hyp = reference.split(), hypothesis.split()
         nltk_score = sentence_bleu([ref], hyp, smoothing_function=SmoothingFunction().method1)
-        b = sacrebleu.sentence_bleu(hypothesis, [reference])
+        b = self._sacrebleu.sentence_score(hypothesis, [reference])
         return {
             "score": _unit(float(nltk_score)),  # nltk returns int 0 when nothing matches
             "definition": "nltk sentence_bleu, str.split tokens, smoothing method1 (as nexa-gauge)",

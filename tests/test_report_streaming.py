@@ -1,0 +1,107 @@
+"""The report and the dataset pass stay bounded at any run size (issue 19).
+
+A memory ceiling would be timing- and host-fragile, so these tests assert the structure that
+bounds memory: the report reads case files from a stream it never lists, keeps at most
+MAX_LISTED views and WORST_N candidates whatever N is, and gives the same page whatever order
+the files arrive in; the dataset keeps one int per case id.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+from pathlib import Path
+
+import pytest
+
+from nexagauge_local.dataset import Dataset, SeenIds
+from nexagauge_local.report import view_cases
+from nexagauge_local.report.rundata import CaseFile, RunData
+from nexagauge_local.report.view_cases import digest_cases
+
+
+def _case(i: int, score: float | None, error: str | None = None) -> CaseFile:
+    metric = {"name": "faithfulness", "score": score,
+              "result": [{"passed": None if score is None else score >= 0.6}]}
+    if error:
+        metric = {"name": "faithfulness", "score": None, "error": error}
+    report = {"input": {"case_id": f"c{i:03d}", "output": f"answer {i}"},
+              "grounding": {"metrics": [metric]}}
+    return CaseFile(f"c{i:03d}.json", report)
+
+
+def _cases(n: int) -> list[CaseFile]:
+    rng = random.Random(3)
+    return [_case(i, None, "judge failed") if i % 7 == 0 else _case(i, round(rng.random(), 3))
+            for i in range(n)]
+
+
+def test_digest_keeps_the_worst_cases_only_and_any_order_gives_the_same_page(monkeypatch) -> None:
+    monkeypatch.setattr(view_cases, "MAX_LISTED", 6)
+    cases = _cases(60)
+    a = digest_cases(iter(cases), len(cases))
+    b = digest_cases(iter(list(reversed(cases))), len(cases))
+    assert a.total == b.total == 60
+    assert [v.case_id for v in a.cases] == [v.case_id for v in b.cases]
+    assert len(a.cases) == 6
+    # worst first: failures by lowest score, then errors (none of those listed here: enough fails)
+    fails = sorted((c.report["grounding"]["metrics"][0]["score"], c.report["input"]["case_id"])
+                   for c in cases if c.report["grounding"]["metrics"][0].get("score") is not None
+                   and c.report["grounding"]["metrics"][0]["score"] < 0.6)
+    assert [v.case_id for v in a.cases] == [cid for _, cid in fails[:6]]
+    worst = a.worst["grounding.faithfulness"]
+    assert [(s, cid) for s, cid, _ in worst.lowest] == fails[: view_cases.WORST_N]
+    assert all(anchor for _, _, anchor in worst.lowest)  # the lowest are listed, so linked
+    assert worst.error_count == 9 and len(worst.errors) == view_cases.ERROR_EXAMPLES
+    assert [cid for _, cid, _ in worst.errors] == ["c000", "c007", "c014"]
+    assert all(anchor is None for _, _, anchor in worst.errors)  # errors rank after 6 fails
+    assert len(a.scores["grounding"]["faithfulness"]) == 60 - 9
+    assert a.scores["grounding"]["faithfulness"].itemsize == 8  # array('d'), not float objects
+
+
+def test_report_streams_case_files_without_listing_them(tmp_path: Path, monkeypatch) -> None:
+    from nexagauge_local.report.html import render_html
+
+    (tmp_path / "case_report").mkdir()
+    for case in _cases(30):
+        (tmp_path / "case_report" / case.filename).write_text(json.dumps(case.report))
+    (tmp_path / "summary.json").write_text(json.dumps({"target": "grounding", "cases": {"valid": 30}}))
+    monkeypatch.setattr(view_cases, "MAX_LISTED", 4)
+
+    def no_listing(self: RunData) -> list[Path]:
+        raise AssertionError("the report must not hold every case file name")
+
+    monkeypatch.setattr(RunData, "case_paths", no_listing)
+    run = RunData(tmp_path, json.loads((tmp_path / "summary.json").read_text()))
+    assert run.count_cases() == 30
+    html = render_html(run)
+    assert "4 case(s) of 30" in html and "The other 26 case(s)" in html
+
+
+@pytest.mark.parametrize("fmt", ["jsonl", "json"])
+def test_duplicates_name_the_first_record_from_the_compact_index(tmp_path: Path, fmt: str) -> None:
+    rows = [{"case_id": "a", "output": "x"}, {"case_id": "b", "output": "y"},
+            {"case_id": "a", "output": "x"}, {"case_id": "b", "output": "changed"}]
+    path = tmp_path / f"d.{fmt}"
+    if fmt == "jsonl":
+        path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    else:
+        path.write_text(json.dumps(rows))
+    scan = Dataset(path).scan()
+    assert scan.valid == 2 and len(scan.duplicates) == 1 and len(scan.errors) == 1
+    first = "d.jsonl:1" if fmt == "jsonl" else "d.json[0]"
+    assert scan.duplicates[0].as_dict()["first_seen"].endswith(first)
+    second = f"{path}:2" if fmt == "jsonl" else f"{path}[1]"
+    assert f"'b' already used at {second} with different content" in str(scan.errors[0])
+
+
+def test_seen_ids_keep_one_int_per_case() -> None:
+    from nexagauge_local.case import Case, SourceRef
+
+    seen = SeenIds()
+    case = Case(case_id="x", output="o")
+    seen.add(case, SourceRef(file="f", line=12))
+    assert "x" in seen and seen.same_content(case)
+    assert not seen.same_content(case.model_copy(update={"output": "other"}))
+    assert str(seen.first("x", "f")) == "f:12"
+    assert all(type(v) is int for v in seen._seen.values())
