@@ -7,6 +7,7 @@ killed half way has its finished shards on disk and its judge results in the cac
 
 from __future__ import annotations
 
+import os
 import platform
 import time
 from collections.abc import Callable, Mapping
@@ -117,8 +118,10 @@ class Runner:
         stats = {s.name: NodeStats(s.name) for s in specs}
         wall = dict.fromkeys(nodes, 0.0)
         out_dir = self.settings.output_dir
+        case_dir = ""  # a str, not a Path: see report.files.write_json
         if out_dir is not None:
             (out_dir / "case_report").mkdir(parents=True, exist_ok=True)
+            case_dir = os.fspath(out_dir / "case_report")
         kept: list[dict[str, Any]] = []
 
         with self._progress(specs, scan.valid) as (progress, tasks):
@@ -143,7 +146,7 @@ class Runner:
                         if spec.metric and spec.name in state.artifacts:
                             stats[spec.name].add_report(state.artifacts[spec.name])
                     if out_dir is not None:
-                        write_json(out_dir / "case_report" / case_filename(state.case.case_id), report,
+                        write_json(os.path.join(case_dir, case_filename(state.case.case_id)), report,
                                    indent=None)
                     if self.keep_reports:
                         kept.append(report)

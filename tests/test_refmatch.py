@@ -100,3 +100,30 @@ def test_memo_stemmer_equals_porter() -> None:
     plain, memo = PorterStemmer(), MemoStemmer(max_entries=3)
     words = ["running", "runs", "generously", "relational", "running", "Cats", "agreed", "running"]
     assert [memo.stem(w) for w in words] == [plain.stem(w) for w in words]
+
+
+def test_forked_pool_scores_exactly_as_in_process(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A large shard is spread over a forked pool; every case must score as it does in-process,
+    in the same order."""
+    import json
+
+    from nexagauge_local.dataset import Dataset
+    from nexagauge_local.nodes import refmatch
+    from nexagauge_local.runner import Runner
+    from nexagauge_local.settings import RunSettings
+
+    rows = [{"case_id": f"c{i}", "output": f"The river rose {i} metres after rain.",
+             "reference": f"After the rain the river rose {i % 5} metres."} for i in range(40)]
+    data = tmp_path / "d.jsonl"
+    data.write_text("".join(json.dumps(r) + "\n" for r in rows))
+
+    def scores(parallel_min: int) -> list[list[float | None]]:
+        monkeypatch.setattr(refmatch, "PARALLEL_MIN_CASES", parallel_min)
+        settings = RunSettings(target="refmatch", output_dir=None, cache_dir=tmp_path / "c", progress=False)
+        runner = Runner(settings, keep_reports=True)
+        outcome = runner.run(Dataset(data))
+        return [[m["score"] for m in r["refmatch"]["metrics"]] for r in outcome.case_reports]
+
+    in_process = scores(10_000)
+    assert scores(1) == in_process
+    assert len(in_process) == 40 and all(len(s) == 5 for s in in_process)

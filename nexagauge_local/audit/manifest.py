@@ -145,13 +145,17 @@ def hash_outputs(folder: str | os.PathLike[str]) -> list[OutputFile]:
 
     Symlinks are followed (their target's content is what a reader sees).
     """
-    root = Path(folder)
+    # os.walk and str paths, not Path.rglob: pathlib interns every name it parses, which kept
+    # each case report's name alive (and doubled this walk's memory) on a large run.
+    root = os.fspath(folder)
     found = []
-    for p in root.rglob("*"):
-        rel = p.relative_to(root).as_posix()
-        if rel in NOT_OUTPUTS or not p.is_file():
-            continue
-        found.append(OutputFile(path=rel, sha256=sha256_file(p), size=p.stat().st_size))
+    for dirpath, _dirs, files in os.walk(root, followlinks=True):
+        for name in files:
+            full = os.path.join(dirpath, name)
+            rel = os.path.relpath(full, root).replace(os.sep, "/")
+            if rel in NOT_OUTPUTS or not os.path.isfile(full):
+                continue
+            found.append(OutputFile(path=rel, sha256=sha256_file(full), size=os.path.getsize(full)))
     return sorted(found, key=lambda o: o.path)
 
 

@@ -6,8 +6,11 @@ carry no pass/fail of their own and do not gate the case's `eval.passed`.
 
 from __future__ import annotations
 
+import multiprocessing as mp
+import os
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from multiprocessing.pool import Pool
+from typing import TYPE_CHECKING, Any
 
 from nexagauge_local.nodes.base import CaseState, NodeBase, RunContext
 from nexagauge_local.nodes.spec import NodeSpec
@@ -39,23 +42,70 @@ SPEC = NodeSpec("refmatch", ("scan",), ("output", "reference"), "deterministic",
                 order=9, impl="nexagauge_local.nodes.refmatch:RefmatchNode", metric=True, reported=True)
 
 
+# Below this many cases a shard is scored in-process: forking the pool costs more than it saves.
+PARALLEL_MIN_CASES = 400
+
+
+def _init_worker(scorer: LexicalScorer, wordnet: object, matching: str) -> None:
+    """Runs once in each forked worker: the scorer and WordNet arrive by fork, not by pickle
+    (a WordNet reader does not pickle), and live for the worker's life in its own module."""
+    _WORKER.update(scorer=scorer, wordnet=wordnet, matching=matching)
+
+
+_WORKER: dict[str, object] = {}  # per worker process only, filled by _init_worker
+
+
+def _score_in_worker(pair: tuple[str, str]) -> list[MetricResult]:
+    return _score(_WORKER["scorer"], pair, _WORKER["wordnet"], str(_WORKER["matching"]))  # type: ignore[arg-type]
+
+
+def _score(scorer: LexicalScorer, pair: tuple[str, str], wordnet: object, matching: str) -> list[MetricResult]:
+    try:
+        return refmatch_metrics(scorer, pair[0], pair[1], wordnet, matching)
+    except Exception as exc:  # noqa: BLE001 - a metric failure is reported on the case, never fatal
+        return [MetricResult(name="refmatch", category=CATEGORY, score=None, error=repr(exc))]
+
+
 class RefmatchNode(NodeBase):
+    """ROUGE, BLEU and METEOR are pure Python (rouge-score's LCS table, nltk, sacrebleu): on a
+    large shard the cases are spread over a forked pool of one process per core, which
+    inherits the loaded scorer instead of importing and pickling it."""
+
     name = "refmatch"
 
     def __init__(self) -> None:
         from nexagauge_local.scoring.lexical import LexicalScorer
 
         self.scorer = LexicalScorer()
+        self._pool: Pool | None = None
 
     def run(self, states: Sequence[CaseState], ctx: RunContext) -> None:
         from nexagauge_local.scoring.meteor import wordnet_for
 
         wordnet, matching = wordnet_for(ctx.settings.cache_dir)
-        for state in states:
-            case = state.case
-            try:
-                metrics = refmatch_metrics(self.scorer, case.reference or "", case.output, wordnet, matching)
-            except Exception as exc:  # noqa: BLE001 - a metric failure is reported on the case, never fatal
-                metrics = [MetricResult(name="refmatch", category=CATEGORY, score=None, error=repr(exc))]
+        pairs = [(state.case.reference or "", state.case.output) for state in states]
+        pool = self._pool_for(len(pairs), wordnet, matching)
+        if pool is not None:
+            results = pool.imap(_score_in_worker, pairs, chunksize=32)
+        else:
+            results = (_score(self.scorer, pair, wordnet, matching) for pair in pairs)
+        for state, metrics in zip(states, results, strict=True):
             state.artifacts[self.name] = NodeReport(metrics=metrics)
             ctx.advance(self.name, 1)
+
+    def _pool_for(self, n: int, wordnet: object, matching: str) -> Pool | None:
+        cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+        if n < PARALLEL_MIN_CASES or cores < 2 or "fork" not in mp.get_all_start_methods():
+            return None
+        if self._pool is None:
+            self._pool = mp.get_context("fork").Pool(
+                cores, initializer=_init_worker, initargs=(self.scorer, wordnet, matching)
+            )
+        return self._pool
+
+    def finalize(self) -> dict[str, Any]:
+        if self._pool is not None:
+            self._pool.close()
+            self._pool.join()
+            self._pool = None
+        return {}

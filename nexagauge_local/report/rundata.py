@@ -22,9 +22,10 @@ class RunDirError(Exception):
     """An output directory that cannot be read; the message names the file."""
 
 
-def read_json(path: Path) -> Any:
+def read_json(path: str | os.PathLike[str]) -> Any:
     try:
-        return json.loads(path.read_text(encoding="utf-8"))
+        with open(path, encoding="utf-8") as fh:
+            return json.loads(fh.read())
     except json.JSONDecodeError as exc:
         raise RunDirError(f"{path}:{exc.lineno}: not valid JSON: {exc.msg}") from None
     except OSError as exc:
@@ -74,13 +75,16 @@ class RunData:
         `ordered=False` streams in directory order and holds no list of names at all: the
         report uses it, since everything it keeps is chosen by a total order of its own.
         """
-        paths: Iterable[Path] = (
-            self.case_paths() if ordered else (Path(e.path) for e in self._scan())
+        # (name, path) strings when streaming: a Path per file would intern every name
+        pairs: Iterable[tuple[str, str | Path]] = (
+            ((p.name, p) for p in self.case_paths())
+            if ordered
+            else ((e.name, e.path) for e in self._scan())
         )
-        for path in paths:
+        for name, path in pairs:
             data = read_json(path)
             if isinstance(data, dict):
-                yield CaseFile(path.name, data)
+                yield CaseFile(name, data)
 
 
 def load_run(out_dir: Path) -> RunData:
