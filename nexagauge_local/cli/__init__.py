@@ -16,6 +16,10 @@ LAZY: dict[str, LazyCommand] = {
         'nexagauge_local.cli.run_cmds:estimate_cmd',
         "Say what `run TARGET` would do and cost, without loading the judge's weights.",
     ),
+    'prompts': LazyCommand(
+        'nexagauge_local.cli.prompts_cmd:prompts_cmd',
+        'Print the exact messages and JSON schema of every judge request one case would send.',
+    ),
     'nodes': LazyCommand(
         'nexagauge_local.cli.run_cmds:nodes_cmd',
         'Print the node graph: what each node needs and does.',

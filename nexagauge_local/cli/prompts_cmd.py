@@ -1,0 +1,64 @@
+"""`prompts`: print what the judge would be sent for one case, without loading any weights."""
+
+from __future__ import annotations
+
+import json
+
+import click
+from rich.console import Console
+from rich.markup import escape
+from rich.rule import Rule
+
+from nexagauge_local.cli.errors import cli_errors
+from nexagauge_local.cli.options import dataset_options, target_argument
+from nexagauge_local.settings import RunSettings
+
+
+@click.command("prompts")
+@click.argument("target", callback=lambda c, p, v: target_argument(v), metavar="TARGET")
+@dataset_options
+@click.option("--case", "case_id", metavar="ID", help="The case to show (default: the first valid case).")
+@click.option("--node", metavar="NODE", help="Only this judge node's requests (e.g. claims, redteam).")
+@click.option("--json", "as_json", is_flag=True, help="Print the requests as JSON.")
+def prompts_cmd(target: str, input_path: str, limit: int | None, fields: tuple[str, ...],
+                on_error: str, case_id: str | None, node: str | None, as_json: bool) -> None:
+    """Print the exact messages and JSON schema of every judge request one case would send.
+
+    The real nodes build the requests (as `run` does) with no judge loaded, so this is what the
+    judge sees, byte for byte: the system text, the fenced evaluated fields, the output schema
+    and max_tokens. grounding, relevance and geval need earlier judge answers (claims, steps);
+    their requests are built from the same stand-ins `estimate` uses and say so.
+
+    \b
+    Examples:
+      nexagauge-local prompts eval --input data.jsonl --case rag-1
+      nexagauge-local prompts redteam --input probes.jsonl --node redteam --json
+    """
+    from nexagauge_local.app.inputs import open_dataset
+    from nexagauge_local.app.prompts import case_prompts
+
+    settings = RunSettings(target=target, limit=limit, on_error=on_error, progress=False)
+    with cli_errors():
+        shown = case_prompts(settings, lambda tmp: open_dataset(input_path, fields, limit, tmp),
+                             case_id, node)
+    if as_json:
+        click.echo(json.dumps(shown.as_dict(), indent=2, ensure_ascii=False))
+        return
+    console = Console(soft_wrap=True, highlight=False)
+    total = len(shown.requests)
+    console.print(f"[bold]{target}[/], case [bold]{escape(shown.case_id)}[/]: {total} judge request(s)")
+    for i, req in enumerate(shown.requests, 1):
+        console.print(Rule(f"request {i} of {total}: {req.node}"))
+        console.print(f"prompt version {req.prompt_version}; schema {req.schema_name} "
+                      f"(id {req.schema_id}); max_tokens {req.max_tokens}")
+        if req.stand_in:
+            console.print(f"[yellow]built from {req.stand_in}[/]: at run time the judge's own "
+                          "answers take their place")
+        for message in req.messages:
+            console.print(f"[bold]--- {escape(message.get('role', '?'))} ---[/]")
+            console.print(escape(message.get("content", "")), markup=False)
+        console.print("[bold]--- JSON schema ---[/]")
+        console.print(json.dumps(req.json_schema, indent=2), markup=False)
+    if not total:
+        console.print("no judge request: the case enters no judge node of this target "
+                      "(see `estimate` for why cases are skipped)")
