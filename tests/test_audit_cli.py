@@ -58,6 +58,7 @@ def test_every_run_writes_a_manifest_that_verifies(base_run: tuple[Path, Path]) 
     out, data = base_run
     m = read_manifest(out)
     assert m.judge is None  # refmatch: no judge ran
+    assert "prompt_templates" not in json.loads((out / "summary.json").read_text())
     assert m.settings["target"] == "refmatch" and m.settings["output_dir"] == str(out)
     assert m.input is not None and Path(m.input.path) == data.resolve()
     # the ids the run gave (generated ones included), not only those written in the file
@@ -236,7 +237,9 @@ def test_reproduce_a_demo_judge_run_exactly(tmp_path: Path) -> None:
     assert [p.node for p in m.prompts] == ["redteam"] and m.schemas
     html = (a / "report.html").read_text()
     assert m.judge.weights_sha256 in html and m.prompts[0].template_sha256 in html
-    assert cli("verify", a, "--model", "demo").exit_code == 0
+    summary = json.loads((a / "summary.json").read_text())
+    assert summary["prompt_templates"] == {"redteam": m.prompts[0].template_sha256}
+    assert cli("verify", a, "--model", "demo").exit_code == 0  # summary.json rewritten before it
     res = cli("reproduce", a, "--output-dir", b)
     assert res.exit_code == 0, res.output
     assert "REPRODUCED: 2 cases" in res.output

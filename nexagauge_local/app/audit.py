@@ -54,6 +54,7 @@ from nexagauge_local.judge.factory import BackendFactory
 from nexagauge_local.judge.protocol import Judge
 from nexagauge_local.judge.schemas import schema_id
 from nexagauge_local.judge.types import JudgeRequest, JudgeResult
+from nexagauge_local.report.files import write_json
 from nexagauge_local.report.html import write_report_or_warn
 from nexagauge_local.runner import RunOutcome
 from nexagauge_local.settings import RunSettings
@@ -269,6 +270,9 @@ class AuditTrail:
         if outcome.summary.get("judge") is not None:  # the judge answered (backend or cache)
             judge = collect_judge(backend_factory(self.settings), memo)
         prompts = prompt_entries(outcome.summary.get("prompt_versions") or {})
+        if prompts:  # summary.json names the exact templates too, not only their versions
+            outcome.summary["prompt_templates"] = {p.node: p.template_sha256 for p in prompts}
+            write_json(out / "summary.json", outcome.summary)
         schemas = self.schemas.entries()
         inp = collect_input(dataset)
         panel = provenance_panel(
