@@ -141,7 +141,8 @@ class Runner:
                         nodes[spec.name].run(eligible, ctx)
                         wall[spec.name] += time.perf_counter() - t0
                 for state in states:
-                    report = self._case_report(state, specs)
+                    report = self._case_report(
+                        state, specs, ctx.truncated_inputs.pop(state.case.case_id, None))
                     for spec in specs:
                         if spec.metric and spec.name in state.artifacts:
                             stats[spec.name].add_report(state.artifacts[spec.name])
@@ -186,7 +187,8 @@ class Runner:
         st.eligible += len(eligible)
         return eligible
 
-    def _case_report(self, state: CaseState, specs: list[NodeSpec]) -> dict[str, Any]:
+    def _case_report(self, state: CaseState, specs: list[NodeSpec],
+                     truncated: list[dict[str, Any]] | None = None) -> dict[str, Any]:
         report: dict[str, Any] = {"target_node": self.settings.target, "input": state.case.input_view()}
         for spec in specs:
             if spec.reported and spec.name in state.artifacts:
@@ -194,6 +196,8 @@ class Runner:
         skipped = {n: r for n, r in state.skipped.items() if n in {s.name for s in specs if s.metric}}
         if skipped:
             report["skipped"] = skipped
+        if truncated:
+            report["input_truncated"] = truncated
         return report
 
     def _usage(

@@ -34,6 +34,12 @@ class RunSettings(BaseSettings):
     gpus: list[int] = Field(default_factory=list)
     gpu_hour_price: float | None = Field(default=None, ge=0)
     seed: int = 0
+    # a judge request longer than the judge's window: fail it alone (default), or judge the
+    # evaluated text with its middle cut and a visible marker (judge/long_inputs.py)
+    long_inputs: Literal["fail", "truncate-middle"] = "fail"
+    # the structured-decoding engine: auto = the profile's setting, else xgrammar on vLLM and
+    # outlines on the hf backend (which only has outlines)
+    grammar_backend: Literal["auto", "xgrammar", "outlines"] = "auto"
     # embeddings (refiner/refalign): auto = bfloat16 on CUDA or a CPU with native bf16
     embed_dtype: Literal["auto", "float32", "bfloat16"] = "auto"
     # scale-out: a Ray cluster for the judge work (cluster/spec.py: auto, local, HOST:PORT,

@@ -282,9 +282,10 @@ def redteam_run(
     seen: list[JudgeRequest] = []
     original = HFBackend.generate
 
-    def recording(self: HFBackend, requests: Sequence[JudgeRequest]) -> list[JudgeResult]:
+    def recording(self: HFBackend, requests: Sequence[JudgeRequest],
+                  on_batch: Any = None) -> list[JudgeResult]:
         seen.extend(requests)
-        return original(self, requests)
+        return original(self, requests, on_batch)
 
     with pytest.MonkeyPatch.context() as mp:
         mp.setattr(HFBackend, "generate", recording)
@@ -355,7 +356,8 @@ def test_a_judge_that_fails_every_request_exits_3_after_the_report(
     write_jsonl(tmp_path / "d.jsonl", [{"case_id": "a", "output": "Fine."},
                                        {"case_id": "b", "output": "Also fine."}])
 
-    def broken(self: HFBackend, requests: Sequence[JudgeRequest]) -> list[JudgeResult]:
+    def broken(self: HFBackend, requests: Sequence[JudgeRequest],
+               on_batch: Any = None) -> list[JudgeResult]:
         raise RuntimeError("CUDA out of memory")
 
     monkeypatch.setattr(HFBackend, "generate", broken)
@@ -381,10 +383,13 @@ def test_a_partial_judge_failure_is_counted_per_node(
                                        {"case_id": "b", "output": "Also fine."}])
     original = HFBackend.generate
 
-    def one_fails(self: HFBackend, requests: Sequence[JudgeRequest]) -> list[JudgeResult]:
-        results = original(self, requests)
+    def one_fails(self: HFBackend, requests: Sequence[JudgeRequest],
+                  on_batch: Any = None) -> list[JudgeResult]:
+        results = original(self, requests)  # decoded, then handed over at once, one broken
         results[0] = JudgeResult(parsed=None, raw_text="", prompt_tokens=0, output_tokens=0,
                                  gpu_seconds=0.0, error="backend: device lost")
+        if on_batch:
+            on_batch(list(range(len(results))), results)
         return results
 
     monkeypatch.setattr(HFBackend, "generate", one_fails)

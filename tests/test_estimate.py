@@ -142,3 +142,27 @@ def test_estimate_unknown_model_is_a_clear_error(tmp_path: Path) -> None:
         ],
     )
     assert res.exit_code != 0 and "unknown judge model 'no-such-judge'" in res.output
+
+
+def test_estimate_warns_about_requests_over_the_context_window(tmp_path: Path) -> None:
+    """A 60k-character output cannot fit the demo judge's 8192-token window: estimate says so
+    (case, metric, token counts) before any weights load, and the JSON lists it."""
+    data = tmp_path / "long.jsonl"
+    words = " ".join(f"token{i % 97} and more words" for i in range(3000))
+    data.write_text(
+        json.dumps({"case_id": "huge", "input": "Summarise.", "output": words, "redteam": {}})
+        + "\n"
+        + json.dumps({"case_id": "small", "input": "Hi", "output": "Hello.", "redteam": {}})
+        + "\n"
+    )
+    args = ["estimate", "redteam", "--input", str(data), "--model", "demo", "--backend", "hf",
+            "--cache-dir", str(tmp_path / "cache")]
+    res = CliRunner().invoke(main, args)
+    assert res.exit_code == 0, res.output
+    text = " ".join(res.output.split())
+    assert "warning: redteam: 2 request(s) exceed the judge's context window (demo)" in text
+    assert "huge (" in text and "small" not in text.split("warning:")[1]
+    as_json = CliRunner().invoke(main, [*args, "--json"])
+    over = json.loads(as_json.output)["nodes"]["redteam"]["judge"]["over_context"]
+    assert {o["case_id"] for o in over} == {"huge"} and len(over) == 2
+    assert all(o["prompt_tokens"] + o["max_tokens"] > 8192 for o in over)

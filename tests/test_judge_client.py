@@ -365,3 +365,53 @@ def test_calibrate_cli_writes_profile(tiny_judge_dir: Path, tmp_path: Path) -> N
     data = json.loads(written.read_text())
     assert load_calibration(tmp_path, data["fingerprint"]) == data
     assert "tok/s" in out.output
+
+
+class StreamingBackend(ScriptedBackend):
+    """Hands results over in batches of 3; raises after `die_after` batches (a crash)."""
+
+    streams = True
+
+    def __init__(self, die_after: int | None = None) -> None:
+        super().__init__()
+        self.die_after = die_after
+
+    def generate(self, requests: Sequence[JudgeRequest], on_batch=None) -> list[JudgeResult]:  # type: ignore[override]
+        out = super().generate(requests)
+        for n, start in enumerate(range(0, len(requests), 3)):
+            if self.die_after is not None and n == self.die_after:
+                raise RuntimeError("engine died")
+            positions = list(range(start, min(start + 3, len(requests))))
+            if on_batch:
+                on_batch(positions, [out[i] for i in positions])
+        return out
+
+
+def test_streaming_backend_commits_each_batch_before_the_call_returns(tmp_path: Path) -> None:
+    reqs = [_req(f"case {i}") for i in range(10)]
+    client, _factory = _client(tmp_path, StreamingBackend(die_after=2))  # type: ignore[arg-type]
+    seen: list[int] = []
+    with pytest.raises(RuntimeError, match="engine died"):
+        client.run("geval", reqs, progress=seen.append)
+    assert seen == [3, 3]
+    assert client.cache.stats().entries == 6  # type: ignore[union-attr]  two batches committed
+    again, factory2 = _client(tmp_path, StreamingBackend())  # type: ignore[arg-type]
+    results = again.run("geval", reqs)
+    assert factory2.backend.calls == [4]  # type: ignore[attr-defined]  only the lost work
+    assert [r.cached for r in results] == [True] * 6 + [False] * 4
+    usage = again.ledger.nodes["geval"]
+    assert (usage.cache_hits, usage.backend_calls, usage.backend_requests) == (6, 1, 4)
+
+
+def test_hf_backend_streams_micro_batches(tiny_backend, tmp_path: Path) -> None:
+    """The real hf backend hands each micro-batch over as it is decoded."""
+    schema = geval_schema("scale_1_5")
+    reqs = [JudgeRequest(redteam_messages(i), schema, 12, node="geval") for i in range(6)]
+    budget, tiny_backend.max_batch = tiny_backend.max_batch, 2
+    batches: list[list[int]] = []
+    try:
+        results = tiny_backend.generate(reqs, on_batch=lambda pos, res: batches.append(pos))
+    finally:
+        tiny_backend.max_batch = budget
+    assert len(batches) == 3 and sorted(i for b in batches for i in b) == list(range(6))
+    assert all(r.error is None for r in results)

@@ -21,43 +21,68 @@ from nexagauge_local.nodes.geval import geval_schema
 
 FAKE_INIT = textwrap.dedent(
     """
-    import json, os, re
+    import json, multiprocessing, os, re, time
     from types import SimpleNamespace
 
     class SamplingParams:
         def __init__(self, **kw):
             self.__dict__.update(kw)
 
+    def _log(record):
+        log = os.environ.get("FAKE_VLLM_LOG")
+        if log:
+            with open(log, "a") as fh:
+                fh.write(json.dumps(record) + "\\n")
+
+    class _Engine:
+        # What the backend uses of vLLM's LLMEngine: add_request / step / has_unfinished.
+        def __init__(self, tok, max_len):
+            self.tok, self.max_len, self.pending = tok, max_len, []
+
+        def add_request(self, rid, prompt, params):
+            ids = prompt["prompt_token_ids"]
+            if len(ids) + params.max_tokens > self.max_len:  # as vLLM: a ValueError
+                raise ValueError(f"prompt of {len(ids)} tokens is too long")
+            if "REFUSE ME" in self.tok.decode(ids):
+                raise ValueError("refused by the fake engine")
+            self.pending.append((rid, ids, params))
+            _log({"added": rid, "tokens": len(ids), "stop": params.stop_token_ids})
+
+        def has_unfinished_requests(self):
+            return bool(self.pending)
+
+        def step(self):  # three requests finish per step
+            batch, self.pending = self.pending[:3], self.pending[3:]
+            return [self._output(*item) for item in batch]
+
+        def _output(self, rid, ids, sp):
+            n = int(re.search(r"case (\\d+)", self.tok.decode(ids)).group(1))
+            text = json.dumps({"score": n % 5 + 1}, separators=(",", ":"))
+            finish = "stop"
+            if sp.max_tokens < 5:
+                text, finish = text[: sp.max_tokens], "length"
+            lps = None
+            if sp.logprobs:
+                lps = [{7: SimpleNamespace(logprob=-0.5, rank=1, decoded_token="{")}]
+            comp = SimpleNamespace(text=text, token_ids=list(range(len(text))),
+                                   finish_reason=finish, logprobs=lps)
+            return SimpleNamespace(request_id=rid, finished=True, prompt_token_ids=ids,
+                                   outputs=[comp], num_cached_tokens=8)
+
     class LLM:
         def __init__(self, **kw):
-            self.kw = kw
-            log = os.environ.get("FAKE_VLLM_LOG")
-            if log:
-                with open(log, "a") as fh:
-                    fh.write(json.dumps({"cuda": os.environ.get("CUDA_VISIBLE_DEVICES"),
-                                         "kw": kw}) + "\\n")
-
-        def get_tokenizer(self):
-            return None
-
-        def chat(self, messages, sampling_params, use_tqdm=False):
-            assert len(messages) == len(sampling_params)
-            out = []
-            for msgs, sp in zip(messages, sampling_params):
-                n = int(re.search(r"case (\\d+)", msgs[-1]["content"]).group(1))
-                text = json.dumps({"score": n % 5 + 1}, separators=(",", ":"))
-                finish = "stop"
-                if sp.max_tokens < 5:
-                    text, finish = text[: sp.max_tokens], "length"
-                lps = None
-                if sp.logprobs:
-                    lp = SimpleNamespace(logprob=-0.5, rank=1, decoded_token="{")
-                    lps = [{7: lp}]
-                comp = SimpleNamespace(text=text, token_ids=list(range(len(text))),
-                                       finish_reason=finish, logprobs=lps)
-                out.append(SimpleNamespace(prompt_token_ids=[1] * (10 + n), outputs=[comp],
-                                           num_cached_tokens=8))
-            return out
+            if os.environ.get("FAKE_VLLM_FAIL"):
+                raise RuntimeError("fake engine failed to start")
+            child = None
+            if os.environ.get("FAKE_VLLM_CHILD"):  # like vLLM's engine-core process
+                child = multiprocessing.get_context("spawn").Process(
+                    target=time.sleep, args=(600,), daemon=True)
+                child.start()
+            _log({"cuda": os.environ.get("CUDA_VISIBLE_DEVICES"), "kw": kw, "pid": os.getpid(),
+                  "child": child.pid if child else None})
+            from transformers import AutoTokenizer
+            self.llm_engine = _Engine(AutoTokenizer.from_pretrained(kw["model"]),
+                                      kw["max_model_len"])
     """
 )
 FAKE_SP = textwrap.dedent(
@@ -91,9 +116,16 @@ def _requests(n: int, **kw: object) -> list[JudgeRequest]:
             schema,
             int(kw.get("max_tokens", 20)),
             want_logprobs=bool(kw.get("lp", False)),
+            node="geval",
+            case_id=f"c{i}",
+            metric="coherence",
         )  # type: ignore[call-overload]
         for i in range(n)
     ]
+
+
+def _log(path: Path) -> list[dict]:
+    return [json.loads(x) for x in path.read_text().splitlines()] if path.exists() else []
 
 
 def test_missing_vllm_names_the_extra(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -106,15 +138,16 @@ def test_sampling_params_per_request(fake_vllm: Path) -> None:
     import vllm
 
     reqs = _requests(2) + _requests(1, lp=True, max_tokens=33)
-    params = V.build_sampling_params(vllm, V.to_wire(reqs), seed=7)
+    params = V.build_sampling_params(vllm, V.to_wire(reqs), seed=7, stop_ids=[3, 9])
     assert len(params) == 3
     for p, r in zip(params, reqs):
         assert p.temperature == 0.0 and p.seed == 7 and p.max_tokens == r.max_tokens
         assert p.structured_outputs.json == r.schema.model_json_schema()
+        assert p.stop_token_ids == [3, 9]
     assert [p.logprobs for p in params] == [None, None, 5]
 
 
-def test_engine_kwargs() -> None:
+def test_engine_kwargs_pin_the_grammar_engine() -> None:
     prof = JudgeProfile(name="q", weights="/w", max_model_len=4096)
     kw = V.engine_kwargs("/w", prof, "bfloat16", 3, 2)
     assert kw["structured_outputs_config"] == {
@@ -128,17 +161,14 @@ def test_engine_kwargs() -> None:
         2,
         4096,
     )
+    outl = V.engine_kwargs("/w", prof, "bfloat16", 3, 2, grammar="outlines")
+    assert outl["structured_outputs_config"] == {"backend": "outlines"}
 
 
-def test_shard_and_merge() -> None:
+def test_shard_ranges() -> None:
     assert V.shard_ranges(10, 3) == [range(4), range(4, 7), range(7, 10)]
     assert V.shard_ranges(2, 4) == [range(1), range(1, 2)]
     assert V.shard_ranges(0, 2) == [range(0)]
-    ranges = V.shard_ranges(7, 2)
-    parts = [[f"r{i}" for i in rng] for rng in ranges]
-    assert V.merge_shards(parts, ranges, 7) == [f"r{i}" for i in range(7)]
-    with pytest.raises(RuntimeError):
-        V.merge_shards([["a"], []], [range(1), range(1, 2)], 2)
 
 
 def test_output_conversion_and_truncation() -> None:
@@ -165,50 +195,167 @@ def test_output_conversion_and_truncation() -> None:
     assert res.extra["logprob_source"] == V.LOGPROB_SOURCE
 
 
-def _profile(tmp_path: Path, parallelism: str) -> JudgeProfile:
-    (tmp_path / "w").mkdir(exist_ok=True)
-    return JudgeProfile(name="fake", weights=str(tmp_path / "w"), parallelism=parallelism)  # type: ignore[arg-type]
+def _profile(weights: Path, parallelism: str, **kw: object) -> JudgeProfile:
+    return JudgeProfile(name="fake", weights=str(weights), parallelism=parallelism, **kw)  # type: ignore[arg-type]
 
 
-def test_tensor_parallel_single_engine(
-    fake_vllm: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+def test_tensor_parallel_engine_streams_finished_requests(
+    fake_vllm: Path, tiny_judge_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "0,1")
     backend = V.VLLMBackend(
-        _profile(tmp_path, "tensor"),
+        _profile(tiny_judge_dir, "tensor"),
         dtype="bfloat16",
         device_ids=("0", "1"),
         seed=1,
         cache_dir=tmp_path,
     )
-    assert backend.gpus == 2 and not backend.data_parallel
+    assert backend.gpus == 2 and not backend.data_parallel and backend.streams
     assert (
         backend.fingerprint.startswith("fake@") and "/bfloat16/vllm/vllm==" in backend.fingerprint
     )
     reqs = _requests(6) + _requests(1, max_tokens=3)
-    results = backend.generate(reqs)
+    batches: list[list[int]] = []
+    results = backend.generate(reqs, on_batch=lambda pos, res: batches.append(pos))
     assert [r.parsed.score for r in results[:6]] == [i % 5 + 1 for i in range(6)]  # type: ignore[union-attr]
     assert results[6].error == "truncated"
+    # three per engine step: committed as they finish, not once at the end
+    assert batches == [[0, 1, 2], [3, 4, 5], [6]]
     assert all(r.gpu_seconds >= 0 for r in results)
-    [engine] = [json.loads(x) for x in fake_vllm.read_text().splitlines()]
-    assert engine["kw"]["tensor_parallel_size"] == 2
+    # the prompt the engine saw is the chat-templated prompt, as token ids, with every EOS
+    engines = [e for e in _log(fake_vllm) if "kw" in e]
+    assert engines[0]["kw"]["tensor_parallel_size"] == 2
+    added = [e for e in _log(fake_vllm) if "added" in e]
+    assert [a["tokens"] for a in added] == [r.prompt_tokens for r in results]
+    assert added[0]["stop"] == sorted(backend.stop_ids) and backend.stop_ids
 
 
-def test_data_parallel_spawns_one_pinned_engine_per_gpu(fake_vllm: Path, tmp_path: Path) -> None:
+def test_over_long_prompt_fails_alone_on_vllm(
+    fake_vllm: Path, tiny_judge_dir: Path, tmp_path: Path
+) -> None:
+    backend = V.VLLMBackend(_profile(tiny_judge_dir, "tensor", max_model_len=256),
+                            dtype="bfloat16", device_ids=("0",), cache_dir=tmp_path)
+    reqs = _requests(4)
+    long = JudgeRequest([{"role": "user", "content": "judge case 9 " + "word " * 400}],
+                        reqs[0].schema, 20, node="geval", case_id="long-one", metric="coherence")
+    refused = JudgeRequest([{"role": "user", "content": "judge case 8 REFUSE ME"}],
+                           reqs[0].schema, 20)
+    results = backend.generate([reqs[0], long, reqs[1], refused, reqs[2], reqs[3]])
+    assert [r.error for r in results][0::2] == [None, None, None]
+    err = results[1].error or ""
+    assert err.startswith("context:") and "case 'long-one'" in err and "metric coherence" in err
+    assert "max_model_len 256" in err and f"prompt {results[1].prompt_tokens} tokens" in err
+    assert results[3].error.startswith("backend: vllm refused the request")  # type: ignore[union-attr]
+    assert results[5].error is None
+    assert len([e for e in _log(fake_vllm) if "added" in e]) == 4  # the long one never sent
+
+
+def test_data_parallel_spawns_one_pinned_engine_per_gpu(
+    fake_vllm: Path, tiny_judge_dir: Path, tmp_path: Path
+) -> None:
     backend = V.VLLMBackend(
-        _profile(tmp_path, "data"),
+        _profile(tiny_judge_dir, "data"),
         dtype="bfloat16",
         device_ids=("3", "5"),
         seed=0,
         cache_dir=tmp_path,
     )
+    positions: list[int] = []
     try:
         assert backend.data_parallel
-        results = backend.generate(_requests(9))
+        results = backend.generate(_requests(9), on_batch=lambda pos, res: positions.extend(pos))
     finally:
         backend.close()
     assert [r.parsed.score for r in results] == [i % 5 + 1 for i in range(9)]  # type: ignore[union-attr]
-    assert [r.prompt_tokens for r in results] == [10 + i for i in range(9)]  # merged in order
-    engines = [json.loads(x) for x in fake_vllm.read_text().splitlines()]
+    assert sorted(positions) == list(range(9))
+    engines = [e for e in _log(fake_vllm) if "kw" in e]
     assert sorted(e["cuda"] for e in engines) == ["3", "5"]
     assert all(e["kw"]["tensor_parallel_size"] == 1 for e in engines)
+
+
+def _alive(pid: int) -> bool:
+    import os
+
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    try:  # a zombie (exited, not yet reaped by its parent) is not alive either
+        with open(f"/proc/{pid}/stat") as fh:
+            return fh.read().split(")")[-1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+def _wait_gone(pids: list[int], seconds: float = 20.0) -> list[int]:
+    import time
+
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline and any(_alive(p) for p in pids):
+        time.sleep(0.2)
+    return [p for p in pids if _alive(p)]
+
+
+def test_data_parallel_engines_may_have_children_and_shut_down_clean(
+    fake_vllm: Path, tiny_judge_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """vLLM's LLM starts an engine-core child: workers must not be daemonic (vLLM issue
+    18308), and closing the backend must leave no worker and no engine child behind."""
+    monkeypatch.setenv("FAKE_VLLM_CHILD", "1")
+    backend = V.VLLMBackend(_profile(tiny_judge_dir, "data"), dtype="bfloat16",
+                            device_ids=("0", "1"), cache_dir=tmp_path)
+    pool = backend._pool
+    assert pool is not None
+    assert all(not proc.daemon for proc, _ in pool.workers)
+    results = backend.generate(_requests(4))
+    assert all(r.error is None for r in results)
+    backend.close()
+    engines = [e for e in _log(fake_vllm) if "kw" in e]
+    pids = [e["pid"] for e in engines] + [e["child"] for e in engines]
+    assert len(pids) == 4 and all(pids)
+    assert _wait_gone(pids) == []
+    backend.close()  # idempotent
+
+
+def test_data_parallel_start_failure_stops_every_worker(
+    fake_vllm: Path, tiny_judge_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("FAKE_VLLM_FAIL", "1")
+    with pytest.raises(RuntimeError, match="failed to start: RuntimeError"):
+        V.VLLMBackend(_profile(tiny_judge_dir, "data"), dtype="bfloat16",
+                      device_ids=("0", "1"), cache_dir=tmp_path)
+    import multiprocessing
+
+    assert [p for p in multiprocessing.active_children() if p.name.startswith("nexagauge-vllm")] == []
+
+
+CTRL_C_SCRIPT = """
+import json, sys
+from pathlib import Path
+from nexagauge_local.judge.profiles import JudgeProfile
+from nexagauge_local.judge.vllm_backend import VLLMBackend
+if __name__ == "__main__":
+    prof = JudgeProfile(name="fake", weights=sys.argv[1], parallelism="data")
+    backend = VLLMBackend(prof, dtype="bfloat16", device_ids=("0", "1"), cache_dir=Path(sys.argv[2]))
+    print(json.dumps([p.pid for p, _ in backend._pool.workers]), flush=True)
+    raise KeyboardInterrupt  # never closed: the exit finalizer must stop the engines
+"""
+
+
+def test_ctrl_c_without_close_still_stops_the_engines(
+    fake_vllm: Path, tiny_judge_dir: Path, tmp_path: Path
+) -> None:
+    import os
+    import subprocess
+
+    script = tmp_path / "ctrl_c.py"
+    script.write_text(CTRL_C_SCRIPT)
+    env = {**os.environ, "FAKE_VLLM_CHILD": "1",
+           "PYTHONPATH": os.pathsep.join([str(fake_vllm.parent / "fakesite"), os.getcwd()])}
+    proc = subprocess.run([sys.executable, str(script), str(tiny_judge_dir), str(tmp_path)],
+                          check=False, capture_output=True, text=True, timeout=120, env=env)
+    assert "KeyboardInterrupt" in proc.stderr and proc.returncode != 0
+    workers = json.loads(proc.stdout.strip().splitlines()[-1])
+    children = [e["child"] for e in _log(fake_vllm) if e.get("child")]
+    assert len(workers) == 2 and len(children) == 2
+    assert _wait_gone(workers + children) == []

@@ -98,4 +98,5 @@ def _judge_estimates(dataset: Dataset, settings: RunSettings) -> dict[str, dict[
     JudgeSetupError naming where the weights should be."""
     factory = resolve_judge(settings, unknown_profile=True)
     counter = TokenCounter(factory.profile, settings.cache_dir)
-    return judge_estimates(dataset, settings, counter, factory.fingerprint)
+    return judge_estimates(dataset, settings, counter, factory.fingerprint,
+                           max_model_len=factory.profile.max_model_len)

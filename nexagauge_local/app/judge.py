@@ -16,11 +16,16 @@ from nexagauge_local.cluster import ClusterUnavailable, connect_cluster, make_ex
 from nexagauge_local.judge.cache import JudgeCache
 from nexagauge_local.judge.client import Executor, JudgeClient
 from nexagauge_local.judge.cost import CostLedger
-from nexagauge_local.judge.factory import BackendFactory, make_backend_factory
+from nexagauge_local.judge.factory import (
+    BackendFactory,
+    GrammarUnsupported,
+    make_backend_factory,
+)
 from nexagauge_local.judge.loadable import WeightsUnusable, check_loadable
+from nexagauge_local.judge.long_inputs import LongInputs
 from nexagauge_local.judge.profiles import ProfileNotFound, WeightsMissing
 from nexagauge_local.judge.vllm_backend import VLLMMissing
-from nexagauge_local.judge.weights import gpu_visible
+from nexagauge_local.judge.weights import TokenCounter, gpu_visible
 from nexagauge_local.settings import RunSettings
 
 
@@ -32,6 +37,7 @@ def backend_factory(settings: RunSettings) -> BackendFactory:
         gpus=settings.gpus,
         cache_dir=settings.cache_dir,
         seed=settings.seed,
+        grammar_backend=settings.grammar_backend,
     )
 
 
@@ -39,8 +45,8 @@ def resolve_judge(settings: RunSettings, *, unknown_profile: bool = False) -> Ba
     """backend_factory, with absent weights (and, if asked, an unknown profile) reported as a
     JudgeSetupError whose message says where the weights should be."""
     caught: tuple[type[Exception], ...] = (
-        (WeightsMissing, VLLMMissing, ProfileNotFound) if unknown_profile
-        else (WeightsMissing, VLLMMissing)
+        (WeightsMissing, VLLMMissing, GrammarUnsupported, ProfileNotFound) if unknown_profile
+        else (WeightsMissing, VLLMMissing, GrammarUnsupported)
     )
     try:
         return backend_factory(settings)
@@ -91,6 +97,17 @@ def open_client(settings: RunSettings, *, flush_every: int | None = None) -> Jud
         seed=settings.seed,
         flush_every=flush_every,
         executor=executor,
+        long_inputs=long_inputs_for(settings, factory),
+    )
+
+
+def long_inputs_for(settings: RunSettings, factory: BackendFactory) -> LongInputs:
+    """The run's long-input policy against this judge's window; its token counter is the
+    judge's tokenizer alone (no weights), built only if a prompt has to be measured."""
+    return LongInputs(
+        settings.long_inputs,
+        factory.profile.max_model_len,
+        lambda: TokenCounter(factory.profile, factory.cache_dir).count_tokens,
     )
 
 

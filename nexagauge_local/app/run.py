@@ -53,6 +53,13 @@ class RunResult:
         return self.outcome.summary.get("judge_outcomes") or {}
 
     @property
+    def judge_reused(self) -> dict[str, int]:
+        """Judgements this run took from the cache (a resumed run's saved work) and computed."""
+        nodes = self.outcome.summary.get("nodes") or {}
+        return {"reused": sum(int(u.get("cache_hits", 0)) for u in nodes.values()),
+                "computed": sum(int(u.get("backend_requests", 0)) for u in nodes.values())}
+
+    @property
     def judge_failed_everywhere(self) -> list[str]:
         """Nodes whose judge failed on every request: their metrics are all errors, so the
         run must not look like a success (exit 3)."""

@@ -50,6 +50,17 @@ from nexagauge_local.settings import RunSettings, default_cache_dir
               show_default=True,
               help="Embeddings for refiner/refalign. auto: bfloat16 on a GPU or a CPU with native bf16 "
                    "(about 2x faster; cosines move by <0.004), else float32.")
+@click.option("--long-inputs", type=click.Choice(["fail", "truncate-middle"]), default="fail",
+              show_default=True,
+              help="A judge prompt longer than the judge's context window (max_model_len, "
+                   "max_tokens included): fail: that request alone fails with an error naming "
+                   "case, node, metric and token counts; truncate-middle: the middle of its "
+                   "longest evaluated text is cut, with a visible marker in the judged text and "
+                   "`input_truncated` in the case report. `estimate` lists such cases first.")
+@click.option("--grammar-backend", type=click.Choice(["auto", "xgrammar", "outlines"]),
+              default="auto", show_default=True,
+              help="Structured-decoding engine. auto: the profile's, else xgrammar on vLLM and "
+                   "outlines on the hf backend (its only engine).")
 @click.option("--sign", "sign_key", type=click.Path(exists=True, dir_okay=False, path_type=Path),
               metavar="KEYFILE", help="Sign manifest.json with this Ed25519 key (see `keys new`).")
 @click.option("--quiet", "-q", is_flag=True,
@@ -58,7 +69,8 @@ from nexagauge_local.settings import RunSettings, default_cache_dir
 def run_cmd(target: str, input_path: str, limit: int | None, fields: tuple[str, ...], on_error: str,
             output_dir: Path, cache_dir: Path, no_cache: bool, model: str, backend: str,
             gpu: str | None, gpu_hour_price: float | None, shard_size: int, cluster: str | None,
-            embed_dtype: str, sign_key: Path | None, quiet: bool) -> None:
+            embed_dtype: str, long_inputs: str, grammar_backend: str, sign_key: Path | None,
+            quiet: bool) -> None:
     """Run TARGET and everything it needs over a dataset.
 
     TARGET is a node (see `nexagauge-local nodes`); `eval` runs every metric branch a case is
@@ -80,7 +92,7 @@ def run_cmd(target: str, input_path: str, limit: int | None, fields: tuple[str, 
         target=target, output_dir=output_dir, limit=limit, on_error=on_error, cache_dir=cache_dir,
         use_cache=not no_cache, model=model, backend=backend, gpus=parse_gpus(gpu),
         gpu_hour_price=gpu_hour_price, shard_size=shard_size, cluster=cluster, progress=not quiet,
-        embed_dtype=embed_dtype,
+        embed_dtype=embed_dtype, long_inputs=long_inputs, grammar_backend=grammar_backend,
     )
     console = Console(stderr=True)
     with cli_errors():
@@ -92,7 +104,14 @@ def run_cmd(target: str, input_path: str, limit: int | None, fields: tuple[str, 
     for line in result.metrics:
         console.print(f"  {line.name:<10} scored {line.scored:>5}  avg {_fmt(line.avg_score)}"
                       f"  pass rate {_fmt(line.pass_rate)}")
+    reused = result.judge_reused
+    if reused["reused"]:
+        console.print(f"  judge: reused {reused['reused']} cached judgement(s), computed "
+                      f"{reused['computed']}")
     for name, o in result.judge_outcomes.items():
+        if o.get("truncated"):
+            console.print(f"  [yellow]{name}[/]: {o['truncated']} request(s) judged with the "
+                          "middle of a long text cut (--long-inputs truncate-middle)")
         if o["failed"] and o["failed"] < o["requests"]:
             console.print(f"  [yellow]{name}[/]: the judge failed on {o['failed']} of "
                           f"{o['requests']} request(s); first error: {o['first_error']}",
@@ -173,6 +192,16 @@ def estimate_cmd(target: str, input_path: str, limit: int | None, fields: tuple[
             why = ", ".join(f"{n} {r}" for r, n in Counter(node.skipped).most_common(3))
             console.print(f"{node.name}: skipped {sum(node.skipped.values())} ({why})")
     judged = est.judge_nodes
+    for node in judged:
+        over = (node.judge or {}).get("over_context") or []
+        if over:
+            shown = ", ".join(f"{o['case_id']} ({o['metric'] or node.name}: "
+                              f"{o['prompt_tokens']}+{o['max_tokens']} tokens)" for o in over[:5])
+            more = f" and {len(over) - 5} more" if len(over) > 5 else ""
+            console.print(f"[bold yellow]warning:[/] {node.name}: {len(over)} request(s) exceed "
+                          f"the judge's context window ({model}): {shown}{more}. A run fails "
+                          "each alone; `--long-inputs truncate-middle` judges them cut.",
+                          soft_wrap=True)
     if judged:
         first = judged[0].judge or {}
         console.print("~ = estimated: grounding/relevance/geval requests are built from stand-in "

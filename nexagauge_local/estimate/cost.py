@@ -52,9 +52,11 @@ def estimate_llm(
     cache: JudgeCache | None = None,
     fingerprint: str | None = None,
     seed: int = 0,
+    max_model_len: int | None = None,
 ) -> dict[str, Any]:
     """Predict a node's judge cost; requests already cached (same key a run would use) and
-    in-node duplicates cost nothing."""
+    in-node duplicates cost nothing. With `max_model_len`, requests whose prompt + max_tokens
+    exceed it are listed (`over_context`): a run fails them (or, opted in, cuts them)."""
     unique: dict[str, JudgeRequest] = {}
     for r in requests:
         k = (
@@ -75,7 +77,13 @@ def estimate_llm(
     todo = [r for k, r in unique.items() if k not in cached]
     schemas = (calibration or {}).get("schemas", {})
     fill = (calibration or {}).get("fill_ratio")
-    prompt_tokens = sum(backend_tokenizer_only.count_tokens(r.messages) for r in todo)
+    counts = [backend_tokenizer_only.count_tokens(r.messages) for r in todo]
+    prompt_tokens = sum(counts)
+    over = [
+        {"case_id": r.case_id, "metric": r.metric, "prompt_tokens": n, "max_tokens": r.max_tokens}
+        for r, n in zip(todo, counts)
+        if max_model_len is not None and n + r.max_tokens > max_model_len
+    ]
     output_tokens = 0.0
     for r in todo:
         known = schemas.get(S.schema_id(r.schema))
@@ -101,4 +109,5 @@ def estimate_llm(
         "output_source": "calibration" if calibration else "schema_bounds/2",
         "gpu_seconds": gpu_seconds,
         "device": (calibration or {}).get("device"),
+        "over_context": over,
     }

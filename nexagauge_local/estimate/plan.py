@@ -21,6 +21,7 @@ def judge_estimates(
     fingerprint: str,
     *,
     console: Console | None = None,
+    max_model_len: int | None = None,
 ) -> dict[str, dict[str, Any]]:
     """{llm node: estimate_llm(...) + basis} for every LLM node TARGET plans, without weights."""
     from nexagauge_local.runner import Runner
@@ -47,6 +48,7 @@ def judge_estimates(
             cache=cache,
             fingerprint=fingerprint,
             seed=settings.seed,
+            max_model_len=max_model_len,
         )
         est["basis"] = (
             f"requests built from stand-in {PROXIED[node]} (judge answers not known yet)"

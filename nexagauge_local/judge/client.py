@@ -11,9 +11,16 @@ only burn GPU time. Hits are re-parsed against the current schema (the cache sto
 so parser fixes apply to old entries. Not cached: backend failures (errors starting with
 "backend:"), which may be transient.
 
-Crash safety: with `flush_every=N` the node's misses go to the backend in chunks of N requests,
-each chunk written to the cache as one transaction when it returns. The backend then sees one
-call per chunk (still a large batch), and a run killed mid-node resumes after the last chunk.
+Crash safety: a streaming backend (`streams = True`: hf commits each decode micro-batch, vLLM
+each group of finished requests) hands results over as they are decoded and each handover is
+written to the cache as one transaction, while the backend still sees the whole node in one
+call. With a backend that does not stream, `flush_every=N` sends the misses in chunks of N
+requests instead. Either way a run killed mid-node resumes from what was committed.
+
+Long inputs: a request whose prompt + max_tokens exceeds the judge's window fails alone in the
+backend (judge/long_inputs.py); with `long_inputs` set to `truncate-middle` the client cuts the
+middle of the longest evaluated text first (before keys are computed, so the cut prompt is what
+is cached) and marks the result with `extra["input_truncated"]`.
 """
 
 from __future__ import annotations
@@ -26,6 +33,7 @@ from typing import Any, Protocol, Self
 
 from nexagauge_local.judge.cache import CacheEntry, JudgeCache, request_key
 from nexagauge_local.judge.cost import CostLedger
+from nexagauge_local.judge.long_inputs import LongInputs, is_context_error
 from nexagauge_local.judge.profiles import DEMO_NOTICE
 from nexagauge_local.judge.schemas import parse_output, schema_id
 from nexagauge_local.judge.types import Backend, JudgeRequest, JudgeResult
@@ -51,7 +59,11 @@ class Executor(Protocol):
 
 
 def _cacheable(result: JudgeResult) -> bool:
-    return result.error is None or not result.error.startswith(BACKEND_ERROR_PREFIX)
+    """What the judge decoded; not a backend failure (maybe transient) nor a request refused
+    for its length (nothing was decoded; a cut or a larger window changes the answer)."""
+    if result.error is None:
+        return True
+    return not (result.error.startswith(BACKEND_ERROR_PREFIX) or is_context_error(result.error))
 
 
 class JudgeClient:
@@ -68,6 +80,7 @@ class JudgeClient:
         model_name: str | None = None,
         is_demo: bool | None = None,
         executor: Executor | None = None,
+        long_inputs: LongInputs | None = None,
     ) -> None:
         """`backend_factory` may carry `fingerprint`, `model_name` and `is_demo` attributes
         (factory.BackendFactory does); then keys are computed without building the backend.
@@ -83,6 +96,7 @@ class JudgeClient:
         self.seed = seed
         self.flush_every = flush_every
         self.executor = executor
+        self.long_inputs = long_inputs
         self._fingerprint = fingerprint or getattr(backend_factory, "fingerprint", None)
         self._model_name = model_name or getattr(backend_factory, "model_name", None)
         self._is_demo = (
@@ -173,6 +187,9 @@ class JudgeClient:
         just completed (cache hits at once, then per backend chunk)."""
         started = time.perf_counter()
         usage = self.ledger.node(node)
+        notes: list[Any] = [None] * len(requests)
+        if self.long_inputs is not None:
+            requests, notes = self.long_inputs.fit(list(requests))
         keys = [self.key(r) for r in requests]
         first: dict[str, int] = {}
         for i, k in enumerate(keys):
@@ -190,12 +207,12 @@ class JudgeClient:
         misses = [k for k in first if k not in hits]
         copies = Counter(keys)  # positions per key: a chunk's progress without rescanning keys
 
-        def settle(part: list[str], results: list[JudgeResult]) -> None:
+        def settle(part: list[str], results: list[JudgeResult], calls: int = 1) -> None:
             """Book, cache and report one answered chunk of misses."""
             if len(results) != len(part):
                 raise RuntimeError(f"backend returned {len(results)} results for {len(part)}")
             usage.add(
-                backend_calls=1,
+                backend_calls=calls,
                 backend_requests=len(part),
                 input_tokens=sum(r.prompt_tokens for r in results),
                 output_tokens=sum(r.output_tokens for r in results),
@@ -216,6 +233,8 @@ class JudgeClient:
                     [requests[first[k]] for k in misses],
                     lambda pos, results: settle([misses[i] for i in pos], results),
                 )
+        elif misses and getattr(self.backend, "streams", False):
+            self._stream(misses, [requests[first[k]] for k in misses], settle, done)
         else:
             chunk = self.flush_every or max(len(misses), 1)
             for start in range(0, len(misses), chunk):
@@ -226,6 +245,8 @@ class JudgeClient:
         for i, k in enumerate(keys):
             res = done[k]
             out.append(res if first[k] == i else _duplicate(res))
+            if notes[i] is not None:
+                out[-1].extra = {**out[-1].extra, "input_truncated": notes[i].as_dict()}
         usage.add(
             requests=len(requests),
             cache_hits=n_hit_positions,
@@ -234,6 +255,32 @@ class JudgeClient:
             wall_seconds=time.perf_counter() - started,
         )
         return out
+
+
+    def _stream(
+        self,
+        misses: list[str],
+        requests: list[JudgeRequest],
+        settle: Callable[..., None],
+        done: dict[str, JudgeResult],
+    ) -> None:
+        """One `generate` over every miss; each batch is settled (cached) as it is handed over.
+
+        The backend call is booked once (`calls` 1 on the first handover): the node is still
+        one engine call, only its results arrive in pieces."""
+        calls = [1]
+
+        def on_batch(positions: list[int], results: list[JudgeResult]) -> None:
+            settle([misses[i] for i in positions], results, calls[0])
+            calls[0] = 0
+
+        returned = self.backend.generate(requests, on_batch=on_batch)  # type: ignore[call-arg]
+        lost = [i for i, k in enumerate(misses) if k not in done]
+        if lost:  # a backend that returned more than it handed over: commit the rest now
+            if len(returned) != len(misses):
+                raise RuntimeError(f"backend returned {len(returned)} results for "
+                                   f"{len(misses)} requests")
+            on_batch(lost, [returned[i] for i in lost])
 
 
 def _from_cache(entry: CacheEntry, request: JudgeRequest) -> JudgeResult:

@@ -15,7 +15,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from nexagauge_local.judge.profiles import JudgeProfile, fingerprint, resolve_profile
+from nexagauge_local.judge.profiles import (
+    DEFAULT_GRAMMAR,
+    JudgeProfile,
+    fingerprint,
+    resolve_profile,
+)
 from nexagauge_local.judge.types import Backend
 from nexagauge_local.judge.weights import (
     gpu_visible,
@@ -34,6 +39,23 @@ def choose_backend(requested: str, profile: JudgeProfile) -> str:
     return "vllm" if vllm_importable() and gpu_visible() else "hf"
 
 
+class GrammarUnsupported(ValueError):
+    """A grammar engine the chosen backend cannot use (a set-up error, exit 2)."""
+
+
+def choose_grammar(requested: str, profile: JudgeProfile, backend: str) -> str:
+    """`auto` (from the flag, else the profile) -> xgrammar on vLLM, outlines on hf."""
+    choice = requested if requested != "auto" else profile.grammar_backend
+    if choice == "auto":
+        return DEFAULT_GRAMMAR[backend]
+    if backend == "hf" and choice != "outlines":
+        raise GrammarUnsupported(
+            f"--grammar-backend {choice}: the hf backend decodes with outlines only; use "
+            "--backend vllm for xgrammar, or --grammar-backend outlines"
+        )
+    return choice
+
+
 @dataclass(frozen=True)
 class BackendFactory:
     """Everything needed to build the backend, known before any weights are loaded.
@@ -47,10 +69,15 @@ class BackendFactory:
     gpus: tuple[int, ...]
     cache_dir: Path
     seed: int = 0
+    grammar: str = ""  # "" = the backend's default engine
+
+    @property
+    def grammar_backend(self) -> str:
+        return self.grammar or DEFAULT_GRAMMAR[self.backend]
 
     @property
     def fingerprint(self) -> str:
-        return fingerprint(self.profile, self.backend, self.dtype)
+        return fingerprint(self.profile, self.backend, self.dtype, self.grammar_backend)
 
     @property
     def model_name(self) -> str:
@@ -76,6 +103,7 @@ class BackendFactory:
                 device_ids=self.device_ids(),
                 seed=self.seed,
                 cache_dir=self.cache_dir,
+                grammar=self.grammar_backend,
             )
         from nexagauge_local.judge.hf_backend import HFBackend
 
@@ -84,6 +112,8 @@ class BackendFactory:
             cache_dir=self.cache_dir,
             device=torch_device(self.gpus),
             dtype=self.dtype,
+            token_budget=self.profile.hf_token_budget,
+            max_batch=self.profile.hf_max_batch,
         )
 
 
@@ -94,10 +124,13 @@ def make_backend_factory(
     gpus: Sequence[int] = (),
     cache_dir: Path,
     seed: int = 0,
+    grammar_backend: str = "auto",
 ) -> BackendFactory:
-    """Resolve profile, backend and dtype for a judge (raises WeightsMissing early)."""
+    """Resolve profile, backend, dtype and grammar engine for a judge (raises WeightsMissing
+    and GrammarUnsupported early)."""
     profile = resolve_profile(model)
     chosen = choose_backend(backend, profile)
+    grammar = choose_grammar(grammar_backend, profile, chosen)
     if chosen == "vllm" and not vllm_importable():
         from nexagauge_local.judge.vllm_backend import VLLMMissing
 
@@ -110,4 +143,5 @@ def make_backend_factory(
         gpus=tuple(gpus),
         cache_dir=Path(cache_dir),
         seed=seed,
+        grammar=grammar,
     )

@@ -12,6 +12,10 @@ Why it looks like this:
   rubric prefix prefilled once per micro-batch, and finished rows dropped from the batch.
 - Loading (GGUF dequantised once and cached, dtype, chat template) lives in weights.py, shared
   with the vLLM backend, the target responders and `estimate`.
+- It streams: each micro-batch is handed to `on_batch` as soon as it is decoded, so the client
+  caches it at once and a killed run loses at most the micro-batch in flight. A request whose
+  prompt + max_tokens exceeds the profile's max_model_len is answered at once with a context
+  error (judge/long_inputs.py) and never reaches the model.
 """
 
 from __future__ import annotations
@@ -23,9 +27,10 @@ from typing import Any
 
 from nexagauge_local.judge.cost import split_device_seconds
 from nexagauge_local.judge.hf_decode import Decoded, constrained_greedy
+from nexagauge_local.judge.long_inputs import context_error
 from nexagauge_local.judge.profiles import JudgeProfile, fingerprint
 from nexagauge_local.judge.schemas import parse_output, schema_id, schema_json
-from nexagauge_local.judge.types import JudgeRequest, JudgeResult, Messages
+from nexagauge_local.judge.types import JudgeRequest, JudgeResult, Messages, OnBatch
 from nexagauge_local.judge.weights import (
     count_prompt_tokens,
     eos_token_ids,
@@ -45,6 +50,7 @@ class HFBackend:
     """transformers + outlines judge backend (the path CI tests)."""
 
     name = "hf"
+    streams = True
 
     def __init__(
         self,
@@ -83,34 +89,49 @@ class HFBackend:
     def count_tokens(self, messages: Messages) -> int:
         return count_prompt_tokens(self.tokenizer, messages)
 
-    def generate(self, requests: Sequence[JudgeRequest]) -> list[JudgeResult]:
+    def generate(
+        self, requests: Sequence[JudgeRequest], on_batch: OnBatch | None = None
+    ) -> list[JudgeResult]:
+        """Results aligned with `requests`; `on_batch(positions, results)` after each
+        micro-batch (and once at the start for requests refused for their length)."""
         import torch
 
         before = torch.get_num_threads()
         if self.threads:
             torch.set_num_threads(self.threads)
         try:
-            return self._generate(requests)
+            return self._generate(requests, on_batch)
         finally:
             torch.set_num_threads(before)
 
-    def _generate(self, requests: Sequence[JudgeRequest]) -> list[JudgeResult]:
+    def _generate(
+        self, requests: Sequence[JudgeRequest], on_batch: OnBatch | None
+    ) -> list[JudgeResult]:
         results: list[JudgeResult | None] = [None] * len(requests)
         prompts = [render_prompt(self.tokenizer, r.messages) for r in requests]
         lengths = [
             len(ids) for ids in self.tokenizer(prompts, add_special_tokens=False)["input_ids"]
         ]
+        refused: list[int] = []
         groups: dict[tuple[str, int], list[int]] = {}
         for i, r in enumerate(requests):
-            groups.setdefault((schema_id(r.schema), r.max_tokens), []).append(i)
+            error = context_error(r, lengths[i], self.profile.max_model_len)
+            if error:
+                results[i] = JudgeResult(parsed=None, raw_text="", prompt_tokens=lengths[i],
+                                         output_tokens=0, gpu_seconds=0.0, error=error)
+                refused.append(i)
+            else:
+                groups.setdefault((schema_id(r.schema), r.max_tokens), []).append(i)
+        if refused and on_batch:
+            on_batch(refused, [results[i] for i in refused])  # type: ignore[misc]
         for idxs in groups.values():
             idxs.sort(key=lambda i: lengths[i])
             for batch in self._micro_batches(idxs, lengths):
-                for i, res in zip(
-                    batch,
-                    self._run_batch([requests[i] for i in batch], [prompts[i] for i in batch]),
-                ):
+                done = self._run_batch([requests[i] for i in batch], [prompts[i] for i in batch])
+                for i, res in zip(batch, done):
                     results[i] = res
+                if on_batch:
+                    on_batch(batch, done)
         return [r for r in results if r is not None]
 
     # -- internals
@@ -156,6 +177,7 @@ class HFBackend:
             ids,
             max_new_tokens=reqs[0].max_tokens,
             eos_ids=self._eos_ids,
+            grammar_eos=self.tokenizer.eos_token_id,
             pad_id=pad_id if pad_id is not None else min(self._eos_ids),
             top_k=TOP_LOGPROBS if want_lp else 0,
         )

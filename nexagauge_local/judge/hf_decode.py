@@ -10,7 +10,13 @@ batch until the longest answer ends. This loop:
   so a single long answer no longer runs 63 idle rows with it;
 - applies the outlines-core index of the schema (compiled once per schema by the
   `outlines.Generator` the backend keeps) through one bitmask per row, and records the top-k
-  logprobs of the constrained distribution in the same pass.
+  logprobs of the constrained distribution in the same pass;
+- shares one EOS set with the grammar: the loop stops on every EOS id of the model (the
+  tokenizer's and the generation config's, e.g. Llama-3.1's `<|eot_id|>` and
+  `<|end_of_text|>`), but the grammar knows only the tokenizer's. An extra EOS id that is an
+  ordinary token in the grammar's vocabulary would be allowed inside a JSON string and end the
+  answer there; so every EOS id is allowed exactly where the grammar allows its own EOS (the
+  answer is complete), and nowhere else.
 """
 
 from __future__ import annotations
@@ -95,8 +101,12 @@ def constrained_greedy(
     eos_ids: set[int],
     pad_id: int,
     top_k: int = 0,
+    grammar_eos: int | None = None,
 ) -> list[Decoded]:
-    """Greedy decode every prompt under the schema `index` (an outlines_core Index)."""
+    """Greedy decode every prompt under the schema `index` (an outlines_core Index).
+
+    `grammar_eos` is the EOS id the index was compiled with (the tokenizer's); the other ids
+    of `eos_ids` follow its allowed bit (see the module docstring)."""
     from outlines_core import Guide
     from outlines_core.kernels.torch import allocate_token_bitmask, fill_next_token_bitmask
 
@@ -109,11 +119,12 @@ def constrained_greedy(
         rows = list(range(len(prompts)))  # batch position -> request index
         guides = [Guide(index) for _ in prompts]
         vocab = logits.shape[1]
+        aliases = eos_aliases(eos_ids, grammar_eos, vocab)
         for _step in range(max_new_tokens):
             bitmask = allocate_token_bitmask(vocab).repeat(len(rows), 1)
             for j, r in enumerate(rows):
                 fill_next_token_bitmask(guides[r], bitmask[j : j + 1])
-            logits = _apply_bitmask(logits, bitmask.to(logits.device))
+            logits = _apply_bitmask(logits, bitmask.to(logits.device), grammar_eos, aliases)
             if top_k:
                 top = torch.log_softmax(logits, dim=-1).topk(top_k, dim=-1)
                 values, indices = top.values.cpu().tolist(), top.indices.cpu().tolist()
@@ -145,9 +156,24 @@ def constrained_greedy(
     return out
 
 
-def _apply_bitmask(logits: torch.Tensor, bitmask: torch.Tensor) -> torch.Tensor:
-    """Set disallowed tokens to -inf (eager; unpacks the 32-bit words of the bitmask)."""
+def eos_aliases(eos_ids: set[int], grammar_eos: int | None, vocab: int) -> list[int]:
+    """The EOS ids the grammar does not know as EOS (they follow `grammar_eos`'s bit)."""
+    if grammar_eos is None:
+        return []
+    return sorted(i for i in eos_ids if i != grammar_eos and 0 <= i < vocab)
+
+
+def _apply_bitmask(
+    logits: torch.Tensor,
+    bitmask: torch.Tensor,
+    grammar_eos: int | None = None,
+    aliases: list[int] | None = None,
+) -> torch.Tensor:
+    """Set disallowed tokens to -inf (eager; unpacks the 32-bit words of the bitmask); each
+    alias EOS id is allowed exactly where `grammar_eos` is."""
     bits = torch.arange(32, device=bitmask.device, dtype=torch.int32)
     allowed = ((bitmask.unsqueeze(-1) >> bits) & 1).bool().view(bitmask.shape[0], -1)
     allowed = allowed[:, : logits.shape[1]]
+    if aliases and grammar_eos is not None and grammar_eos < allowed.shape[1]:
+        allowed[:, aliases] = allowed[:, grammar_eos : grammar_eos + 1].clone()
     return logits.masked_fill(~allowed, float("-inf"))

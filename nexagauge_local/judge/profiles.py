@@ -44,6 +44,12 @@ class JudgeProfile(BaseModel):
     dtype: Literal["auto", "float32", "float16", "bfloat16"] = "auto"
     max_model_len: int = Field(default=8192, ge=256)
     parallelism: Literal["tensor", "data"] = "tensor"
+    # structured decoding: auto = xgrammar on vLLM, outlines on hf (--grammar-backend wins)
+    grammar_backend: Literal["auto", "xgrammar", "outlines"] = "auto"
+    # hf backend micro-batches (None = 16384 prompt tokens and 64 rows on CPU, 65536 and 256 on
+    # a GPU): smaller ones hold less memory and reach the cache sooner, larger ones batch more
+    hf_token_budget: int | None = Field(default=None, ge=256)
+    hf_max_batch: int | None = Field(default=None, ge=1)
     gpus: int = Field(default=1, ge=0)
     chat_template_notes: str = ""
     demo: bool = False
@@ -189,10 +195,18 @@ def backend_version(backend: str) -> str:
     return f"hf/transformers=={_pkg_version('transformers')}/outlines=={_pkg_version('outlines')}"
 
 
-def fingerprint(profile: JudgeProfile, backend: str, dtype: str) -> str:
+DEFAULT_GRAMMAR = {"vllm": "xgrammar", "hf": "outlines"}
+
+
+def fingerprint(profile: JudgeProfile, backend: str, dtype: str, grammar: str | None = None) -> str:
     """model id + weights identity + dtype + backend version: the judge part of cache keys.
 
-    Computed without loading weights, so a fully cached rerun never loads the model.
+    Computed without loading weights, so a fully cached rerun never loads the model. A grammar
+    engine other than the backend's default is part of it (another engine may decode another
+    answer); the default adds nothing, so existing caches keep hitting.
     """
     ident = weights_identity(profile.weights_path())
-    return f"{profile.name}@{ident}/{dtype}/{backend_version(backend)}"
+    base = f"{profile.name}@{ident}/{dtype}/{backend_version(backend)}"
+    if grammar and grammar != DEFAULT_GRAMMAR.get(backend, grammar):
+        base += f"/grammar={grammar}"
+    return base

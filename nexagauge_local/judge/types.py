@@ -7,7 +7,7 @@ logic be tested with a scripted backend.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
@@ -24,6 +24,17 @@ class JudgeRequest:
     want_logprobs: bool = False
     node: str = ""
     prompt_version: str = ""
+    # Where the request comes from, for error messages only (never part of the cache key):
+    # a context-window error names the case and metric it cost.
+    case_id: str = ""
+    metric: str = ""
+
+    def where(self) -> str:
+        """`case 'x', node redteam, metric toxicity` (the parts that are known)."""
+        parts = [f"case {self.case_id!r}"] if self.case_id else []
+        parts += [f"node {self.node}"] if self.node else []
+        parts += [f"metric {self.metric}"] if self.metric else []
+        return ", ".join(parts) or "a judge request"
 
 
 @dataclass
@@ -41,8 +52,16 @@ class JudgeResult:
     extra: dict[str, Any] = field(default_factory=dict)
 
 
+# `on_batch(positions, results)`: results for these positions of the request list are final.
+OnBatch = Callable[[list[int], list[JudgeResult]], None]
+
+
 @runtime_checkable
 class Backend(Protocol):
+    """A judge engine. One that sets `streams = True` also accepts `on_batch=` in `generate`
+    and calls it as results are decoded (the client caches them at once, so a crash loses
+    only the work in flight); one that does not is committed when `generate` returns."""
+
     name: str
     fingerprint: str  # model id + weights identity + dtype + backend version
     gpus: int  # devices held by a generate call (0 = CPU; GPU-seconds then count device-seconds)

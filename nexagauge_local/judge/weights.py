@@ -166,12 +166,29 @@ def count_prompt_tokens(tokenizer: Any, messages: Messages) -> int:
     return len(prompt_ids(tokenizer, messages))
 
 
-def eos_token_ids(model: Any, tokenizer: Any) -> set[int]:
-    """Every id that ends an answer: the tokenizer's EOS and the generation config's."""
+def eos_set(tokenizer: Any, config_eos: int | list[int] | None) -> set[int]:
+    """Every id that ends an answer: the tokenizer's EOS and the generation config's (Llama-3.1
+    has two there). One set for the hf decode loop (which aligns the grammar to it) and vLLM's
+    stop tokens, so both backends end answers on the same ids."""
     ids = {tokenizer.eos_token_id}
-    cfg = getattr(model.generation_config, "eos_token_id", None)
-    ids.update(cfg if isinstance(cfg, list) else [cfg])
+    ids.update(config_eos if isinstance(config_eos, list) else [config_eos])
     return {i for i in ids if i is not None}
+
+
+def eos_token_ids(model: Any, tokenizer: Any) -> set[int]:
+    """eos_set of a loaded model."""
+    return eos_set(tokenizer, getattr(model.generation_config, "eos_token_id", None))
+
+
+def generation_eos_ids(path: str | Path, tokenizer: Any) -> set[int]:
+    """eos_set of a weights folder, without loading the weights (for vLLM's stop tokens)."""
+    from transformers import GenerationConfig
+
+    try:
+        config_eos = GenerationConfig.from_pretrained(path).eos_token_id
+    except OSError:  # no generation_config.json: the tokenizer's EOS alone
+        config_eos = None
+    return eos_set(tokenizer, config_eos)
 
 
 class TokenCounter:

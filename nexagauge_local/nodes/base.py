@@ -38,12 +38,16 @@ class JudgeOutcome:
     requests: int = 0
     failed: int = 0
     first_error: str | None = None
+    over_context: int = 0  # failed because prompt + max_tokens exceeds the judge's window
+    truncated: int = 0  # judged with the middle of a long text cut (--long-inputs)
 
-    def add(self, errors: Sequence[str | None]) -> None:
+    def add(self, errors: Sequence[str | None], truncated: int = 0) -> None:
         self.requests += len(errors)
+        self.truncated += truncated
         for err in errors:
             if err is not None:
                 self.failed += 1
+                self.over_context += err.startswith("context:")
                 if self.first_error is None:
                     self.first_error = err
 
@@ -52,7 +56,13 @@ class JudgeOutcome:
         return self.requests > 0 and self.failed == self.requests
 
     def as_dict(self) -> dict[str, object]:
-        return {"requests": self.requests, "failed": self.failed, "first_error": self.first_error}
+        out: dict[str, object] = {"requests": self.requests, "failed": self.failed,
+                                  "first_error": self.first_error}
+        if self.over_context:
+            out["over_context"] = self.over_context
+        if self.truncated:
+            out["truncated"] = self.truncated
+        return out
 
 
 @dataclass
@@ -72,6 +82,9 @@ class RunContext:
     # node -> how its judge requests ended; summary.json's `judge_outcomes`, and the CLI's exit
     # 3 when a node's judge failed on every request.
     judge_outcomes: dict[str, JudgeOutcome] = field(default_factory=dict)
+    # case id -> what --long-inputs truncate-middle cut for it (node, metric, field, sizes);
+    # the runner moves each case's list into its case report as `input_truncated`.
+    truncated_inputs: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
     _embedder: Embedder | None = None
     _judge: Judge | None = None
 

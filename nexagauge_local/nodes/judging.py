@@ -66,7 +66,15 @@ def run_judge(
     if versions:
         ctx.prompt_versions[node] = ",".join(versions)
     results = _ask(ctx, node, requests, progress)
-    ctx.judge_outcomes.setdefault(node, JudgeOutcome()).add([r.error for r in results])
+    truncated = 0
+    for req, res in zip(requests, results):
+        cut = res.extra.get("input_truncated")
+        if cut:
+            truncated += 1
+            ctx.truncated_inputs.setdefault(req.case_id, []).append(
+                {"node": node, "metric": req.metric, **cut})
+    ctx.judge_outcomes.setdefault(node, JudgeOutcome()).add([r.error for r in results],
+                                                            truncated)
     return results
 
 

@@ -73,7 +73,8 @@ class AtomicUnitsNode(NodeBase):
                 requests.extend(
                     JudgeRequest(messages=render_units(chunk, chunks[i - 1] if i else None),
                                  schema=schema, max_tokens=max_tokens, node=self.name,
-                                 prompt_version=PROMPT_VERSION)
+                                 prompt_version=PROMPT_VERSION, case_id=state.case.case_id,
+                                 metric=f"{side} chunk {i + 1}")
                     for i, chunk in enumerate(chunks)
                 )
                 span[side] = (start, len(requests))

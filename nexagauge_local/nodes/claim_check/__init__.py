@@ -63,7 +63,8 @@ def judge_claims(check: ClaimCheck, states: Sequence[CaseState], ctx: RunContext
             messages=render_claim_check(check, claims, evidence, k.scoring_mode,
                                         k.include_reasoning),
             schema=schema, max_tokens=max_tokens_for(schema), node=check.node,
-            prompt_version=check.prompt_version,
+            prompt_version=check.prompt_version, case_id=state.case.case_id,
+            metric=check.node,
         ))
         owners.append(i)
 

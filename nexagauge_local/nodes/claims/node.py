@@ -62,7 +62,8 @@ class ClaimsNode(NodeBase):
                 requests.append(JudgeRequest(
                     messages=render_claims(chunk, chunks[i - 1] if i else None),
                     schema=schema, max_tokens=max_tokens, node=self.name,
-                    prompt_version=PROMPT_VERSION,
+                    prompt_version=PROMPT_VERSION, case_id=state.case.case_id,
+                    metric=f"chunk {i + 1}",
                 ))
             spans.append((start, len(requests)))
 

@@ -89,6 +89,7 @@ class GevalNode(NodeBase):
                     schema=schema, max_tokens=max_tokens_for(schema),
                     want_logprobs=block.scoring_mode.scaled,
                     node=self.name, prompt_version=PROMPT_VERSION,
+                    case_id=state.case.case_id, metric=metric.name,
                 ))
 
         progress = CaseProgress(ctx, self.name, len(requests), len(states))

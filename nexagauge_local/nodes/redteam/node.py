@@ -126,7 +126,8 @@ class RedteamNode(NodeBase):
                     messages=render_redteam(metric, fields, knobs.scoring_mode,
                                             knobs.include_reasoning),
                     schema=schema, max_tokens=max_tokens_for(schema), node=self.name,
-                    prompt_version=PROMPT_VERSION,
+                    prompt_version=PROMPT_VERSION, case_id=state.case.case_id,
+                    metric=metric.name,
                 ))
                 plan.append((metric, fields))
             plans.append(plan)

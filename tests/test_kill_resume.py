@@ -1,0 +1,89 @@
+"""Nothing is lost on a crash: a real run (the demo judge on CPU, default shard size) killed
+with SIGKILL after its first committed micro-batch, then re-run.
+
+The hf backend hands each decode micro-batch to the client as it finishes and the client
+commits it to the judge cache at once, so the kill loses only the micro-batch in flight. The
+profile is the demo profile with `hf_max_batch = 1`, so four redteam requests make four
+micro-batches (the default budget would put them all in one).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from nexagauge_local.judge.cache import DB_NAME, JudgeCache
+from nexagauge_local.judge.profiles import shipped_profile_files
+
+ROOT = Path(__file__).resolve().parents[1]
+SAMPLE = ROOT / "nexagauge_local" / "data" / "sample.jsonl"
+TIMEOUT_S = 600
+
+
+def _committed(cache_db: Path) -> int:
+    if not cache_db.exists():
+        return 0
+    try:
+        with sqlite3.connect(f"file:{cache_db}?mode=ro", uri=True, timeout=1) as con:
+            return int(con.execute("SELECT COUNT(*) FROM entries").fetchone()[0])
+    except sqlite3.OperationalError:  # table not created yet, or a write in progress
+        return 0
+
+
+def _run(args: list[str]) -> subprocess.Popen[str]:
+    return subprocess.Popen([sys.executable, "-m", "nexagauge_local", *args], cwd=ROOT,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+def test_sigkill_after_first_micro_batch_then_resume(tmp_path: Path) -> None:
+    demo = next(p for p in shipped_profile_files() if p.stem == "demo")
+    profile = tmp_path / "demo-small-batches.toml"
+    profile.write_text(demo.read_text().replace('name = "demo"', 'name = "demo-small-batches"')
+                       + "hf_max_batch = 1\n")
+    records = [r for r in map(json.loads, SAMPLE.read_text().splitlines()) if "redteam" in r][:2]
+    data = tmp_path / "redteam.jsonl"
+    data.write_text("".join(json.dumps(r) + "\n" for r in records))
+    cache = tmp_path / "cache"
+    args = ["run", "redteam", "--input", str(data), "--cache-dir", str(cache), "--model",
+            str(profile), "--quiet"]
+
+    started = time.monotonic()
+    proc = _run([*args, "--output-dir", str(tmp_path / "killed")])
+    try:
+        while _committed(cache / DB_NAME) == 0:
+            assert proc.poll() is None, f"run ended before a commit: {proc.communicate()}"
+            assert time.monotonic() - started < TIMEOUT_S, "no micro-batch committed in time"
+            time.sleep(0.2)
+        first_commit_s = time.monotonic() - started
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.wait(timeout=30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == -signal.SIGKILL
+    committed = _committed(cache / DB_NAME)
+    assert 1 <= committed < 4, committed  # at least one micro-batch, not the whole node
+
+    store = JudgeCache(cache)
+    with sqlite3.connect(cache / DB_NAME) as con:
+        keys = [k for (k,) in con.execute("SELECT key FROM entries")]
+    assert len(store.get_many(keys)) == committed  # every row intact (checksums verified)
+
+    again_started = time.monotonic()
+    rerun = _run([*args, "--output-dir", str(tmp_path / "resumed")])
+    _out, err = rerun.communicate(timeout=TIMEOUT_S)
+    assert rerun.returncode == 0, err
+    summary = json.loads((tmp_path / "resumed" / "summary.json").read_text())
+    usage = summary["nodes"]["redteam"]
+    assert usage["cache_hits"] == committed  # every committed judgement reused
+    assert usage["backend_requests"] == 4 - committed  # only the lost work recomputed
+    assert f"reused {committed} cached judgement(s), computed {4 - committed}" in err
+    print(f"kill test: first commit after {first_commit_s:.1f} s, {committed}/4 judgements "
+          f"committed at the kill, re-run {time.monotonic() - again_started:.1f} s "
+          f"recomputing {4 - committed}")
