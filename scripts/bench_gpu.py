@@ -8,7 +8,8 @@ Model: a Llama-3-8B-shaped config.json + the demo judge's tokenizer, run by vLLM
 
 Phases, each in its own process so each starts with a free GPU:
   probe     bf16 matmul FLOP/s and memory bandwidth, measured (the floor's rates)
-  ours      one `LLM.chat` over all requests through vllm_backend's engine settings and code
+  ours      every request fed to one engine through vllm_backend's settings and code (step loop)
+  ours_outlines  the same with the outlines grammar engine instead of xgrammar (issue 13)
   baseline  vLLM's OpenAI-compatible server on 127.0.0.1 with the same engine settings, one
             request per case x metric, 16 concurrent (what per-request tools do)
   hf        the hf backend (transformers + outlines) on CUDA, same prompts, fewer cases
@@ -201,7 +202,7 @@ Examples:
 )
 @click.option(
     "--phases",
-    default="probe,ours,baseline,hf",
+    default="probe,ours,ours_outlines,baseline,hf",
     show_default=True,
     help=f"Comma-separated subset of {','.join(PHASES)}.",
 )

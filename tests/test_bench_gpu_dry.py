@@ -222,6 +222,15 @@ def test_summary_figures_and_targets() -> None:
     assert "ratio 6.0" in text and "NVIDIA H100 80GB HBM3" in text
 
 
+def test_grammar_engines_compared_side_by_side() -> None:
+    both = phases() | {"ours_outlines": phases()["ours"] | {"wall_s": 25.0, "valid": 1990}}
+    s = benchreport.summarise(both, floor.LLAMA3_8B)
+    assert s["grammar"]["outlines_over_xgrammar"] == pytest.approx(2.5)
+    assert "xgrammar 10.00 s, outlines 25.00 s = 2.50x" in "\n".join(benchreport.lines(s))
+    assert s["targets"]["every_output_schema_valid"] is False  # outlines lost 10 answers
+    assert "grammar" not in benchreport.summarise(phases(), floor.LLAMA3_8B)
+
+
 def test_cut_short_baseline_is_extrapolated_and_says_so() -> None:
     s = benchreport.summarise(phases(baseline_done=500, valid=1999), floor.LLAMA3_8B)
     assert s["baseline"]["seconds_all"] == pytest.approx(240.0)

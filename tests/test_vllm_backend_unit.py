@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import sys
 import textwrap
+from collections.abc import Iterator
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -23,6 +24,8 @@ FAKE_INIT = textwrap.dedent(
     """
     import json, multiprocessing, os, re, time
     from types import SimpleNamespace
+
+    __version__ = "0.0+fake"
 
     class SamplingParams:
         def __init__(self, **kw):
@@ -95,7 +98,7 @@ FAKE_SP = textwrap.dedent(
 
 
 @pytest.fixture
-def fake_vllm(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+def fake_vllm(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
     pkg = tmp_path / "fakesite" / "vllm"
     pkg.mkdir(parents=True)
     (pkg / "__init__.py").write_text(FAKE_INIT)
@@ -105,7 +108,9 @@ def fake_vllm(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     monkeypatch.syspath_prepend(str(pkg.parent))
     log = tmp_path / "engines.jsonl"
     monkeypatch.setenv("FAKE_VLLM_LOG", str(log))
-    return log
+    yield log
+    for name in ("vllm", "vllm.sampling_params"):  # later tests must not see the fake
+        sys.modules.pop(name, None)
 
 
 def _requests(n: int, **kw: object) -> list[JudgeRequest]:
@@ -359,3 +364,21 @@ def test_ctrl_c_without_close_still_stops_the_engines(
     children = [e["child"] for e in _log(fake_vllm) if e.get("child")]
     assert len(workers) == 2 and len(children) == 2
     assert _wait_gone(workers + children) == []
+
+
+def test_gpu_bench_phases_drive_the_backends_engine_path(
+    fake_vllm: Path, tiny_judge_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """bench_gpu's `ours` and `ours_outlines` phases run the backend's own engine path (token
+    ids, step loop, stop ids) and differ only in the grammar engine."""
+    from devkit import phases as P
+
+    monkeypatch.setattr(P, "requests_for", lambda n, seed, cache: _requests(n))
+    cfg = {"cases": 7, "cache_dir": str(tmp_path),
+           "engine": P.engine_settings(str(tiny_judge_dir), False, 0.5)}  # fmt: skip
+    ours, outlines = P.phase_ours(cfg), P.phase_ours_outlines(cfg)
+    assert (ours["grammar"], outlines["grammar"]) == ("xgrammar", "outlines")
+    assert ours["valid"] == outlines["valid"] == 7 and ours["handovers"] == 3
+    built = [e["kw"]["structured_outputs_config"] for e in _log(fake_vllm) if "kw" in e]
+    assert built == [{"backend": "xgrammar", "disable_any_whitespace": True},
+                     {"backend": "outlines"}]  # fmt: skip

@@ -22,7 +22,7 @@ def _per_1000(seconds: float, n: int) -> float:
 
 
 def summarise(phases: dict[str, dict[str, Any]], shape: LlamaShape) -> dict[str, Any]:
-    """Figures from whichever phases ran (probe, ours, baseline, hf)."""
+    """Figures from whichever phases ran (probe, ours, ours_outlines, baseline, hf)."""
     out: dict[str, Any] = {}
     probe, ours = phases.get("probe"), phases.get("ours")
     base, hf = phases.get("baseline"), phases.get("hf")
@@ -79,6 +79,15 @@ def summarise(phases: dict[str, dict[str, Any]], shape: LlamaShape) -> dict[str,
         }
         if ours:
             out["ratio"] = seconds / ours["wall_s"]
+    outl = phases.get("ours_outlines")
+    if outl and ours:
+        out["grammar"] = {
+            "xgrammar_wall_s": ours["wall_s"],
+            "outlines_wall_s": outl["wall_s"],
+            "outlines_over_xgrammar": outl["wall_s"] / ours["wall_s"],
+            "valid": {"xgrammar": ours["valid"], "outlines": outl["valid"]},
+            "requests": ours["requests"],
+        }
     if hf:
         out["hf"] = {
             "requests": hf["requests"],
@@ -97,7 +106,7 @@ def summarise(phases: dict[str, dict[str, Any]], shape: LlamaShape) -> dict[str,
 def targets(summary: dict[str, Any], phases: dict[str, dict[str, Any]]) -> dict[str, bool | None]:
     """The issue's three targets; None where the phase that decides it did not run."""
     valid: bool | None = None
-    judged = [p for p in ("ours", "baseline", "hf") if p in phases]
+    judged = [p for p in ("ours", "ours_outlines", "baseline", "hf") if p in phases]
     if judged:
         valid = all(
             phases[p]["valid"] == phases[p].get("completed", phases[p]["requests"]) for p in judged
@@ -141,6 +150,14 @@ def lines(summary: dict[str, Any]) -> list[str]:
     if "ratio" in summary:
         out.append(
             f"ratio {summary['ratio']:.1f}  (baseline seconds / ours; target >= {TARGET_RATIO:.0f})"
+        )
+    g = summary.get("grammar")
+    if g:
+        out.append(
+            f"grammar engine (same {g['requests']} requests, same engine settings): xgrammar "
+            f"{g['xgrammar_wall_s']:.2f} s, outlines {g['outlines_wall_s']:.2f} s = "
+            f"{g['outlines_over_xgrammar']:.2f}x; valid {g['valid']['xgrammar']} / "
+            f"{g['valid']['outlines']}"
         )
     h = summary.get("hf")
     if h:

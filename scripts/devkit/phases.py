@@ -27,7 +27,7 @@ from nexagauge_local.judge.profiles import JudgeProfile
 from nexagauge_local.judge.schemas import parse_output
 from nexagauge_local.judge.types import JudgeRequest
 
-PHASES = ("probe", "ours", "baseline", "hf")
+PHASES = ("probe", "ours", "ours_outlines", "baseline", "hf")
 WARM_CASES, WARM_SEED = 16, 1  # warm-up cases differ from the timed ones (no free cache hits)
 BASELINE_MARGIN_S = 90.0  # in-flight answers + server shutdown after the last request starts
 SERVER_PID = "server.pid"
@@ -106,22 +106,64 @@ def phase_probe(cfg: dict[str, Any]) -> dict[str, Any]:
 
 
 def phase_ours(cfg: dict[str, Any]) -> dict[str, Any]:
+    """The backend's own engine path (token-id prompts, add_request + step loop, stop ids)
+    with the profile's default grammar engine (xgrammar)."""
+    return _run_ours(cfg, cfg["engine"])
+
+
+def phase_ours_outlines(cfg: dict[str, Any]) -> dict[str, Any]:
+    """The same requests and engine with `--grammar-backend outlines` (issue 13's comparison)."""
+    from nexagauge_local.judge.vllm_backend import engine_kwargs
+
+    kwargs = dict(cfg["engine"])
+    kwargs["structured_outputs_config"] = engine_kwargs(
+        kwargs["model"], JudgeProfile(name="bench", weights=kwargs["model"]), "bfloat16", SEED, 1,
+        "outlines")["structured_outputs_config"]  # fmt: skip
+    return _run_ours(cfg, kwargs) | {"grammar": "outlines"}
+
+
+def _run_ours(cfg: dict[str, Any], engine: dict[str, Any]) -> dict[str, Any]:
     from nexagauge_local.judge.cost import split_device_seconds
-    from nexagauge_local.judge.vllm_backend import import_vllm, run_engine, to_result, to_wire
+    from nexagauge_local.judge.vllm_backend import (
+        import_vllm,
+        load_tokenizer_at,
+        run_engine,
+        to_result,
+        to_wire,
+    )
+    from nexagauge_local.judge.weights import generation_eos_ids, prompt_ids
 
     vllm = import_vllm()
     reqs = requests_for(cfg["cases"], SEED, Path(cfg["cache_dir"]))
     warm = requests_for(WARM_CASES, WARM_SEED, Path(cfg["cache_dir"]))
     started = time.perf_counter()
-    llm = vllm.LLM(**cfg["engine"])
+    llm = vllm.LLM(**engine)
     load_s = time.perf_counter() - started
-    run_engine(llm, vllm, to_wire(warm), SEED)
-    raws, wall = run_engine(llm, vllm, to_wire(reqs), SEED)
+    tok = load_tokenizer_at(engine["model"])  # the backend's tokenizer and chat policy
+    stop_ids = sorted(generation_eos_ids(engine["model"], tok))
+
+    def run(batch: list[JudgeRequest]) -> tuple[list[dict[str, Any]], float, int]:
+        raws: list[dict[str, Any] | None] = [None] * len(batch)
+        handovers = 0
+
+        def on_done(pos: list[int], got: list[dict[str, Any]], _wall: float) -> None:
+            nonlocal handovers
+            handovers += 1
+            for i, raw in zip(pos, got, strict=True):
+                raws[i] = raw
+
+        wire = to_wire(batch, [prompt_ids(tok, r.messages) for r in batch])
+        wall = run_engine(llm, vllm, wire, SEED, stop_ids, on_done)
+        return [r for r in raws if r is not None], wall, handovers
+
+    run(warm)
+    raws, wall, handovers = run(reqs)
     results = [to_result(raw, req) for raw, req in zip(raws, reqs, strict=True)]
     split_device_seconds(results, wall, 1)
     sched = getattr(getattr(llm.llm_engine, "vllm_config", None), "scheduler_config", None)
     return {
         "requests": len(reqs), "wall_s": wall, "load_s": load_s, "vllm": vllm.__version__,
+        "grammar": engine["structured_outputs_config"]["backend"], "handovers": handovers,
         "cached_tokens": sum(r["cached_tokens"] for r in raws),
         "max_num_seqs": getattr(sched, "max_num_seqs", None),
         **tally([(r.raw_text, r.error, r.prompt_tokens, r.output_tokens) for r in results]),
@@ -262,5 +304,5 @@ def _random_hf_weights(cfg: dict[str, Any]) -> Path:
     return dst
 
 
-PHASE_FUNCS = {"probe": phase_probe, "ours": phase_ours, "baseline": phase_baseline,
-               "hf": phase_hf}  # fmt: skip
+PHASE_FUNCS = {"probe": phase_probe, "ours": phase_ours, "ours_outlines": phase_ours_outlines,
+               "baseline": phase_baseline, "hf": phase_hf}  # fmt: skip
