@@ -145,7 +145,7 @@ def print_dry(plan: dict[str, Any]) -> None:
         f"model: Llama-3-8B-shaped config, {p['params']['total'] / 1e9:.3f} B params, "
         f"load_format=dummy (random weights, none on disk)"
     )
-    click.echo(f"ours: vllm.LLM(**{json.dumps(p['engine'])}) then one LLM.chat")
+    click.echo(f"ours: vllm.LLM(**{json.dumps(p['engine'])}) then every request added to its engine, stepped until done")
     click.echo(f"baseline: {' '.join(p['server_argv'])}")
     click.echo(
         f"  client: openai.AsyncOpenAI, {p['concurrency']} concurrent, one request per "

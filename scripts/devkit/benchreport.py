@@ -126,7 +126,7 @@ def lines(summary: dict[str, Any]) -> list[str]:
     o = summary.get("ours")
     if o:
         out.append(
-            f"ours (vLLM, one LLM.chat): {o['requests']} judgements in {o['wall_s']:.2f} s = "
+            f"ours (vLLM, one engine, step loop): {o['requests']} judgements in {o['wall_s']:.2f} s = "
             f"{o['gpu_s_per_1000']:.2f} GPU-s per 1,000; prompt {o['prompt_tok_s']:,.0f} tok/s, "
             f"output {o['output_tok_s']:,.0f} tok/s; prefix-cache hits "
             f"{o['prefix_cache_hit_share']:.1%}; mean answer {o['mean_output_tokens']:.0f} tok; "

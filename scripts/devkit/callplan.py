@@ -38,7 +38,8 @@ IMPORT_PROBE = (
 # One benchmark call per engine start, each inside the 10-minute limit; results accumulate in
 # BENCH_DIR (kept while the machine is warm) and every call returns the merged report.
 BENCH_CALLS = (
-    ("probe,ours", "--phase-timeout 520", "matmul/HBM probe + our vLLM backend (one LLM.chat)"),
+    ("probe,ours", "--phase-timeout 520", "matmul/HBM probe + our vLLM backend (step loop)"),
+    ("ours_outlines", "--phase-timeout 520", "our vLLM backend with the outlines grammar engine"),
     ("baseline", "--phase-timeout 560 --baseline-deadline 300",
      "per-request baseline: vLLM OpenAI server, 16 concurrent"),
     ("hf", "--phase-timeout 560 --hf-cases 100", "hf backend on CUDA, same prompts, 100 cases"),
