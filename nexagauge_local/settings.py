@@ -17,6 +17,11 @@ def default_cache_dir() -> Path:
     return Path.home() / ".cache" / "nexagauge-local"
 
 
+# Structured-decoding engines (what each backend supports: judge/profiles.py BACKEND_GRAMMARS).
+GrammarChoice = Literal["auto", "xgrammar", "guidance", "outlines"]
+GRAMMAR_CHOICES: tuple[str, ...] = ("auto", "xgrammar", "guidance", "outlines")
+
+
 class RunSettings(BaseSettings):
     model_config = SettingsConfigDict(env_prefix="NEXAGAUGE_", extra="forbid")
 
@@ -37,9 +42,9 @@ class RunSettings(BaseSettings):
     # a judge request longer than the judge's window: fail it alone (default), or judge the
     # evaluated text with its middle cut and a visible marker (judge/long_inputs.py)
     long_inputs: Literal["fail", "truncate-middle"] = "fail"
-    # the structured-decoding engine: auto = the profile's setting, else xgrammar on vLLM and
-    # outlines on the hf backend (which only has outlines)
-    grammar_backend: Literal["auto", "xgrammar", "outlines"] = "auto"
+    # the structured-decoding engine: auto = the profile's setting, else the backend's default
+    # (judge/profiles.py DEFAULT_GRAMMAR)
+    grammar_backend: GrammarChoice = "auto"
     # embeddings (refiner/refalign): auto = bfloat16 on CUDA or a CPU with native bf16
     embed_dtype: Literal["auto", "float32", "bfloat16"] = "auto"
     # scale-out: a Ray cluster for the judge work (cluster/spec.py: auto, local, HOST:PORT,

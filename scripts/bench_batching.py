@@ -1,16 +1,17 @@
 """Node-major batching vs one request at a time, through the hf backend.
 
 Runs the same N synthetic red-team judgements (a rubric + a short model output, judged with
-`schemas.verdict_schema`) three times on the demo judge: all at once with the results handed
-back at the end (the engine before issue 13), all at once with each micro-batch committed to a
-judge cache as it is decoded (what the runner does per node now, so a crash loses only the
-micro-batch in flight), and one `generate` call per request (what per-request tools do).
+`schemas.verdict_schema`) three times on the demo judge: all at once with nobody listening to
+the hand-overs (what the engine cost before issue 13 made it commit as it goes), all at once
+with every answer committed to a judge cache the step its row ends (what the runner does per
+node now, so a crash loses only the rows still decoding), and one `generate` call per request
+(what per-request tools do).
 Prints the machine, the tokens/s of each mode, `ratio X` = sequential seconds / streaming
 batched seconds, and the streaming commit's overhead against the plain batched call.
 
     python scripts/bench_batching.py            # 64 cases, demo judge
     python scripts/bench_batching.py --n 16 --model /path/to/hf-folder
-    python scripts/bench_batching.py --max-batch 16   # four commits per node of 64
+    python scripts/bench_batching.py --max-batch 16   # four micro-batches per node of 64
 
 The demo judge's verdicts are not meaningful; this measures throughput only.
 """
@@ -150,7 +151,8 @@ def main() -> None:
     same = sum(x.raw_text == y.raw_text == z.raw_text
                for x, y, z in zip(batched, streamed, sequential))
     print(f"  identical outputs in all three modes: {same}/{args.n}")
-    print(f"  streaming committed {len(commits)} micro-batch(es) of {commits} requests; "
+    print(f"  streaming made {len(commits)} cache commit(s) of {min(commits)}-{max(commits)} "
+          f"answer(s) ({sum(commits)} in all); "
           f"overhead vs the plain batched call {100 * (t_streamed / t_batched - 1):+.1f}%")
     ratio = t_seq / t_streamed
     print(f"ratio {ratio:.2f} (sequential / streaming batched; plain batched "

@@ -1,7 +1,7 @@
 """One EOS set for the grammar and the decode loop.
 
 A model whose generation config names several EOS ids (Llama-3.1: `<|eot_id|>` and
-`<|end_of_text|>`) stops on any of them, while the outlines grammar knows only the tokenizer's.
+`<|end_of_text|>`) stops on any of them, while an outlines grammar knows only the tokenizer's.
 If an extra EOS id is an ordinary token of the grammar's vocabulary, the grammar allows it
 inside a JSON string and the answer would stop there. The tiny judge gets a second EOS id
 that is an ordinary word token, and a bias that makes the model pick it wherever it can.
@@ -14,6 +14,8 @@ from pathlib import Path
 import pytest
 
 from nexagauge_local.judge.hf_decode import constrained_greedy, eos_aliases
+from nexagauge_local.judge.hf_grammar import OutlinesGrammar, guidance_grammar
+from nexagauge_local.judge.schemas import schema_json
 from nexagauge_local.judge.types import JudgeRequest
 from nexagauge_local.judge.weights import eos_set, eos_token_ids
 from nexagauge_local.nodes.redteam import verdict_schema
@@ -55,8 +57,14 @@ def two_eos_backend(tiny_profile, tmp_path: Path):
     return backend, extra
 
 
-def test_every_eos_id_is_allowed_only_where_the_answer_is_complete(two_eos_backend) -> None:
+@pytest.mark.parametrize("engine", ["guidance", "outlines"])
+def test_every_eos_id_is_allowed_only_where_the_answer_is_complete(
+    two_eos_backend, engine: str
+) -> None:
+    """Both engines know one EOS id; the loop aligns the others to it, so no answer stops
+    inside a string."""
     backend, extra = two_eos_backend
+    backend.grammar = engine
     assert backend._eos_ids == {backend.tokenizer.eos_token_id, extra}
     reqs = [JudgeRequest(redteam_messages(i), SCHEMA, 120, node="redteam") for i in range(6)]
     results = backend.generate(reqs)
@@ -64,20 +72,30 @@ def test_every_eos_id_is_allowed_only_where_the_answer_is_complete(two_eos_backe
     assert all(r.parsed is not None for r in results)
 
 
+@pytest.mark.parametrize("engine", ["guidance", "outlines"])
 def test_without_the_shared_set_the_extra_eos_ends_answers_inside_a_string(
-    two_eos_backend,
+    two_eos_backend, engine: str
 ) -> None:
-    """The failure the shared set prevents (proves the test above can fail)."""
+    """The failure the shared set prevents (proves the test above can fail). llguidance is
+    even told that the extra id is an EOS: it still allows it inside a string."""
     backend, extra = two_eos_backend
-    index = backend.generator_for(SCHEMA).logits_processor.index
+    if engine == "outlines":
+        grammar = OutlinesGrammar(backend.generator_for(SCHEMA).logits_processor.index, None)
+    else:
+        import llguidance.hf
+
+        vocab = backend.model.get_output_embeddings().weight.shape[0]
+        ll_tok = llguidance.hf.from_tokenizer(backend.tokenizer, n_vocab=vocab,
+                                              eos_token=sorted(backend._eos_ids))  # fmt: skip
+        grammar = guidance_grammar(ll_tok, schema_json(SCHEMA), None)
     ids = backend.tokenizer(
         [backend.tokenizer.apply_chat_template(redteam_messages(0), tokenize=False,
                                                add_generation_prompt=True)],
         add_special_tokens=False,
     )["input_ids"]
     pad = backend.tokenizer.pad_token_id
-    [dec] = constrained_greedy(backend.model, index, ids, max_new_tokens=120,
-                               eos_ids=backend._eos_ids, pad_id=pad, grammar_eos=None)
+    [dec] = constrained_greedy(backend.model, grammar, ids, max_new_tokens=120,
+                               eos_ids=backend._eos_ids, pad_id=pad)
     assert dec.stopped and dec.token_ids[-1] == extra
     text = backend.tokenizer.decode(dec.token_ids[:-1], skip_special_tokens=True)
     with pytest.raises(ValueError):

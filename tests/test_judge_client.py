@@ -403,15 +403,27 @@ def test_streaming_backend_commits_each_batch_before_the_call_returns(tmp_path: 
     assert (usage.cache_hits, usage.backend_calls, usage.backend_requests) == (6, 1, 4)
 
 
-def test_hf_backend_streams_micro_batches(tiny_backend, tmp_path: Path) -> None:
-    """The real hf backend hands each micro-batch over as it is decoded."""
+def test_hf_backend_hands_over_each_row_the_step_it_ends(tiny_backend, tmp_path: Path) -> None:
+    """The real hf backend hands each row over the step it ends, while its micro-batch goes
+    on, and charges it only the device time of the steps it was in."""
     schema = geval_schema("scale_1_5")
     reqs = [JudgeRequest(redteam_messages(i), schema, 12, node="geval") for i in range(6)]
+    reqs.append(JudgeRequest(redteam_messages(9), verdict_schema(), 40, node="redteam"))
     budget, tiny_backend.max_batch = tiny_backend.max_batch, 2
-    batches: list[list[int]] = []
+    handed: list[tuple[list[int], list[int]]] = []  # (positions, their output token counts)
     try:
-        results = tiny_backend.generate(reqs, on_batch=lambda pos, res: batches.append(pos))
+        started = time.perf_counter()
+        results = tiny_backend.generate(
+            reqs, on_batch=lambda pos, res: handed.append((pos, [r.output_tokens for r in res])))
+        wall = time.perf_counter() - started
     finally:
         tiny_backend.max_batch = budget
-    assert len(batches) == 3 and sorted(i for b in batches for i in b) == list(range(6))
-    assert all(r.error is None for r in results)
+    assert sorted(i for pos, _ in handed for i in pos) == list(range(7))  # each once
+    assert len(handed) >= 4  # at least one per micro-batch: 3 geval + 1 redteam
+    for _, tokens in handed:  # rows handed together ended at the same step (a micro-batch
+        # handed over whole would mix lengths: this seed gives rows of 6 and 10 tokens)
+        assert len(set(tokens)) == 1
+    assert all(r.error is None for r in results[:6])
+    assert all(r.gpu_seconds > 0 for r in results)
+    assert sum(r.gpu_seconds for r in results) <= wall
+    assert all(r.extra["batch_size"] in (1, 2) for r in results)

@@ -149,7 +149,7 @@ def test_generator_is_built_once_per_schema(tiny_backend) -> None:
 def test_fingerprint_names_model_weights_dtype_and_versions(tiny_backend) -> None:
     fp = tiny_backend.fingerprint
     assert fp.startswith("tiny@")
-    assert "/float32/hf/transformers==" in fp and "/outlines==" in fp
+    assert "/float32/hf/transformers==" in fp and "/outlines==" in fp  # the default engine
     assert tiny_backend.load_seconds > 0
 
 

@@ -1,10 +1,10 @@
 """Nothing is lost on a crash: a real run (the demo judge on CPU, default shard size) killed
 with SIGKILL after its first committed micro-batch, then re-run.
 
-The hf backend hands each decode micro-batch to the client as it finishes and the client
-commits it to the judge cache at once, so the kill loses only the micro-batch in flight. The
-profile is the demo profile with `hf_max_batch = 1`, so four redteam requests make four
-micro-batches (the default budget would put them all in one).
+The hf backend hands each row of a decode micro-batch to the client the step it ends and the
+client commits it to the judge cache at once, so the kill loses only the rows still decoding.
+Everything is the default: the demo profile, one micro-batch for the four redteam requests of
+two records, default shard size; the four answers end at different steps.
 """
 
 from __future__ import annotations
@@ -19,7 +19,6 @@ import time
 from pathlib import Path
 
 from nexagauge_local.judge.cache import DB_NAME, JudgeCache
-from nexagauge_local.judge.profiles import shipped_profile_files
 
 ROOT = Path(__file__).resolve().parents[1]
 SAMPLE = ROOT / "nexagauge_local" / "data" / "sample.jsonl"
@@ -41,17 +40,12 @@ def _run(args: list[str]) -> subprocess.Popen[str]:
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
 
-def test_sigkill_after_first_micro_batch_then_resume(tmp_path: Path) -> None:
-    demo = next(p for p in shipped_profile_files() if p.stem == "demo")
-    profile = tmp_path / "demo-small-batches.toml"
-    profile.write_text(demo.read_text().replace('name = "demo"', 'name = "demo-small-batches"')
-                       + "hf_max_batch = 1\n")
+def test_sigkill_after_first_committed_answer_then_resume(tmp_path: Path) -> None:
     records = [r for r in map(json.loads, SAMPLE.read_text().splitlines()) if "redteam" in r][:2]
     data = tmp_path / "redteam.jsonl"
     data.write_text("".join(json.dumps(r) + "\n" for r in records))
     cache = tmp_path / "cache"
-    args = ["run", "redteam", "--input", str(data), "--cache-dir", str(cache), "--model",
-            str(profile), "--quiet"]
+    args = ["run", "redteam", "--input", str(data), "--cache-dir", str(cache), "--quiet"]
 
     started = time.monotonic()
     proc = _run([*args, "--output-dir", str(tmp_path / "killed")])
@@ -68,7 +62,7 @@ def test_sigkill_after_first_micro_batch_then_resume(tmp_path: Path) -> None:
             proc.kill()
     assert proc.returncode == -signal.SIGKILL
     committed = _committed(cache / DB_NAME)
-    assert 1 <= committed < 4, committed  # at least one micro-batch, not the whole node
+    assert 1 <= committed < 4, committed  # at least one answer, not the whole micro-batch
 
     store = JudgeCache(cache)
     with sqlite3.connect(cache / DB_NAME) as con:

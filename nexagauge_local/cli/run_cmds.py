@@ -22,7 +22,7 @@ from nexagauge_local.cli.options import (
     target_argument,
 )
 from nexagauge_local.graph import NODES, TARGETS
-from nexagauge_local.settings import RunSettings, default_cache_dir
+from nexagauge_local.settings import GRAMMAR_CHOICES, RunSettings, default_cache_dir
 
 
 @click.command("run")
@@ -57,10 +57,13 @@ from nexagauge_local.settings import RunSettings, default_cache_dir
                    "case, node, metric and token counts; truncate-middle: the middle of its "
                    "longest evaluated text is cut, with a visible marker in the judged text and "
                    "`input_truncated` in the case report. `estimate` lists such cases first.")
-@click.option("--grammar-backend", type=click.Choice(["auto", "xgrammar", "outlines"]),
+@click.option("--grammar-backend", type=click.Choice(list(GRAMMAR_CHOICES)),
               default="auto", show_default=True,
               help="Structured-decoding engine. auto: the profile's, else xgrammar on vLLM and "
-                   "outlines on the hf backend (its only engine).")
+                   "outlines on the hf backend. hf: outlines or guidance (llguidance: a schema "
+                   "compiles in milliseconds instead of seconds and holds no index in memory); "
+                   "vLLM: xgrammar, guidance or outlines. The judge cache keeps each engine's "
+                   "answers apart.")
 @click.option("--sign", "sign_key", type=click.Path(exists=True, dir_okay=False, path_type=Path),
               metavar="KEYFILE", help="Sign manifest.json with this Ed25519 key (see `keys new`).")
 @click.option("--quiet", "-q", is_flag=True,

@@ -11,7 +11,7 @@ only burn GPU time. Hits are re-parsed against the current schema (the cache sto
 so parser fixes apply to old entries. Not cached: backend failures (errors starting with
 "backend:"), which may be transient.
 
-Crash safety: a streaming backend (`streams = True`: hf commits each decode micro-batch, vLLM
+Crash safety: a streaming backend (`streams = True`: hf each answer the step its row ends, vLLM
 each group of finished requests) hands results over as they are decoded and each handover is
 written to the cache as one transaction, while the backend still sees the whole node in one
 call. With a backend that does not stream, `flush_every=N` sends the misses in chunks of N

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from nexagauge_local.judge.profiles import (
+    BACKEND_GRAMMARS,
     DEFAULT_GRAMMAR,
     JudgeProfile,
     fingerprint,
@@ -44,14 +45,15 @@ class GrammarUnsupported(ValueError):
 
 
 def choose_grammar(requested: str, profile: JudgeProfile, backend: str) -> str:
-    """`auto` (from the flag, else the profile) -> xgrammar on vLLM, outlines on hf."""
+    """`auto` (from the flag, else the profile) -> the backend's DEFAULT_GRAMMAR."""
     choice = requested if requested != "auto" else profile.grammar_backend
     if choice == "auto":
         return DEFAULT_GRAMMAR[backend]
-    if backend == "hf" and choice != "outlines":
+    supported = BACKEND_GRAMMARS[backend]
+    if choice not in supported:
         raise GrammarUnsupported(
-            f"--grammar-backend {choice}: the hf backend decodes with outlines only; use "
-            "--backend vllm for xgrammar, or --grammar-backend outlines"
+            f"--grammar-backend {choice}: the {backend} backend decodes with "
+            f"{' or '.join(supported)}; use --backend vllm for xgrammar"
         )
     return choice
 
@@ -114,6 +116,7 @@ class BackendFactory:
             dtype=self.dtype,
             token_budget=self.profile.hf_token_budget,
             max_batch=self.profile.hf_max_batch,
+            grammar=self.grammar_backend,
         )
 
 

@@ -1,19 +1,23 @@
-"""The `hf` judge backend: transformers + outlines constrained decoding, CPU or CUDA.
+"""The `hf` judge backend: transformers + constrained decoding (llguidance or outlines), CPU
+or CUDA.
 
 Why it looks like this:
-- One outlines generator (its compiled JSON-schema index) per schema, built once and reused:
-  compiling a schema against a 50k vocabulary is the expensive step, the per-batch reset is free.
+- One compiled grammar per schema (hf_grammar.py), built once and reused. outlines (the
+  default) precompiles an index that costs seconds and, for bounded strings, gigabytes;
+  llguidance (`--grammar-backend guidance`) compiles in milliseconds and computes masks per
+  step.
 - Requests are grouped by (schema, max_tokens), sorted by prompt length (little padding) and run
   in micro-batches bounded by a prompt-token budget, so memory stays bounded on any node size.
-- Decoding is our own loop (hf_decode.py) driven by the generator's compiled index rather than
+- Decoding is our own loop (hf_decode.py) driven by the compiled grammar rather than outlines'
   `Generator.batch`, which returns only text and runs `model.generate`: we need the generated
   ids (exact output token counts; no EOS within max_tokens = "truncated"), the top-5 logprobs
   in the same pass (no teacher-forcing rerun), and two CPU wins `generate` lacks - the shared
   rubric prefix prefilled once per micro-batch, and finished rows dropped from the batch.
 - Loading (GGUF dequantised once and cached, dtype, chat template) lives in weights.py, shared
   with the vLLM backend, the target responders and `estimate`.
-- It streams: each micro-batch is handed to `on_batch` as soon as it is decoded, so the client
-  caches it at once and a killed run loses at most the micro-batch in flight. A request whose
+- It streams: each row is handed to `on_batch` the step it ends (EOS or max_tokens), while the
+  rest of its micro-batch decodes on, so the client caches it at once and a killed run loses
+  only the rows still decoding. A request whose
   prompt + max_tokens exceeds the profile's max_model_len is answered at once with a context
   error (judge/long_inputs.py) and never reaches the model.
 """
@@ -21,14 +25,19 @@ Why it looks like this:
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from nexagauge_local.judge.cost import split_device_seconds
 from nexagauge_local.judge.hf_decode import Decoded, constrained_greedy
+from nexagauge_local.judge.hf_grammar import (
+    CompiledGrammar,
+    OutlinesGrammar,
+    guidance_grammar,
+    guidance_tokenizer,
+)
 from nexagauge_local.judge.long_inputs import context_error
-from nexagauge_local.judge.profiles import JudgeProfile, fingerprint
+from nexagauge_local.judge.profiles import DEFAULT_GRAMMAR, JudgeProfile, fingerprint
 from nexagauge_local.judge.schemas import parse_output, schema_id, schema_json
 from nexagauge_local.judge.types import JudgeRequest, JudgeResult, Messages, OnBatch
 from nexagauge_local.judge.weights import (
@@ -47,7 +56,7 @@ LOGPROB_SOURCE = "hf_constrained_top5"
 
 
 class HFBackend:
-    """transformers + outlines judge backend (the path CI tests)."""
+    """transformers + llguidance/outlines judge backend (the path CI tests)."""
 
     name = "hf"
     streams = True
@@ -62,6 +71,7 @@ class HFBackend:
         token_budget: int | None = None,
         max_batch: int | None = None,
         threads: int | None = None,
+        grammar: str = DEFAULT_GRAMMAR["hf"],
     ) -> None:
         """`threads` pins torch's CPU thread count during generate (restored after): 1 is
         fastest for tiny models and on a host other jobs keep busy, where OpenMP threads
@@ -76,13 +86,16 @@ class HFBackend:
         self.token_budget = token_budget or (65536 if on_gpu else 16384)
         self.max_batch = max_batch or (256 if on_gpu else 64)
         self.threads = threads
-        self.fingerprint = fingerprint(profile, self.name, self.dtype)
+        self.grammar = grammar
+        self.fingerprint = fingerprint(profile, self.name, self.dtype, grammar)
         started = time.perf_counter()
         self.model, self.tokenizer = load_model(profile, cache_dir, self.dtype, self.device)
-        self._om = _outlines_model(self.model, self.tokenizer)
+        self._eos_ids = eos_token_ids(self.model, self.tokenizer)
+        self._om: Any = None  # outlines' model wrapper, built on first outlines use
+        self._ll_tokenizer: Any = None  # llguidance's tokenizer, built on first guidance use
         self.load_seconds = time.perf_counter() - started
         self._generators: dict[str, Any] = {}
-        self._eos_ids = eos_token_ids(self.model, self.tokenizer)
+        self._grammars: dict[str, CompiledGrammar] = {}
 
     # -- protocol
 
@@ -127,11 +140,16 @@ class HFBackend:
         for idxs in groups.values():
             idxs.sort(key=lambda i: lengths[i])
             for batch in self._micro_batches(idxs, lengths):
-                done = self._run_batch([requests[i] for i in batch], [prompts[i] for i in batch])
-                for i, res in zip(batch, done):
-                    results[i] = res
-                if on_batch:
-                    on_batch(batch, done)
+
+                def handover(local: list[int], done: list[JudgeResult], batch=batch) -> None:
+                    positions = [batch[j] for j in local]
+                    for i, res in zip(positions, done):
+                        results[i] = res
+                    if on_batch:
+                        on_batch(positions, done)
+
+                self._run_batch([requests[i] for i in batch], [prompts[i] for i in batch],
+                                handover)  # fmt: skip
         return [r for r in results if r is not None]
 
     # -- internals
@@ -152,8 +170,25 @@ class HFBackend:
             batches.append(current)
         return batches
 
+    def grammar_for(self, schema: Any) -> CompiledGrammar:
+        """The schema compiled by this backend's grammar engine, on first use, then reused."""
+        key = f"{self.grammar}:{schema_id(schema)}"
+        if key not in self._grammars:
+            if self.grammar == "outlines":
+                index = self.generator_for(schema).logits_processor.index
+                self._grammars[key] = OutlinesGrammar(index, self.tokenizer.eos_token_id)
+            else:
+                if self._ll_tokenizer is None:
+                    vocab = self.model.get_output_embeddings().weight.shape[0]
+                    self._ll_tokenizer = guidance_tokenizer(self.tokenizer, vocab)
+                self._grammars[key] = guidance_grammar(self._ll_tokenizer, schema_json(schema),
+                                                       self.tokenizer.eos_token_id)
+        return self._grammars[key]
+
     def generator_for(self, schema: Any) -> Any:
         """The outlines generator for a schema, compiled on first use and then reused."""
+        if self._om is None:
+            self._om = _outlines_model(self.model, self.tokenizer)
         key = schema_id(schema)
         if key not in self._generators:
             import outlines
@@ -164,44 +199,53 @@ class HFBackend:
             self._generators[key] = outlines.Generator(self._om, term)
         return self._generators[key]
 
-    def _run_batch(self, reqs: list[JudgeRequest], prompts: list[str]) -> list[JudgeResult]:
-        schema = reqs[0].schema
-        index = self.generator_for(schema).logits_processor.index
+    def _run_batch(
+        self,
+        reqs: list[JudgeRequest],
+        prompts: list[str],
+        handover: Callable[[list[int], list[JudgeResult]], None],
+    ) -> None:
+        """Decode one micro-batch; each row goes to `handover(batch positions, results)` the
+        step it ends."""
+        grammar = self.grammar_for(reqs[0].schema)
         ids = self.tokenizer(prompts, add_special_tokens=False)["input_ids"]
         want_lp = any(r.want_logprobs for r in reqs)
         pad_id = self.tokenizer.pad_token_id
-        started = time.perf_counter()
-        decoded = constrained_greedy(
+
+        def finished(rows: list[int], decoded: list[Decoded]) -> None:
+            handover(rows, [self._to_result(reqs[r], len(ids[r]), dec, len(reqs))
+                            for r, dec in zip(rows, decoded)])  # fmt: skip
+
+        constrained_greedy(
             self.model,
-            index,
+            grammar,
             ids,
             max_new_tokens=reqs[0].max_tokens,
             eos_ids=self._eos_ids,
-            grammar_eos=self.tokenizer.eos_token_id,
             pad_id=pad_id if pad_id is not None else min(self._eos_ids),
             top_k=TOP_LOGPROBS if want_lp else 0,
+            on_finished=finished,
         )
-        wall = time.perf_counter() - started
-        out: list[JudgeResult] = []
-        for req, prompt_ids, dec in zip(reqs, ids, decoded):
-            text_ids = dec.token_ids[:-1] if dec.stopped else dec.token_ids
-            text = self.tokenizer.decode(text_ids, skip_special_tokens=True)
-            parsed, error = parse_output(schema, text, hit_max_tokens=not dec.stopped)
-            res = JudgeResult(
-                parsed=parsed,
-                raw_text=text,
-                prompt_tokens=len(prompt_ids),
-                output_tokens=len(dec.token_ids),
-                gpu_seconds=0.0,
-                error=error,
-                extra={"batch_size": len(reqs)},
-            )
-            if req.want_logprobs:
-                res.token_logprobs = self._logprobs(dec)
-                res.extra["logprob_source"] = LOGPROB_SOURCE
-            out.append(res)
-        split_device_seconds(out, wall, self.gpus)
-        return out
+
+    def _to_result(
+        self, req: JudgeRequest, prompt_tokens: int, dec: Decoded, batch_size: int
+    ) -> JudgeResult:
+        text_ids = dec.token_ids[:-1] if dec.stopped else dec.token_ids
+        text = self.tokenizer.decode(text_ids, skip_special_tokens=True)
+        parsed, error = parse_output(req.schema, text, hit_max_tokens=not dec.stopped)
+        res = JudgeResult(
+            parsed=parsed,
+            raw_text=text,
+            prompt_tokens=prompt_tokens,
+            output_tokens=len(dec.token_ids),
+            gpu_seconds=dec.seconds * max(self.gpus, 1),  # on CPU: one device
+            error=error,
+            extra={"batch_size": batch_size},
+        )
+        if req.want_logprobs:
+            res.token_logprobs = self._logprobs(dec)
+            res.extra["logprob_source"] = LOGPROB_SOURCE
+        return res
 
     def _logprobs(self, dec: Decoded) -> list[dict[str, float]]:
         steps: list[dict[str, float]] = []

@@ -7,24 +7,32 @@ batch until the longest answer ends. This loop:
 - prefills the prompts' longest common token prefix once and copies its KV cache to every row
   (a CPU stand-in for vLLM's prefix caching: the rubric is computed once per micro-batch);
 - drops a row from the batch (and its KV cache) the moment it emits EOS or reaches max_tokens,
-  so a single long answer no longer runs 63 idle rows with it;
-- applies the outlines-core index of the schema (compiled once per schema by the
-  `outlines.Generator` the backend keeps) through one bitmask per row, and records the top-k
-  logprobs of the constrained distribution in the same pass;
+  so a single long answer no longer runs 63 idle rows with it, and hands the finished row to
+  `on_finished` at once (the client caches it: a kill loses only rows still decoding);
+- charges each row the device time it used: its prompt-length share of the prefill, then an
+  equal share of every step it was in (a row that finishes early is not charged the steps of
+  the long answers after it);
+- applies the schema's compiled grammar (hf_grammar.py: llguidance or outlines-core, compiled
+  once per schema by the backend) through one bitmask per row, and records the top-k logprobs
+  of the constrained distribution in the same pass;
 - shares one EOS set with the grammar: the loop stops on every EOS id of the model (the
   tokenizer's and the generation config's, e.g. Llama-3.1's `<|eot_id|>` and
-  `<|end_of_text|>`), but the grammar knows only the tokenizer's. An extra EOS id that is an
-  ordinary token in the grammar's vocabulary would be allowed inside a JSON string and end the
-  answer there; so every EOS id is allowed exactly where the grammar allows its own EOS (the
-  answer is complete), and nowhere else.
+  `<|end_of_text|>`); llguidance is given all of them, but an outlines index knows only the
+  tokenizer's. An extra EOS id that is an ordinary token in that index's vocabulary would be
+  allowed inside a JSON string and end the answer there; so every EOS id is allowed exactly
+  where the grammar allows its own EOS (the answer is complete), and nowhere else.
 """
 
 from __future__ import annotations
 
+import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 import torch
+
+from nexagauge_local.judge.hf_grammar import CompiledGrammar, bitmask_words
 
 MIN_SHARED_PREFIX = 8
 
@@ -34,6 +42,10 @@ class Decoded:
     token_ids: list[int] = field(default_factory=list)
     stopped: bool = False  # EOS emitted (False = cut at max_new_tokens)
     top_logprobs: list[tuple[list[float], list[int]]] = field(default_factory=list)
+    seconds: float = 0.0  # device time this row used (see the module docstring)
+
+
+OnFinished = Callable[[list[int], list[Decoded]], None]  # (prompt positions, their rows)
 
 
 def common_prefix_len(rows: list[list[int]]) -> int:
@@ -94,36 +106,40 @@ def _prefill(model: Any, prompts: list[list[int]], pad_id: int, device: str) -> 
 
 def constrained_greedy(
     model: Any,
-    index: Any,
+    grammar: CompiledGrammar,
     prompts: list[list[int]],
     *,
     max_new_tokens: int,
     eos_ids: set[int],
     pad_id: int,
     top_k: int = 0,
-    grammar_eos: int | None = None,
+    on_finished: OnFinished | None = None,
 ) -> list[Decoded]:
-    """Greedy decode every prompt under the schema `index` (an outlines_core Index).
+    """Greedy decode every prompt under a schema's compiled `grammar` (hf_grammar.py).
 
-    `grammar_eos` is the EOS id the index was compiled with (the tokenizer's); the other ids
-    of `eos_ids` follow its allowed bit (see the module docstring)."""
-    from outlines_core import Guide
-    from outlines_core.kernels.torch import allocate_token_bitmask, fill_next_token_bitmask
-
+    Where the grammar knows one EOS id only (`grammar.grammar_eos`, outlines), the other ids of
+    `eos_ids` follow its allowed bit (see the module docstring). `on_finished` gets the rows
+    that ended at each step, complete (tokens and seconds), before the batch goes on."""
     device = str(model.device)
     out = [Decoded() for _ in prompts]
     if not prompts or max_new_tokens < 1:
         return out
     with torch.inference_mode():
+        started = time.perf_counter()
         logits, mask, pos, cache = _prefill(model, prompts, pad_id, device)
+        last = time.perf_counter()
+        total_len = sum(len(p) for p in prompts) or 1
+        for d, p in zip(out, prompts):
+            d.seconds = (last - started) * len(p) / total_len
         rows = list(range(len(prompts)))  # batch position -> request index
-        guides = [Guide(index) for _ in prompts]
+        matchers = [grammar.matcher() for _ in prompts]
         vocab = logits.shape[1]
+        grammar_eos = grammar.grammar_eos
         aliases = eos_aliases(eos_ids, grammar_eos, vocab)
         for _step in range(max_new_tokens):
-            bitmask = allocate_token_bitmask(vocab).repeat(len(rows), 1)
+            bitmask = torch.zeros((len(rows), bitmask_words(vocab)), dtype=torch.int32)
             for j, r in enumerate(rows):
-                fill_next_token_bitmask(guides[r], bitmask[j : j + 1])
+                matchers[r].fill(bitmask, j)
             logits = _apply_bitmask(logits, bitmask.to(logits.device), grammar_eos, aliases)
             if top_k:
                 top = torch.log_softmax(logits, dim=-1).topk(top_k, dim=-1)
@@ -138,10 +154,17 @@ def constrained_greedy(
                 if tok in eos_ids:
                     out[r].stopped = True
                     continue
-                if not guides[r].is_finished():
-                    guides[r].advance(token_id=tok, return_tokens=False)
+                matchers[r].advance(tok)
                 if len(out[r].token_ids) < max_new_tokens:
                     keep.append(j)
+            now = time.perf_counter()
+            for r in rows:  # the previous forward and this step's masks served every row here
+                out[r].seconds += (now - last) / len(rows)
+            if on_finished and len(keep) < len(rows):
+                kept = {rows[j] for j in keep}
+                ended = [r for r in rows if r not in kept]
+                on_finished(ended, [out[r] for r in ended])
+            last = time.perf_counter()  # the handover (a cache write) is nobody's device time
             if not keep:
                 break
             if len(keep) < len(rows):

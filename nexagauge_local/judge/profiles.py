@@ -20,6 +20,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from nexagauge_local.settings import GrammarChoice
+
 # Shown wherever a demo profile (`demo = true`) judges: its verdicts are not meaningful.
 DEMO_NOTICE = "demo judge (SmolLM2-135M): its verdicts are for trying the tool, not for decisions"
 
@@ -35,6 +37,13 @@ class ProfileNotFound(LookupError):
     pass
 
 
+# Structured-decoding engines. hf: llguidance ("guidance", masks computed per step, tiny
+# compile) or outlines-core (a precompiled index); vLLM: its own xgrammar / guidance / outlines.
+BACKEND_GRAMMARS = {"hf": ("guidance", "outlines"), "vllm": ("xgrammar", "guidance", "outlines")}
+DEFAULT_GRAMMAR = {"vllm": "xgrammar", "hf": "outlines"}
+GRAMMAR_PACKAGE = {"guidance": "llguidance", "outlines": "outlines"}  # hf fingerprint part
+
+
 class JudgeProfile(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
@@ -44,8 +53,8 @@ class JudgeProfile(BaseModel):
     dtype: Literal["auto", "float32", "float16", "bfloat16"] = "auto"
     max_model_len: int = Field(default=8192, ge=256)
     parallelism: Literal["tensor", "data"] = "tensor"
-    # structured decoding: auto = xgrammar on vLLM, outlines on hf (--grammar-backend wins)
-    grammar_backend: Literal["auto", "xgrammar", "outlines"] = "auto"
+    # structured decoding: auto = DEFAULT_GRAMMAR of the backend (--grammar-backend wins)
+    grammar_backend: GrammarChoice = "auto"
     # hf backend micro-batches (None = 16384 prompt tokens and 64 rows on CPU, 65536 and 256 on
     # a GPU): smaller ones hold less memory and reach the cache sooner, larger ones batch more
     hf_token_budget: int | None = Field(default=None, ge=256)
@@ -189,13 +198,12 @@ def weights_identity(path: Path) -> str:
     return h.hexdigest()[:16]
 
 
-def backend_version(backend: str) -> str:
+def backend_version(backend: str, grammar: str | None = None) -> str:
+    """The backend's decoding stack; on hf that includes the grammar engine's package."""
     if backend == "vllm":
         return f"vllm/vllm=={_pkg_version('vllm')}"
-    return f"hf/transformers=={_pkg_version('transformers')}/outlines=={_pkg_version('outlines')}"
-
-
-DEFAULT_GRAMMAR = {"vllm": "xgrammar", "hf": "outlines"}
+    package = GRAMMAR_PACKAGE[grammar or DEFAULT_GRAMMAR["hf"]]
+    return f"hf/transformers=={_pkg_version('transformers')}/{package}=={_pkg_version(package)}"
 
 
 def fingerprint(profile: JudgeProfile, backend: str, dtype: str, grammar: str | None = None) -> str:
@@ -206,7 +214,7 @@ def fingerprint(profile: JudgeProfile, backend: str, dtype: str, grammar: str | 
     answer); the default adds nothing, so existing caches keep hitting.
     """
     ident = weights_identity(profile.weights_path())
-    base = f"{profile.name}@{ident}/{dtype}/{backend_version(backend)}"
-    if grammar and grammar != DEFAULT_GRAMMAR.get(backend, grammar):
-        base += f"/grammar={grammar}"
+    base = f"{profile.name}@{ident}/{dtype}/{backend_version(backend, grammar)}"
+    if backend == "vllm" and grammar and grammar != DEFAULT_GRAMMAR["vllm"]:
+        base += f"/grammar={grammar}"  # on hf the engine's package is in backend_version
     return base

@@ -103,7 +103,7 @@ def engine_kwargs(
     grammar: str = DEFAULT_GRAMMAR["vllm"],
 ) -> dict[str, Any]:
     structured: dict[str, Any] = {"backend": grammar}
-    if grammar == "xgrammar":  # the flag is xgrammar's (and guidance's)
+    if grammar in ("xgrammar", "guidance"):  # outlines has no such flag
         structured["disable_any_whitespace"] = True
     return {
         "model": model_path,
