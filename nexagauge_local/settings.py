@@ -47,6 +47,10 @@ class RunSettings(BaseSettings):
     grammar_backend: GrammarChoice = "auto"
     # embeddings (refiner/refalign): auto = bfloat16 on CUDA or a CPU with native bf16
     embed_dtype: Literal["auto", "float32", "bfloat16"] = "auto"
+    # refalign's units (scoring/ng_units.py): nexa-gauge's (100-token semchunk chunks, the
+    # output MMR-refined to refalign_output_top_k, 0 = all) or this project's sentence groups
+    refalign_units: Literal["nexa-gauge", "sentences"] = "nexa-gauge"
+    refalign_output_top_k: int = Field(default=3, ge=0)
     # scale-out: a Ray cluster for the judge work (cluster/spec.py: auto, local, HOST:PORT,
     # ray://HOST:PORT, with ?workers=..&batch=.. options); None = this process
     cluster: str | None = None

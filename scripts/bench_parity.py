@@ -207,8 +207,10 @@ def main(argv: list[str] | None = None) -> int:
                  "--cache-dir", str(work / "local_cache"), "-q"]
         cmd_n = [args.nexagauge_python, "-c", _NG_CLI, "run", node, "--input", str(prepared),
                  "--output-dir", str(out_n), "--no-cache"]
-        if args.ng_refiner_top_k is not None:
+        if args.ng_refiner_top_k is not None:  # both tools cap the output chunks alike
             cmd_n += ["--refiner-top-k", str(args.ng_refiner_top_k)]
+            if node == "refalign":
+                cmd_l += ["--refalign-output-top-k", str(args.ng_refiner_top_k)]
         if not args.reuse:
             timings[f"nexagauge-local {node}"] = _run(cmd_l, local_env, ROOT, f"nexagauge-local {node}", args.timeout)
             timings[f"nexa-gauge {node}"] = _run(cmd_n, ng_env, work, f"nexa-gauge {node}", args.timeout)

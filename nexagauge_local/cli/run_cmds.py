@@ -50,6 +50,16 @@ from nexagauge_local.settings import GRAMMAR_CHOICES, RunSettings, default_cache
               show_default=True,
               help="Embeddings for refiner/refalign. auto: bfloat16 on a GPU or a CPU with native bf16 "
                    "(about 2x faster; cosines move by <0.004), else float32.")
+@click.option("--refalign-units", type=click.Choice(["nexa-gauge", "sentences"]),
+              default="nexa-gauge", show_default=True,
+              help="refalign's units. nexa-gauge: as nexa-gauge 0.1.19 (a text under 100 cl100k "
+                   "tokens is one unit, a longer one semchunk chunks of 100 tokens; the output's "
+                   "chunks MMR-refined to --refalign-output-top-k), so scores match its; "
+                   "sentences: sentence groups of up to 320 characters, every distinct one kept.")
+@click.option("--refalign-output-top-k", type=click.IntRange(min=0), default=3, show_default=True,
+              help="With --refalign-units nexa-gauge: output chunks kept by the MMR refiner "
+                   "(nexa-gauge's --refiner-top-k); 0 keeps all. The reference side is refined "
+                   "only when a record's refalign block sets refine_top_k.")
 @click.option("--long-inputs", type=click.Choice(["fail", "truncate-middle"]), default="fail",
               show_default=True,
               help="A judge prompt longer than the judge's context window (max_model_len, "
@@ -72,8 +82,8 @@ from nexagauge_local.settings import GRAMMAR_CHOICES, RunSettings, default_cache
 def run_cmd(target: str, input_path: str, limit: int | None, fields: tuple[str, ...], on_error: str,
             output_dir: Path, cache_dir: Path, no_cache: bool, model: str, backend: str,
             gpu: str | None, gpu_hour_price: float | None, shard_size: int, cluster: str | None,
-            embed_dtype: str, long_inputs: str, grammar_backend: str, sign_key: Path | None,
-            quiet: bool) -> None:
+            embed_dtype: str, refalign_units: str, refalign_output_top_k: int, long_inputs: str,
+            grammar_backend: str, sign_key: Path | None, quiet: bool) -> None:
     """Run TARGET and everything it needs over a dataset.
 
     TARGET is a node (see `nexagauge-local nodes`); `eval` runs every metric branch a case is
@@ -96,6 +106,7 @@ def run_cmd(target: str, input_path: str, limit: int | None, fields: tuple[str, 
         use_cache=not no_cache, model=model, backend=backend, gpus=parse_gpus(gpu),
         gpu_hour_price=gpu_hour_price, shard_size=shard_size, cluster=cluster, progress=not quiet,
         embed_dtype=embed_dtype, long_inputs=long_inputs, grammar_backend=grammar_backend,
+        refalign_units=refalign_units, refalign_output_top_k=refalign_output_top_k,
     )
     console = Console(stderr=True)
     with cli_errors():

@@ -1,6 +1,9 @@
 """refalign: semantic alignment of the output's units to the reference's (embeddings).
 
-Units are the refined chunks, or, when the case's refalign block sets `atomic_chunks`, the
+Units are, by default, nexa-gauge's (scoring/ng_units.py: 100-token semchunk chunks, the output
+MMR-refined to `--refalign-output-top-k`), so scores match nexa-gauge's on the same records;
+`--refalign-units sentences` uses the refiner's sentence groups instead. When the case's
+refalign block sets `atomic_chunks`, they are the
 atomic factual units the judge extracted (the atomic_units node, an optional parent: it runs
 only for those cases, so this node stays deterministic for every other case). Chunk units are
 matched many-to-one, as nexa-gauge does with `atomic_chunks` false; atomic units are claim
@@ -28,6 +31,7 @@ from nexagauge_local.nodes.spec import NodeSpec
 from nexagauge_local.results import MetricResult, NodeCost, NodeReport, passed_for
 from nexagauge_local.scoring.alignment import align, text_cosine
 from nexagauge_local.scoring.coverage import claim_coverage
+from nexagauge_local.scoring.ng_units import chunk_units, mmr_refine
 
 CATEGORY = "reference|semantic"
 ATOMIC = "atomic_units"
@@ -58,10 +62,15 @@ class RefalignNode(NodeBase):
         whole = [" ".join(t.split()) for s in states for t in (s.case.output, s.case.reference or "")]
         vectors = ctx.embedder.encode(whole)
         atomic_vecs = self._embed_atomic(states, ctx)
+        ng = ctx.settings.refalign_units == "nexa-gauge"
+        units = self._ng_units(states, ctx) if ng else {}
         for i, state in enumerate(states):
             cfg = state.case.refalign_cfg()
-            refined: dict[str, Refined] = state.artifacts["refiner"]
-            out, ref = refined["output"], refined["reference"]
+            if ng:
+                out, ref = units[id(state)]
+            else:
+                refined: dict[str, Refined] = state.artifacts["refiner"]
+                out, ref = refined["output"], refined["reference"]
             blank = not (whole[2 * i] and whole[2 * i + 1])
             cosine_ = 0.0 if blank else text_cosine(vectors[2 * i], vectors[2 * i + 1])
             a = align(out.texts, out.vectors, ref.texts, ref.vectors, cfg.similarity_threshold,
@@ -73,7 +82,8 @@ class RefalignNode(NodeBase):
             else:
                 detail = {"passed": passed_for(a.f1),
                           "similarity_threshold": cfg.similarity_threshold,
-                          "atomic_chunks": False, "units_from": "chunks", **asdict(a)}
+                          "atomic_chunks": False, "units_from": "chunks",
+                          "units": ctx.settings.refalign_units, **asdict(a)}
                 metric = MetricResult(name="refalign", category=CATEGORY, score=a.f1,
                                       result=[detail], passed=passed_for(a.f1))
             cosine = MetricResult(
@@ -82,6 +92,25 @@ class RefalignNode(NodeBase):
             )
             state.artifacts[self.name] = NodeReport(metrics=[metric, cosine], cost=cost)
             ctx.advance(self.name, 1)
+
+    @staticmethod
+    def _ng_units(states: Sequence[CaseState], ctx: RunContext) -> dict[int, tuple[Refined, Refined]]:
+        """nexa-gauge's units of every case of the shard, embedded in one encode call."""
+        sides = [(chunk_units(s.case.output), chunk_units(s.case.reference or "")) for s in states]
+        texts = [t for o, r in sides for t in (*o, *r)]
+        vectors = ctx.embedder.encode(texts)
+        top_k = ctx.settings.refalign_output_top_k or None
+        out: dict[int, tuple[Refined, Refined]] = {}
+        pos = 0
+        for state, (o, r) in zip(states, sides, strict=True):
+            ov, rv = vectors[pos : pos + len(o)], vectors[pos + len(o) : pos + len(o) + len(r)]
+            pos += len(o) + len(r)
+            ref_k = state.case.refalign_cfg().refine_top_k
+            keep_o = mmr_refine(ov, top_k)
+            keep_r = mmr_refine(rv, ref_k) if ref_k is not None else list(range(len(r)))
+            out[id(state)] = (Refined([o[k] for k in keep_o], ov[keep_o]),
+                              Refined([r[k] for k in keep_r], rv[keep_r]))  # fmt: skip
+        return out
 
     @staticmethod
     def _embed_atomic(
