@@ -140,6 +140,9 @@ class Runner:
                         t0 = time.perf_counter()
                         nodes[spec.name].run(eligible, ctx)
                         wall[spec.name] += time.perf_counter() - t0
+                        for state in eligible:  # a node may decline a case, saying why
+                            if spec.name not in state.artifacts and spec.name in state.skipped:
+                                stats[spec.name].skipped[state.skipped[spec.name]] += 1
                 for state in states:
                     report = self._case_report(
                         state, specs, ctx.truncated_inputs.pop(state.case.case_id, None))
@@ -155,17 +158,23 @@ class Runner:
                     ctx.embedder.forget()
 
         node_summaries = {name: s.summary() for name, s in stats.items()}
+        metric_nodes = {s.name for s in specs if s.metric}
+        extras: set[str] = set()
         for name, node in nodes.items():
             # run-level extras that need every shard (e.g. redteam's aggregate_metrics)
-            node_summaries[name].update(node.finalize())
+            extra = node.finalize()
+            if extra and name not in metric_nodes:  # no scores: keep only what applies
+                extras.add(name)
+                summ = node_summaries[name]
+                node_summaries[name] = {k: summ[k] for k in ("node", "eligible", "skipped")}
+            node_summaries[name].update(extra)
         usage = self._usage(ctx, specs, stats, wall)
         for name, summ in node_summaries.items():
             summ["usage"] = usage[name]
         summary = self._summary(dataset, scan, specs, unavailable, usage, ctx, started, t_start)
         if out_dir is not None:
-            metric_nodes = {s.name for s in specs if s.metric}
             for name, summ in node_summaries.items():
-                if name in metric_nodes:
+                if name in metric_nodes or name in extras:  # e.g. claims: the extraction's yield
                     write_json(out_dir / "metrics" / f"{name}.json", summ)
             write_json(out_dir / "summary.json", summary)
             if self.render_report:
@@ -191,8 +200,9 @@ class Runner:
                      truncated: list[dict[str, Any]] | None = None) -> dict[str, Any]:
         report: dict[str, Any] = {"target_node": self.settings.target, "input": state.case.input_view()}
         for spec in specs:
-            if spec.reported and spec.name in state.artifacts:
-                report[spec.name] = state.artifacts[spec.name].report_dict()
+            artifact = state.artifacts.get(spec.name)
+            if spec.reported and hasattr(artifact, "report_dict"):  # estimate's stand-ins lack it
+                report[spec.name] = artifact.report_dict()
         skipped = {n: r for n, r in state.skipped.items() if n in {s.name for s in specs if s.metric}}
         if skipped:
             report["skipped"] = skipped

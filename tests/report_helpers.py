@@ -34,8 +34,8 @@ def _sections(req: JudgeRequest) -> dict[str, str]:
 
 
 def _claims(req: JudgeRequest) -> dict[str, Any]:
-    chunk = _sections(req).get("output_chunk", "")
-    return {"claims": [chunk[:150]] if chunk.strip() else []}
+    """Every sentence is one fact (the claim is the sentence itself)."""
+    return {"kind": "fact", "claims": []}
 
 
 def _claim_check(req: JudgeRequest) -> dict[str, Any]:

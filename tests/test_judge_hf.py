@@ -17,7 +17,7 @@ from pydantic import BaseModel
 from nexagauge_local.judge import schemas as S
 from nexagauge_local.judge.types import JudgeRequest
 from nexagauge_local.nodes.claim_check.schema import claim_verdicts_schema
-from nexagauge_local.nodes.claims import claims_schema
+from nexagauge_local.nodes.claims import sentence_claims_schema
 from nexagauge_local.nodes.geval import geval_schema
 from nexagauge_local.nodes.geval_steps import steps_schema
 from nexagauge_local.nodes.redteam import verdict_schema
@@ -39,7 +39,7 @@ SCHEMAS: dict[str, type[BaseModel]] = {
     "claims-scale-reasoning-n3": claim_verdicts_schema(3, "scale_1_5", True, reasoning_chars=16),
     "geval-scale": geval_schema("scale_1_5", False),
     "geval-binary-reasoning": geval_schema("binary_yes_no", True, reasoning_chars=24),
-    "claims-extract": claims_schema(3, claim_chars=24),
+    "claims-extract": sentence_claims_schema(3, claim_chars=24),
     "steps": steps_schema(step_chars=24),
 }
 

@@ -12,7 +12,7 @@ from pydantic import BaseModel
 
 from nexagauge_local.judge import schemas as S
 from nexagauge_local.nodes.claim_check.schema import claim_verdicts_schema
-from nexagauge_local.nodes.claims import claims_schema
+from nexagauge_local.nodes.claims import sentence_claims_schema
 from nexagauge_local.nodes.geval import geval_schema
 from nexagauge_local.nodes.geval_steps import steps_schema
 from nexagauge_local.nodes.redteam import verdict_schema
@@ -36,7 +36,7 @@ ALL_SCHEMAS = [
     verdict_schema("scale_1_5", True),
     claim_verdicts_schema(3),
     claim_verdicts_schema(4, "scale_1_5", True),
-    claims_schema(),
+    sentence_claims_schema(),
     geval_schema("scale_1_5", True),
     geval_schema("binary_yes_no", False),
     steps_schema(),
@@ -173,7 +173,7 @@ PINNED_IDS = {
     "RedteamVerdictScaleR_8_160": "4a7a2d991f04e937d17c591b",
     "ClaimVerdicts3Binary_200": "20cb06a4d248a77f391f99af",
     "ClaimVerdicts4ScaleR_200": "9fc3049ff433fe920a4256bc",
-    "Claims5_200": "6c5f5b4c75d005a380632889",
+    "SentenceClaims3_200": "f80e348fd37380e7141e5174",
     "GEvalScale_400": "f37e48ee172f0cf0a61b39a9",
     "GEvalBinaryR_400": "f0f0e35286d5d14ae8000304",
     "GEvalSteps2_5_200": "6e2a983931104135b6a61352",
@@ -183,6 +183,6 @@ PINNED_IDS = {
 def test_schema_names_and_ids_are_pinned() -> None:
     built = [verdict_schema("binary_yes_no", False), verdict_schema("scale_1_5", True),
              claim_verdicts_schema(3, "binary_yes_no", False),
-             claim_verdicts_schema(4, "scale_1_5", True), claims_schema(),
+             claim_verdicts_schema(4, "scale_1_5", True), sentence_claims_schema(),
              geval_schema("scale_1_5", False), geval_schema("binary_yes_no", True), steps_schema()]
     assert {s.__name__: S.schema_id(s) for s in built} == PINNED_IDS

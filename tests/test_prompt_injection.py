@@ -15,7 +15,7 @@ from nexagauge_local.judge.prompts import CLOSE, SYSTEM, escape, fence, parse_se
 from nexagauge_local.judge.types import JudgeRequest
 from nexagauge_local.nodes import grounding, relevance
 from nexagauge_local.nodes.claim_check.prompt import render_claim_check
-from nexagauge_local.nodes.claims import render_claims
+from nexagauge_local.nodes.claims import render_sentence
 from nexagauge_local.nodes.claims.node import ClaimsNode
 from nexagauge_local.nodes.geval import render_geval
 from nexagauge_local.nodes.geval.node import GevalNode
@@ -96,8 +96,8 @@ def test_every_renderer_fences_untrusted_fields(payload: str) -> None:
             assert [s.field for s in sections] == [evidence, "claims"]
             assert sections[0].text == escape(fields[evidence])
             assert all(b not in sections[1].text for b in BAD_INSIDE)
-    check_prompt(render_claims(payload, "previous " + payload)[1]["content"],
-                 {"output_before": "previous " + payload, "output_chunk": payload})
+    check_prompt(render_sentence(payload, "previous " + payload)[1]["content"],
+                 {"output_before": "previous " + payload, "output_sentence": payload})
 
 
 def test_steps_prompt_cannot_be_forged_by_criteria() -> None:
@@ -112,7 +112,7 @@ def fenced_requests(judge: ScriptedJudge) -> list[JudgeRequest]:
 
 def test_nodes_keep_injection_inside_fences(tmp_path) -> None:
     """End to end through every node: the prompts they send keep every field fenced."""
-    judge = ScriptedJudge().on("claims", lambda req: {"claims": [PAYLOADS[0][:150]]})
+    judge = ScriptedJudge().on("claims", lambda req: {"kind": "facts", "claims": [PAYLOADS[0][:150]]})
     ctx = make_ctx(tmp_path, judge)
     states = []
     for i, payload in enumerate(PAYLOADS):

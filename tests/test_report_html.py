@@ -222,3 +222,22 @@ def test_histogram_needs_enough_cases_to_say_anything() -> None:
     enough = {"refmatch": {"rouge1": [0.1, 0.3, 0.5, 0.7, 0.9][:MIN_HISTOGRAM_CASES]}}
     svg = score_histograms({**few, "relevance": enough["refmatch"]})
     assert svg is not None and "<svg" in svg and "relevance" in svg and "refmatch" not in svg
+
+
+def test_claims_are_visible_in_metrics_case_reports_and_the_drill_down(eval_run: Path) -> None:
+    """Issue 17: the claims node's yield, each case's claims and each claim's verdicts."""
+    yield_ = json.loads((eval_run / "metrics" / "claims.json").read_text())
+    assert yield_["prompt_version"] == "claims/v2" and yield_["cases"] > 0
+    assert yield_["claims"] >= yield_["cases_with_claims"] > 0
+    assert yield_["claims_per_case"] == pytest.approx(yield_["claims"] / yield_["cases"])
+    report = json.loads((eval_run / "case_report" / "rag-great-wall-hallucinated.json").read_text())
+    section = report["claims"]
+    assert section["status"] == "claims" and section["claims"]
+    assert {s["kind"] for s in section["sentences"]} == {"fact"}
+    html = (eval_run / "report.html").read_text(encoding="utf-8")
+    case = html[html.index('id="case-rag-great-wall-hallucinated"') :]
+    case = case[: case.index("</details>")]
+    claims = case[case.index("<h4>claims") :]
+    claims = claims[: claims.index("</table>")]
+    assert section["claims"][0] in claims or section["claims"][0][:40] in claims
+    assert "<th>grounding</th>" in claims and "not supported" in claims

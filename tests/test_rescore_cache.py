@@ -53,7 +53,7 @@ class CountingBackend:
             if req.node == "redteam" and req.prompt_version == NEW_REDTEAM_VERSION:
                 answer = payload_for(req.schema, verdict="UNSAFE", severity=5)
             elif req.node == "claims":
-                answer = {"claims": ["The output states one checkable fact."]}
+                answer = {"kind": "facts", "claims": ["The output states one checkable fact."]}
             else:
                 answer = payload_for(req.schema)
             out.append(

@@ -4,7 +4,7 @@ Why run the nodes at all: the requests (and so the exact prompt tokens) are what
 own prompt builders make from the chunked, refined cases; rebuilding them here would drift.
 The nodes that depend on judge answers (grounding and relevance need claims, geval needs
 steps) get stand-ins so their requests can be built and counted too: a chunk's sentences for
-its claims (the claims prompt asks for up to 5 atomic, sentence-sized claims per chunk) and
+its claims (the claims prompt asks about each sentence, and most sentences become one claim) and
 mid-range steps for a generated rubric. Those nodes' figures are marked as estimated.
 """
 
@@ -18,9 +18,7 @@ from nexagauge_local.graph import Graph
 from nexagauge_local.judge.cost import CostLedger
 from nexagauge_local.judge.types import JudgeRequest, JudgeResult
 from nexagauge_local.nodes.base import CaseState, Node, NodeBase, RunContext
-from nexagauge_local.nodes.chunk import sentences
-from nexagauge_local.nodes.claims import MAX_CLAIMS_PER_CHUNK
-from nexagauge_local.nodes.claims.node import ClaimsNode, output_chunks
+from nexagauge_local.nodes.claims.node import ClaimsNode, output_sentences
 from nexagauge_local.nodes.geval_steps import MAX_STEPS, MIN_STEPS
 from nexagauge_local.nodes.geval_steps.node import GevalStepsNode, ResolvedSteps
 from nexagauge_local.nodes.judging import failed
@@ -57,11 +55,8 @@ class RecordingJudge:
 
 
 def proxy_claims(state: CaseState) -> list[str]:
-    """Sentence-sized stand-ins for the claims the judge would extract, per refined chunk."""
-    found: list[str] = []
-    for chunk in output_chunks(state):
-        found.extend(sentences(chunk)[:MAX_CLAIMS_PER_CHUNK])
-    return list(dict.fromkeys(found))
+    """Stand-ins for the claims the judge would extract: the output's sentences."""
+    return list(dict.fromkeys(output_sentences(state)))
 
 
 class ProxyClaimsNode(NodeBase):

@@ -92,6 +92,18 @@ class CaseView:
     metrics: list[MetricView]
     heuristic: dict[str, Any] | None
     skipped: dict[str, str]
+    claims: ClaimsView | None = None
+
+
+@dataclass
+class ClaimsView:
+    """The claims node's section: its status and each claim with the verdicts it got."""
+
+    status: str
+    error: str | None
+    rows: list[dict[str, Any]]  # claim, and per checking node (relevance, grounding) a verdict
+    checks: list[str]  # the checking nodes that judged these claims
+    more: int
 
 
 def case_status(rows: Iterable[MetricRow]) -> tuple[str, float | None, list[str]]:
@@ -144,6 +156,26 @@ def _metric_views(report: Mapping[str, Any], rows: list[MetricRow]) -> list[Metr
     return views
 
 
+CLAIM_CHECKS = ("relevance", "grounding")
+
+
+def claims_view(report: Mapping[str, Any]) -> ClaimsView | None:
+    """The case's claims, each with its relevance and grounding verdicts when those ran."""
+    section = report.get("claims")
+    if not isinstance(section, Mapping):
+        return None
+    verdicts: dict[str, dict[str, Mapping[str, Any]]] = {}
+    for node in CLAIM_CHECKS:
+        for m in (report.get(node) or {}).get("metrics") or []:
+            for r in m.get("result") or []:
+                if isinstance(r, Mapping) and "claim" in r:
+                    verdicts.setdefault(node, {})[str(r["claim"])] = r
+    claims = [str(c) for c in section.get("claims") or []]
+    rows = [{"claim": c, **{n: verdicts[n].get(c) for n in verdicts}} for c in claims[:MAX_CLAIMS]]
+    return ClaimsView(status=str(section.get("status", "")), error=section.get("error"),
+                      rows=rows, checks=list(verdicts), more=max(0, len(claims) - MAX_CLAIMS))
+
+
 def case_view(case: CaseFile, rows: list[MetricRow], budget: int) -> CaseView:
     report = case.report
     spans = [s for r in rows for s in r.evidence_spans]
@@ -168,6 +200,7 @@ def case_view(case: CaseFile, rows: list[MetricRow], budget: int) -> CaseView:
         metrics=_metric_views(report, rows),
         heuristic=heuristic if isinstance(heuristic, dict) else None,
         skipped={str(k): str(v) for k, v in (report.get("skipped") or {}).items()},
+        claims=claims_view(report),
     )
 
 

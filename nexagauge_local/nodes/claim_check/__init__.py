@@ -6,7 +6,9 @@ ClaimCheck (task and answer wording, evidence field, labels, prompt version) and
 The schema asks for exactly N verdicts (claim_verdicts_schema: minItems = maxItems = N), so the
 count always matches the claims. Per-claim score: binary yes -> 1.0 / no -> 0.0; scale_1_5
 rating s -> (s - 1) / 4. Node score = mean over claims; passed = score >= 0.6. A case without
-claims is not a perfect case: score null and an error saying why.
+claims is not a perfect case: score null and an error saying why, unless the claims node found
+that no sentence of the output states a checkable fact (a refusal, a greeting): that case is
+skipped with NO_VERIFIABLE, a finding about the output rather than a judge error.
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ from nexagauge_local.nodes.base import CaseState, RunContext
 from nexagauge_local.nodes.claim_check.check import ClaimCheck
 from nexagauge_local.nodes.claim_check.prompt import render_claim_check
 from nexagauge_local.nodes.claim_check.schema import claim_verdicts_schema
-from nexagauge_local.nodes.claims.node import META, ClaimsMeta
+from nexagauge_local.nodes.claims.node import META, NO_VERIFIABLE, ClaimsMeta
 from nexagauge_local.nodes.judging import CaseProgress, case_cost, run_judge
 from nexagauge_local.results import MetricResult, NodeCost, NodeReport, passed_for
 from nexagauge_local.scoring.judge_scores import mean_or_none
@@ -56,6 +58,10 @@ def judge_claims(check: ClaimCheck, states: Sequence[CaseState], ctx: RunContext
         knobs.append(k)
         claims: list[str] = state.artifacts.get("claims") or []
         evidence = state.case.field(check.evidence_field)
+        meta: ClaimsMeta | None = state.artifacts.get(META)
+        if not claims and meta is not None and meta.no_verifiable_claims:
+            state.skipped[check.node] = NO_VERIFIABLE  # a finding about the output, not an error
+            continue
         if not claims or evidence is None:
             continue
         schema = claim_verdicts_schema(len(claims), k.scoring_mode, k.include_reasoning)
@@ -72,6 +78,8 @@ def judge_claims(check: ClaimCheck, states: Sequence[CaseState], ctx: RunContext
     results = run_judge(ctx, check.node, requests, progress)
     by_case: dict[int, JudgeResult] = dict(zip(owners, results, strict=True))
     for i, state in enumerate(states):
+        if check.node in state.skipped:
+            continue
         metric, cost = _metric(check, state, knobs[i], by_case.get(i), ctx)
         state.artifacts[check.node] = NodeReport(metrics=[metric], cost=cost)
     progress.finish()

@@ -1,4 +1,4 @@
-"""claims: extract atomic, verifiable claims from every refined output chunk (an LLM node).
+"""claims: the checkable claims of every output, one judge request per sentence (an LLM node).
 
 The package holds the node's spec, prompt, output schema and logic (node.py); importing the
 package reads the spec without importing the logic.
@@ -6,12 +6,17 @@ package reads the spec without importing the logic.
 
 from __future__ import annotations
 
-from nexagauge_local.nodes.claims.prompt import MAX_CLAIMS_PER_CHUNK, PROMPT_VERSION, render_claims
-from nexagauge_local.nodes.claims.schema import claims_schema
+from nexagauge_local.nodes.claims.prompt import (
+    MAX_CLAIMS_PER_SENTENCE,
+    PROMPT_VERSION,
+    render_sentence,
+)
+from nexagauge_local.nodes.claims.schema import sentence_claims_schema
 from nexagauge_local.nodes.spec import NodeSpec
 
 SPEC = NodeSpec("claims", ("refiner",), ("output",), "llm",
-                "extract atomic, verifiable claims from every refined chunk",
-                order=3, impl="nexagauge_local.nodes.claims.node:ClaimsNode")
+                "the checkable claims of every output sentence (fact / facts / none)",
+                order=3, impl="nexagauge_local.nodes.claims.node:ClaimsNode", reported=True)
 
-__all__ = ["MAX_CLAIMS_PER_CHUNK", "PROMPT_VERSION", "SPEC", "claims_schema", "render_claims"]
+__all__ = ["MAX_CLAIMS_PER_SENTENCE", "PROMPT_VERSION", "SPEC", "render_sentence",
+           "sentence_claims_schema"]

@@ -1,43 +1,109 @@
-"""claims: atomic, checkable claims from every refined output chunk (one judge call per shard).
+"""claims: the checkable claims of every output, one judge request per sentence (one call per
+shard).
 
-Each chunk is its own request (up to 5 claims, claims_schema), with the previous chunk shown
-only to resolve references. Claims are deduplicated across the case's chunks by normalised
-text. `artifacts["claims"]` is the case's list[str]; `artifacts[META]` carries what grounding
-and relevance need to explain an empty or partial list (chunk errors) and the node's cost.
+Each sentence of the refined output chunks is its own request (sentence_claims_schema), with up
+to two preceding sentences shown only to resolve references. "fact" makes the sentence itself
+the claim, "facts" its split claims (the sentence if the judge gave none), "none" nothing.
+Claims are deduplicated across the case by normalised text. `artifacts["claims"]` is the
+case's Claims (a list of str that also carries its report section); `artifacts[META]` what
+grounding and relevance need to explain an empty or partial list.
 """
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from statistics import fmean
+from typing import Any
 
 from nexagauge_local.judge.schemas import max_tokens_for
-from nexagauge_local.judge.types import JudgeRequest
+from nexagauge_local.judge.types import JudgeRequest, JudgeResult
 from nexagauge_local.nodes.base import CaseState, NodeBase, RunContext
-from nexagauge_local.nodes.claims.prompt import MAX_CLAIMS_PER_CHUNK, PROMPT_VERSION, render_claims
-from nexagauge_local.nodes.claims.schema import claims_schema
+from nexagauge_local.nodes.chunk import sentences as split_sentences
+from nexagauge_local.nodes.claims.prompt import (
+    CONTEXT_SENTENCES,
+    MAX_CLAIMS_PER_SENTENCE,
+    PROMPT_VERSION,
+    render_sentence,
+)
+from nexagauge_local.nodes.claims.schema import sentence_claims_schema
 from nexagauge_local.nodes.judging import CaseProgress, case_cost, run_judge
 from nexagauge_local.nodes.refiner import Refined
 from nexagauge_local.results import NodeCost
 from nexagauge_local.scoring.judge_scores import dedupe_claims
 
 META = "claims_meta"
+NO_VERIFIABLE = "no verifiable claims: every sentence of the output was judged to state no checkable fact"
+
+
+@dataclass
+class SentenceClaims:
+    sentence: str
+    kind: str | None  # fact | facts | none; None when the judge failed on it
+    claims: list[str]
+    error: str | None = None
 
 
 @dataclass
 class ClaimsMeta:
     """Side information of one case's extraction."""
 
-    chunks: int = 0
-    failed_chunks: int = 0
-    errors: list[str] = field(default_factory=list)  # distinct chunk errors, first seen first
+    sentences: list[SentenceClaims] = field(default_factory=list)
+    errors: list[str] = field(default_factory=list)  # distinct sentence errors, first seen first
     cost: NodeCost = field(default_factory=NodeCost)
 
+    @property
+    def failed(self) -> int:
+        return sum(s.kind is None for s in self.sentences)
+
+    @property
+    def no_verifiable_claims(self) -> bool:
+        """Every sentence answered, and every answer "none": a finding, not a failure."""
+        return bool(self.sentences) and all(s.kind == "none" for s in self.sentences)
+
     def error_summary(self) -> str | None:
-        if not self.failed_chunks:
+        if not self.failed:
             return None
-        return (f"claim extraction failed for {self.failed_chunks} of {self.chunks} chunks: "
-                + "; ".join(self.errors))
+        return (f"claim extraction failed for {self.failed} of {len(self.sentences)} sentences: "
+                + "; ".join(self.errors))  # fmt: skip
+
+    def status(self, n_claims: int) -> str:
+        """Why a case has the claims it has: claims | no verifiable claims | judge error |
+        no output."""
+        if n_claims:
+            return "claims"
+        if not self.sentences:
+            return "no output"
+        return "no verifiable claims" if self.no_verifiable_claims else "judge error"
+
+
+class Claims(list[str]):
+    """The case's claims (what grounding and relevance judge) plus its case-report section."""
+
+    def __init__(self, claims: list[str], meta: ClaimsMeta) -> None:
+        super().__init__(claims)
+        self.meta = meta
+
+    def report_dict(self) -> dict[str, Any]:
+        meta = self.meta
+        out: dict[str, Any] = {
+            "status": meta.status(len(self)),
+            "prompt_version": PROMPT_VERSION,
+            "claims": list(self),
+            "sentences": [_sentence_dict(s) for s in meta.sentences],
+            "cost": meta.cost.model_dump(),
+        }
+        if meta.error_summary():
+            out["error"] = meta.error_summary()
+        return out
+
+
+def _sentence_dict(s: SentenceClaims) -> dict[str, Any]:
+    out: dict[str, Any] = {"sentence": s.sentence, "kind": s.kind, "claims": s.claims}
+    if s.error:
+        out["error"] = s.error
+    return out
 
 
 def output_chunks(state: CaseState) -> list[str]:
@@ -47,40 +113,86 @@ def output_chunks(state: CaseState) -> list[str]:
     return [state.case.output] if state.case.field("output") else []
 
 
+def output_sentences(state: CaseState) -> list[str]:
+    """The sentences of the refined chunks, in order (a chunk pysbd cannot split is one)."""
+    out: list[str] = []
+    for chunk in output_chunks(state):
+        out.extend(split_sentences(chunk) or [chunk.strip()])
+    return [s for s in out if s]
+
+
+def sentence_claims(sentence: str, result: JudgeResult) -> SentenceClaims:
+    if result.error or result.parsed is None:
+        return SentenceClaims(sentence, None, [], result.error or "no parse")
+    kind: str = result.parsed.kind  # type: ignore[attr-defined]
+    split: list[str] = list(result.parsed.claims)  # type: ignore[attr-defined]
+    if kind == "none":
+        return SentenceClaims(sentence, kind, [])
+    if kind == "fact" or not split:
+        return SentenceClaims(sentence, kind, [" ".join(sentence.split())])
+    return SentenceClaims(sentence, kind, split)
+
+
 class ClaimsNode(NodeBase):
     name = "claims"
 
+    def __init__(self) -> None:
+        self._cases = 0
+        self._claims: list[int] = []
+        self._status: Counter[str] = Counter()
+        self._kinds: Counter[str] = Counter()
+
     def run(self, states: Sequence[CaseState], ctx: RunContext) -> None:
-        schema = claims_schema(MAX_CLAIMS_PER_CHUNK)
+        schema = sentence_claims_schema(MAX_CLAIMS_PER_SENTENCE)
         max_tokens = max_tokens_for(schema)
         requests: list[JudgeRequest] = []
-        spans: list[tuple[int, int]] = []  # per case: [start, end) into requests
+        spans: list[tuple[int, int, list[str]]] = []  # per case: [start, end) and its sentences
         for state in states:
-            chunks = output_chunks(state)
+            sents = output_sentences(state)
             start = len(requests)
-            for i, chunk in enumerate(chunks):
+            for i, sentence in enumerate(sents):
+                before = " ".join(sents[max(0, i - CONTEXT_SENTENCES) : i]) or None
                 requests.append(JudgeRequest(
-                    messages=render_claims(chunk, chunks[i - 1] if i else None),
-                    schema=schema, max_tokens=max_tokens, node=self.name,
-                    prompt_version=PROMPT_VERSION, case_id=state.case.case_id,
-                    metric=f"chunk {i + 1}",
-                ))
-            spans.append((start, len(requests)))
+                    messages=render_sentence(sentence, before), schema=schema,
+                    max_tokens=max_tokens, node=self.name, prompt_version=PROMPT_VERSION,
+                    case_id=state.case.case_id, metric=f"sentence {i + 1}",
+                ))  # fmt: skip
+            spans.append((start, len(requests), sents))
 
         progress = CaseProgress(ctx, self.name, len(requests), len(states))
         results = run_judge(ctx, self.name, requests, progress)
-        for state, (start, end) in zip(states, spans, strict=True):
+        for state, (start, end, sents) in zip(states, spans, strict=True):
             mine = results[start:end]
-            meta = ClaimsMeta(chunks=len(mine), cost=case_cost(mine, ctx.settings.gpu_hour_price))
-            found: list[str] = []
-            for res in mine:
-                if res.error or res.parsed is None:
-                    meta.failed_chunks += 1
-                    err = res.error or "no parse"
-                    if err not in meta.errors:
-                        meta.errors.append(err)
-                    continue
-                found.extend(res.parsed.claims)  # type: ignore[attr-defined]
-            state.artifacts[self.name] = dedupe_claims(found)
+            meta = ClaimsMeta(cost=case_cost(mine, ctx.settings.gpu_hour_price))
+            for sentence, res in zip(sents, mine, strict=True):
+                sc = sentence_claims(sentence, res)
+                meta.sentences.append(sc)
+                if sc.error and sc.error not in meta.errors:
+                    meta.errors.append(sc.error)
+            claims = Claims(dedupe_claims(c for s in meta.sentences for c in s.claims), meta)
+            state.artifacts[self.name] = claims
             state.artifacts[META] = meta
+            self._tally(claims)
         progress.finish()
+
+    def _tally(self, claims: Claims) -> None:
+        self._cases += 1
+        self._claims.append(len(claims))
+        self._status[claims.meta.status(len(claims))] += 1
+        self._kinds.update(s.kind or "failed" for s in claims.meta.sentences)
+
+    def finalize(self) -> dict[str, Any]:
+        """metrics/claims.json: the yield of the extraction over the whole run."""
+        if not self._cases:
+            return {}
+        with_claims = self._status["claims"]
+        return {
+            "prompt_version": PROMPT_VERSION,
+            "cases": self._cases,
+            "claims": sum(self._claims),
+            "claims_per_case": fmean(self._claims),
+            "cases_with_claims": with_claims,
+            "share_with_claims": with_claims / self._cases,
+            "cases_without_claims": {k: v for k, v in self._status.items() if k != "claims"},
+            "sentences": dict(self._kinds),
+        }
