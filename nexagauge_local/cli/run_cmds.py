@@ -195,8 +195,9 @@ def estimate_cmd(target: str, input_path: str, limit: int | None, fields: tuple[
         else:
             mark = "~" if j["basis"] != "exact requests" else ""
             gpu = "n/a" if j["gpu_seconds"] is None else f"{mark}{j['gpu_seconds']:.1f}"
+            spread = f" ±{j['output_spread']}" if j.get("output_spread") else ""
             cells = [str(j["requests"]), str(j["cached"]), f"{mark}{j['prompt_tokens']}",
-                     f"~{j['output_tokens']}", gpu]
+                     f"~{j['output_tokens']}{spread}", gpu]
         table.add_row(node.name + ("" if node.is_llm else " *"), str(node.eligible), *cells)
     console = Console()
     console.print(table)
@@ -220,6 +221,15 @@ def estimate_cmd(target: str, input_path: str, limit: int | None, fields: tuple[
         first = judged[0].judge or {}
         console.print("~ = estimated: grounding/relevance/geval requests are built from stand-in "
                       "claims/steps; output tokens are predicted.")
+        sources = Counter[str]()
+        for node in judged:
+            sources.update((node.judge or {}).get("output_sources") or {})
+        if sources:
+            console.print("output tokens predicted from: " + ", ".join(
+                f"{k} ({v} request(s))" for k, v in sources.most_common())
+                + (" (history: this judge's past answers for the same schema, in the judge "
+                   "cache; ± one standard deviation)" if "history" in sources else ""),
+                soft_wrap=True)
         if first["gpu_seconds"] is None:
             console.print(f"GPU-seconds need a calibration of this judge on this host: "
                           f"`nexagauge-local calibrate --model {model}`.")

@@ -39,6 +39,7 @@ def judge_estimates(
     ).run(dataset)
     cache = JudgeCache(settings.cache_dir) if settings.use_cache else None
     calibration = load_calibration(settings.cache_dir, fingerprint)
+    history = cache.output_history(fingerprint) if cache is not None else {}
     out: dict[str, dict[str, Any]] = {}
     for node in llm_nodes:
         est = estimate_llm(
@@ -49,6 +50,7 @@ def judge_estimates(
             fingerprint=fingerprint,
             seed=settings.seed,
             max_model_len=max_model_len,
+            history=history,
         )
         est["basis"] = (
             f"requests built from stand-in {PROXIED[node]} (judge answers not known yet)"

@@ -39,7 +39,24 @@ CREATE TABLE IF NOT EXISTS entries (
 );
 CREATE INDEX IF NOT EXISTS entries_node ON entries(node);
 CREATE TABLE IF NOT EXISTS hits (node TEXT PRIMARY KEY, hits INTEGER NOT NULL);
+CREATE TABLE IF NOT EXISTS output_history (
+    judge TEXT NOT NULL,
+    schema TEXT NOT NULL,
+    n INTEGER NOT NULL,
+    total REAL NOT NULL,
+    total_sq REAL NOT NULL,
+    PRIMARY KEY (judge, schema)
+);
 """
+
+
+class OutputHistory(BaseModel):
+    """Output tokens a judge produced for one schema: what `estimate` predicts from. Kept as
+    running sums (not per answer), so it costs one row per judge and schema."""
+
+    n: int
+    mean: float
+    std: float
 
 
 class CacheEntry(BaseModel):
@@ -169,6 +186,33 @@ class JudgeCache:
         ]
         with closing(self._connect()) as con, con:
             con.executemany("INSERT OR REPLACE INTO entries VALUES (?,?,?,?,?,?,?,?,?)", rows)
+
+    def record_outputs(self, judge: str, schema: str, tokens: Sequence[int]) -> None:
+        """Add freshly generated answers' output token counts to the judge's history."""
+        if not tokens:
+            return
+        n, total, total_sq = len(tokens), float(sum(tokens)), float(sum(t * t for t in tokens))
+        with closing(self._connect()) as con, con:
+            con.execute(
+                "INSERT INTO output_history VALUES (?,?,?,?,?) ON CONFLICT(judge, schema) DO "
+                "UPDATE SET n = n + excluded.n, total = total + excluded.total, "
+                "total_sq = total_sq + excluded.total_sq",
+                (judge, schema, n, total, total_sq),
+            )
+
+    def output_history(self, judge: str) -> dict[str, OutputHistory]:
+        """schema id -> the judge's output-token history for it ({} when none)."""
+        if not self.path.exists():
+            return {}
+        with closing(self._connect()) as con:
+            rows = con.execute(
+                "SELECT schema, n, total, total_sq FROM output_history WHERE judge = ?", (judge,)
+            ).fetchall()
+        out: dict[str, OutputHistory] = {}
+        for schema, n, total, total_sq in rows:
+            mean = total / n
+            out[schema] = OutputHistory(n=n, mean=mean, std=max(total_sq / n - mean * mean, 0.0) ** 0.5)
+        return out
 
     def record_hits(self, node: str, count: int) -> None:
         if count <= 0:

@@ -219,9 +219,14 @@ class JudgeClient:
                 gpu_seconds=sum(r.gpu_seconds for r in results),
             )
             if self.cache is not None:
-                self.cache.put_many(
-                    [_to_entry(k, node, r) for k, r in zip(part, results) if _cacheable(r)]
-                )
+                fresh = [(k, r) for k, r in zip(part, results) if _cacheable(r)]
+                self.cache.put_many([_to_entry(k, node, r) for k, r in fresh])
+                by_schema: dict[str, list[int]] = {}
+                for k, r in fresh:
+                    sid = schema_id(requests[first[k]].schema)
+                    by_schema.setdefault(sid, []).append(r.output_tokens)
+                for sid, tokens in by_schema.items():  # what `estimate` predicts from
+                    self.cache.record_outputs(self.fingerprint, sid, tokens)
             done.update(zip(part, results))
             if progress:
                 progress(sum(copies[k] for k in part))
