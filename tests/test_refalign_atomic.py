@@ -316,3 +316,5 @@ def test_html_case_view_says_the_units_came_from_the_judge() -> None:
 
     metric = {"result": [{"precision": 0.5, "units_from": "judge", "output_units": ["a"]}]}
     assert "units_from judge" in _details(metric)
+    chunks = {"result": [{"precision": 0.5, "units_from": "chunks", "units": "nexa-gauge"}]}
+    assert "units_from chunks · units nexa-gauge" in _details(chunks)

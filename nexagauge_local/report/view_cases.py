@@ -41,6 +41,7 @@ _DETAIL_KEYS = (
     "brevity_penalty",
     "matching",
     "units_from",  # refalign: "judge" when atomic_chunks had the judge extract the units
+    "units",  # refalign: "nexa-gauge" chunks or "sentences" (--refalign-units)
     "score_method",
     "steps_source",
 )
