@@ -454,6 +454,13 @@ def test_the_cache_keeps_each_judges_output_history_and_estimate_predicts_from_i
     assert est["output_tokens"] == round(3 * 7.2)
     assert est["output_spread"] == round((3 * 6.4**2) ** 0.5)
     assert est["output_source"] == "history" and est["output_sources"] == {"history": 3}
+    # device-seconds at the judge's own rate on real work: 5 answers, 0.2 s each, over
+    # 5 x 10 prompt tokens + 36 output tokens
+    rate = hist[sid].seconds_per_token
+    assert rate == pytest.approx(5 * 0.2 / (5 * 10 + 36))
+    prompt = sum(ScriptedBackend().count_tokens(r.messages) for r in new)
+    assert est["gpu_seconds"] == pytest.approx((prompt + 3 * 7.2) * rate)
+    assert est["gpu_seconds_source"] == "history"
     few = {sid: hist[sid].model_copy(update={"n": MIN_HISTORY - 1})}
     est = estimate_llm(new, ScriptedBackend(), None, history=few)
     assert est["output_source"] == "schema_bounds/2"

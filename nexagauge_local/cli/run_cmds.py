@@ -230,9 +230,15 @@ def estimate_cmd(target: str, input_path: str, limit: int | None, fields: tuple[
                 + (" (history: this judge's past answers for the same schema, in the judge "
                    "cache; ± one standard deviation)" if "history" in sources else ""),
                 soft_wrap=True)
+        source = first.get("gpu_seconds_source") or ""
         if first["gpu_seconds"] is None:
-            console.print(f"GPU-seconds need a calibration of this judge on this host: "
+            console.print(f"GPU-seconds need this judge's device time from an earlier run (the "
+                          f"judge cache keeps it) or a calibration on this host: "
                           f"`nexagauge-local calibrate --model {model}`.")
+        elif "history" in source:
+            console.print("GPU-seconds from this judge's device-seconds per token on earlier "
+                          "runs (judge cache)" + (f", and the calibration on {first['device']}"
+                                                  if "calibration" in source else "") + ".")
         else:
             console.print(f"GPU-seconds from the calibration on {first['device']}.")
 

@@ -91,31 +91,29 @@ def estimate_llm(
         for r, n in zip(todo, counts)
         if max_model_len is not None and n + r.max_tokens > max_model_len
     ]
-    output_tokens = variance = 0.0
+    variance = 0.0
+    predicted: list[float] = []
     sources: Counter[str] = Counter()
     for r in todo:
         sid = S.schema_id(r.schema)
         seen = (history or {}).get(sid)
         known = schemas.get(sid)
         if seen is not None and seen.n >= MIN_HISTORY:
-            output_tokens += seen.mean
+            predicted.append(seen.mean)
             variance += seen.std**2
             sources["history"] += 1
         elif known:
-            output_tokens += known["mean_output_tokens"]
+            predicted.append(known["mean_output_tokens"])
             sources["calibration"] += 1
         elif fill:
-            output_tokens += r.max_tokens * fill
+            predicted.append(r.max_tokens * fill)
             sources["calibration fill ratio"] += 1
         else:
-            output_tokens += r.max_tokens / 2
+            predicted.append(r.max_tokens / 2)
             sources["schema_bounds/2"] += 1
-    gpu_seconds = None
-    if calibration:
-        gpu_seconds = (
-            prompt_tokens * calibration["seconds_per_prompt_token"]
-            + output_tokens * calibration["seconds_per_output_token"]
-        )
+    output_tokens = sum(predicted)
+    gpu_seconds, seconds_source = _device_seconds(todo, counts, predicted, history or {},
+                                                  calibration)
     return {
         "requests": len(requests),
         "unique": len(unique),
@@ -127,6 +125,35 @@ def estimate_llm(
         "output_source": sources.most_common(1)[0][0] if sources else "none",
         "output_sources": dict(sources),
         "gpu_seconds": gpu_seconds,
+        "gpu_seconds_source": seconds_source,
         "device": (calibration or {}).get("device"),
         "over_context": over,
     }
+
+
+def _device_seconds(
+    todo: Sequence[JudgeRequest],
+    prompt_counts: Sequence[int],
+    predicted: Sequence[float],
+    history: dict[str, OutputHistory],
+    calibration: dict[str, Any] | None,
+) -> tuple[float | None, str | None]:
+    """Device-seconds: each request's prompt + predicted output tokens at this judge's own
+    rate for the schema on real runs (the cache's device history; a short calibration probe
+    measured the demo judge 5x faster than its real redteam run), else the calibration's
+    per-token rates; None when some request has neither."""
+    total, sources = 0.0, set()
+    for r, n, out in zip(todo, prompt_counts, predicted, strict=True):
+        seen = history.get(S.schema_id(r.schema))
+        if seen is not None and seen.n >= MIN_HISTORY and seen.seconds_per_token:
+            total += (n + out) * seen.seconds_per_token
+            sources.add("history")
+        elif calibration:
+            total += (n * calibration["seconds_per_prompt_token"]
+                      + out * calibration["seconds_per_output_token"])  # fmt: skip
+            sources.add("calibration")
+        else:
+            return None, None
+    if not todo:
+        return (0.0, None) if calibration or history else (None, None)
+    return total, "+".join(sorted(sources))

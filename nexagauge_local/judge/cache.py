@@ -47,6 +47,13 @@ CREATE TABLE IF NOT EXISTS output_history (
     total_sq REAL NOT NULL,
     PRIMARY KEY (judge, schema)
 );
+CREATE TABLE IF NOT EXISTS device_history (
+    judge TEXT NOT NULL,
+    schema TEXT NOT NULL,
+    tokens REAL NOT NULL,
+    seconds REAL NOT NULL,
+    PRIMARY KEY (judge, schema)
+);
 """
 
 
@@ -57,6 +64,7 @@ class OutputHistory(BaseModel):
     n: int
     mean: float
     std: float
+    seconds_per_token: float | None = None  # device-seconds per prompt + output token
 
 
 class CacheEntry(BaseModel):
@@ -187,8 +195,13 @@ class JudgeCache:
         with closing(self._connect()) as con, con:
             con.executemany("INSERT OR REPLACE INTO entries VALUES (?,?,?,?,?,?,?,?,?)", rows)
 
-    def record_outputs(self, judge: str, schema: str, tokens: Sequence[int]) -> None:
-        """Add freshly generated answers' output token counts to the judge's history."""
+    def record_outputs(
+        self, judge: str, schema: str, tokens: Sequence[int], *, all_tokens: int = 0,
+        seconds: float = 0.0,
+    ) -> None:
+        """Add freshly generated answers' output token counts to the judge's history, and
+        their device-seconds over their prompt + output tokens (the device's rate on real
+        work, which `estimate` prefers to a short calibration probe)."""
         if not tokens:
             return
         n, total, total_sq = len(tokens), float(sum(tokens)), float(sum(t * t for t in tokens))
@@ -199,6 +212,13 @@ class JudgeCache:
                 "total_sq = total_sq + excluded.total_sq",
                 (judge, schema, n, total, total_sq),
             )
+            if all_tokens and seconds > 0:
+                con.execute(
+                    "INSERT INTO device_history VALUES (?,?,?,?) ON CONFLICT(judge, schema) DO "
+                    "UPDATE SET tokens = tokens + excluded.tokens, "
+                    "seconds = seconds + excluded.seconds",
+                    (judge, schema, float(all_tokens), seconds),
+                )
 
     def output_history(self, judge: str) -> dict[str, OutputHistory]:
         """schema id -> the judge's output-token history for it ({} when none)."""
@@ -208,10 +228,15 @@ class JudgeCache:
             rows = con.execute(
                 "SELECT schema, n, total, total_sq FROM output_history WHERE judge = ?", (judge,)
             ).fetchall()
+            rates = dict(con.execute(
+                "SELECT schema, seconds / tokens FROM device_history WHERE judge = ? AND tokens > 0",
+                (judge,),
+            ).fetchall())  # fmt: skip
         out: dict[str, OutputHistory] = {}
         for schema, n, total, total_sq in rows:
             mean = total / n
-            out[schema] = OutputHistory(n=n, mean=mean, std=max(total_sq / n - mean * mean, 0.0) ** 0.5)
+            out[schema] = OutputHistory(n=n, mean=mean, std=max(total_sq / n - mean * mean, 0.0) ** 0.5,
+                                        seconds_per_token=rates.get(schema))  # fmt: skip
         return out
 
     def record_hits(self, node: str, count: int) -> None:
