@@ -37,8 +37,9 @@ class ProfileNotFound(LookupError):
     pass
 
 
-# Structured-decoding engines. hf: llguidance ("guidance", masks computed per step, tiny
-# compile) or outlines-core (a precompiled index); vLLM: its own xgrammar / guidance / outlines.
+# Structured-decoding engines. hf: outlines-core (a precompiled index; the default, answers
+# unchanged) or llguidance ("guidance": masks computed per step, tiny compile, no index in
+# memory); vLLM: its own xgrammar / guidance / outlines.
 BACKEND_GRAMMARS = {"hf": ("guidance", "outlines"), "vllm": ("xgrammar", "guidance", "outlines")}
 DEFAULT_GRAMMAR = {"vllm": "xgrammar", "hf": "outlines"}
 GRAMMAR_PACKAGE = {"guidance": "llguidance", "outlines": "outlines"}  # hf fingerprint part
@@ -56,7 +57,8 @@ class JudgeProfile(BaseModel):
     # structured decoding: auto = DEFAULT_GRAMMAR of the backend (--grammar-backend wins)
     grammar_backend: GrammarChoice = "auto"
     # hf backend micro-batches (None = 16384 prompt tokens and 64 rows on CPU, 65536 and 256 on
-    # a GPU): smaller ones hold less memory and reach the cache sooner, larger ones batch more
+    # a GPU): smaller ones hold less memory, larger ones batch more (answers reach the cache
+    # row by row either way)
     hf_token_budget: int | None = Field(default=None, ge=256)
     hf_max_batch: int | None = Field(default=None, ge=1)
     gpus: int = Field(default=1, ge=0)
