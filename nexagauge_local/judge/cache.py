@@ -39,27 +39,28 @@ CREATE TABLE IF NOT EXISTS entries (
 );
 CREATE INDEX IF NOT EXISTS entries_node ON entries(node);
 CREATE TABLE IF NOT EXISTS hits (node TEXT PRIMARY KEY, hits INTEGER NOT NULL);
-CREATE TABLE IF NOT EXISTS output_history (
+CREATE TABLE IF NOT EXISTS judge_history (
     judge TEXT NOT NULL,
     schema TEXT NOT NULL,
     n INTEGER NOT NULL,
-    total REAL NOT NULL,
-    total_sq REAL NOT NULL,
-    PRIMARY KEY (judge, schema)
-);
-CREATE TABLE IF NOT EXISTS device_history (
-    judge TEXT NOT NULL,
-    schema TEXT NOT NULL,
+    output REAL NOT NULL,
+    output_sq REAL NOT NULL,
     tokens REAL NOT NULL,
     seconds REAL NOT NULL,
     PRIMARY KEY (judge, schema)
 );
 """
+_ADD_HISTORY = (
+    "INSERT INTO judge_history VALUES (?,?,?,?,?,?,?) ON CONFLICT(judge, schema) DO UPDATE SET "
+    "n = n + excluded.n, output = output + excluded.output, "
+    "output_sq = output_sq + excluded.output_sq, tokens = tokens + excluded.tokens, "
+    "seconds = seconds + excluded.seconds"
+)
 
 
 class OutputHistory(BaseModel):
-    """Output tokens a judge produced for one schema: what `estimate` predicts from. Kept as
-    running sums (not per answer), so it costs one row per judge and schema."""
+    """What a judge produced for one schema (output tokens, device-seconds): what `estimate`
+    predicts from. Kept as running sums (not per answer): one row per judge and schema."""
 
     n: int
     mean: float
@@ -174,8 +175,12 @@ class JudgeCache:
                         found[entry.key] = entry
         return found
 
-    def put_many(self, entries: Sequence[CacheEntry]) -> None:
-        """Write a batch in one transaction (all or nothing)."""
+    def put_many(
+        self, entries: Sequence[CacheEntry], *, judge: str | None = None,
+        schemas: Sequence[str] = (),
+    ) -> None:
+        """Write a batch in one transaction (all or nothing). With `judge` and each entry's
+        schema id, the same transaction adds the answers to the judge's history."""
         if not entries:
             return
         rows = [
@@ -194,31 +199,8 @@ class JudgeCache:
         ]
         with closing(self._connect()) as con, con:
             con.executemany("INSERT OR REPLACE INTO entries VALUES (?,?,?,?,?,?,?,?,?)", rows)
-
-    def record_outputs(
-        self, judge: str, schema: str, tokens: Sequence[int], *, all_tokens: int = 0,
-        seconds: float = 0.0,
-    ) -> None:
-        """Add freshly generated answers' output token counts to the judge's history, and
-        their device-seconds over their prompt + output tokens (the device's rate on real
-        work, which `estimate` prefers to a short calibration probe)."""
-        if not tokens:
-            return
-        n, total, total_sq = len(tokens), float(sum(tokens)), float(sum(t * t for t in tokens))
-        with closing(self._connect()) as con, con:
-            con.execute(
-                "INSERT INTO output_history VALUES (?,?,?,?,?) ON CONFLICT(judge, schema) DO "
-                "UPDATE SET n = n + excluded.n, total = total + excluded.total, "
-                "total_sq = total_sq + excluded.total_sq",
-                (judge, schema, n, total, total_sq),
-            )
-            if all_tokens and seconds > 0:
-                con.execute(
-                    "INSERT INTO device_history VALUES (?,?,?,?) ON CONFLICT(judge, schema) DO "
-                    "UPDATE SET tokens = tokens + excluded.tokens, "
-                    "seconds = seconds + excluded.seconds",
-                    (judge, schema, float(all_tokens), seconds),
-                )
+            if judge is not None:
+                con.executemany(_ADD_HISTORY, _history_rows(judge, entries, schemas))
 
     def output_history(self, judge: str) -> dict[str, OutputHistory]:
         """schema id -> the judge's output-token history for it ({} when none)."""
@@ -226,17 +208,16 @@ class JudgeCache:
             return {}
         with closing(self._connect()) as con:
             rows = con.execute(
-                "SELECT schema, n, total, total_sq FROM output_history WHERE judge = ?", (judge,)
+                "SELECT schema, n, output, output_sq, tokens, seconds FROM judge_history "
+                "WHERE judge = ?", (judge,)
             ).fetchall()
-            rates = dict(con.execute(
-                "SELECT schema, seconds / tokens FROM device_history WHERE judge = ? AND tokens > 0",
-                (judge,),
-            ).fetchall())  # fmt: skip
         out: dict[str, OutputHistory] = {}
-        for schema, n, total, total_sq in rows:
+        for schema, n, total, total_sq, tokens, seconds in rows:
             mean = total / n
-            out[schema] = OutputHistory(n=n, mean=mean, std=max(total_sq / n - mean * mean, 0.0) ** 0.5,
-                                        seconds_per_token=rates.get(schema))  # fmt: skip
+            out[schema] = OutputHistory(
+                n=n, mean=mean, std=max(total_sq / n - mean * mean, 0.0) ** 0.5,
+                seconds_per_token=seconds / tokens if tokens and seconds > 0 else None,
+            )
         return out
 
     def record_hits(self, node: str, count: int) -> None:
@@ -293,3 +274,18 @@ def _row_to_entry(row: Sequence[Any]) -> CacheEntry | None:
     except (ValueError, TypeError):
         return None
     return entry if entry.checksum() == row[8] else None
+
+
+def _history_rows(
+    judge: str, entries: Sequence[CacheEntry], schemas: Sequence[str]
+) -> list[tuple[str, str, int, float, float, float, float]]:
+    """One judge_history increment per schema among `entries`."""
+    acc: dict[str, list[float]] = {}
+    for e, schema in zip(entries, schemas, strict=True):
+        a = acc.setdefault(schema, [0, 0.0, 0.0, 0.0, 0.0])
+        a[0] += 1
+        a[1] += e.output_tokens
+        a[2] += e.output_tokens**2
+        a[3] += e.prompt_tokens + e.output_tokens
+        a[4] += e.gpu_seconds
+    return [(judge, sch, int(a[0]), a[1], a[2], a[3], a[4]) for sch, a in acc.items()]

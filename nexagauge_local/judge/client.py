@@ -220,16 +220,10 @@ class JudgeClient:
             )
             if self.cache is not None:
                 fresh = [(k, r) for k, r in zip(part, results) if _cacheable(r)]
-                self.cache.put_many([_to_entry(k, node, r) for k, r in fresh])
-                by_schema: dict[str, list[JudgeResult]] = {}
-                for k, r in fresh:
-                    by_schema.setdefault(schema_id(requests[first[k]].schema), []).append(r)
-                for sid, rs in by_schema.items():  # what `estimate` predicts from
-                    self.cache.record_outputs(
-                        self.fingerprint, sid, [r.output_tokens for r in rs],
-                        all_tokens=sum(r.prompt_tokens + r.output_tokens for r in rs),
-                        seconds=sum(r.gpu_seconds for r in rs),
-                    )
+                self.cache.put_many(  # with the judge's history, which `estimate` predicts from
+                    [_to_entry(k, node, r) for k, r in fresh], judge=self.fingerprint,
+                    schemas=[schema_id(requests[first[k]].schema) for k, _ in fresh],
+                )
             done.update(zip(part, results))
             if progress:
                 progress(sum(copies[k] for k in part))
