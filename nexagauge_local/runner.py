@@ -200,9 +200,8 @@ class Runner:
                      truncated: list[dict[str, Any]] | None = None) -> dict[str, Any]:
         report: dict[str, Any] = {"target_node": self.settings.target, "input": state.case.input_view()}
         for spec in specs:
-            artifact = state.artifacts.get(spec.name)
-            if spec.reported and hasattr(artifact, "report_dict"):  # estimate's stand-ins lack it
-                report[spec.name] = artifact.report_dict()
+            if spec.reported and spec.name in state.artifacts:
+                report[spec.name] = state.artifacts[spec.name].report_dict()
         skipped = {n: r for n, r in state.skipped.items() if n in {s.name for s in specs if s.metric}}
         if skipped:
             report["skipped"] = skipped

@@ -7,7 +7,7 @@ variables, so the library API and the CLI share defaults.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Literal
+from typing import Literal, get_args
 
 from pydantic import Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
@@ -19,7 +19,13 @@ def default_cache_dir() -> Path:
 
 # Structured-decoding engines (what each backend supports: judge/profiles.py BACKEND_GRAMMARS).
 GrammarChoice = Literal["auto", "xgrammar", "guidance", "outlines"]
-GRAMMAR_CHOICES: tuple[str, ...] = ("auto", "xgrammar", "guidance", "outlines")
+GRAMMAR_CHOICES: tuple[str, ...] = get_args(GrammarChoice)
+# A judge request longer than the judge's window (judge/long_inputs.py).
+LongInputsPolicy = Literal["fail", "truncate-middle"]
+LONG_INPUTS_CHOICES: tuple[str, ...] = get_args(LongInputsPolicy)
+# refalign's units (scoring/ng_units.py or nodes/chunk.py).
+RefalignUnits = Literal["nexa-gauge", "sentences"]
+REFALIGN_UNITS_CHOICES: tuple[str, ...] = get_args(RefalignUnits)
 
 
 class RunSettings(BaseSettings):
@@ -41,7 +47,7 @@ class RunSettings(BaseSettings):
     seed: int = 0
     # a judge request longer than the judge's window: fail it alone (default), or judge the
     # evaluated text with its middle cut and a visible marker (judge/long_inputs.py)
-    long_inputs: Literal["fail", "truncate-middle"] = "fail"
+    long_inputs: LongInputsPolicy = "fail"
     # the structured-decoding engine: auto = the profile's setting, else the backend's default
     # (judge/profiles.py DEFAULT_GRAMMAR)
     grammar_backend: GrammarChoice = "auto"
@@ -49,7 +55,7 @@ class RunSettings(BaseSettings):
     embed_dtype: Literal["auto", "float32", "bfloat16"] = "auto"
     # refalign's units (scoring/ng_units.py): nexa-gauge's (100-token semchunk chunks, the
     # output MMR-refined to refalign_output_top_k, 0 = all) or this project's sentence groups
-    refalign_units: Literal["nexa-gauge", "sentences"] = "nexa-gauge"
+    refalign_units: RefalignUnits = "nexa-gauge"
     refalign_output_top_k: int = Field(default=3, ge=0)
     # scale-out: a Ray cluster for the judge work (cluster/spec.py: auto, local, HOST:PORT,
     # ray://HOST:PORT, with ?workers=..&batch=.. options); None = this process

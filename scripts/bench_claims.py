@@ -32,15 +32,14 @@ from devkit import claims_v1 as V1
 
 from nexagauge_local.judge.schemas import max_tokens_for
 from nexagauge_local.judge.types import JudgeRequest
-from nexagauge_local.nodes.chunk import chunk_text, sentences
-from nexagauge_local.nodes.claims.node import SentenceClaims, sentence_claims
-from nexagauge_local.nodes.claims.prompt import (
-    CONTEXT_SENTENCES,
-    MAX_CLAIMS_PER_SENTENCE,
-    PROMPT_VERSION,
-    render_sentence,
+from nexagauge_local.nodes.chunk import chunk_text
+from nexagauge_local.nodes.claims.node import (
+    SentenceClaims,
+    chunk_sentences,
+    sentence_claims,
+    sentence_requests,
 )
-from nexagauge_local.nodes.claims.schema import sentence_claims_schema
+from nexagauge_local.nodes.claims.prompt import PROMPT_VERSION
 from nexagauge_local.scoring.judge_scores import dedupe_claims
 
 SAMPLE = ROOT / "nexagauge_local" / "data" / "sample.jsonl"
@@ -59,14 +58,6 @@ def v1_requests(chunks: list[str]) -> list[JudgeRequest]:
     return [JudgeRequest(V1.render_claims(c, chunks[i - 1] if i else None), schema,
                          max_tokens_for(schema), node="claims", prompt_version=V1.PROMPT_VERSION)
             for i, c in enumerate(chunks)]  # fmt: skip
-
-
-def v2_requests(sents: list[str]) -> list[JudgeRequest]:
-    schema = sentence_claims_schema(MAX_CLAIMS_PER_SENTENCE)
-    return [JudgeRequest(render_sentence(s, " ".join(sents[max(0, i - CONTEXT_SENTENCES):i]) or None),
-                         schema, max_tokens_for(schema), node="claims",
-                         prompt_version=PROMPT_VERSION)
-            for i, s in enumerate(sents)]  # fmt: skip
 
 
 def report(label: str, per_case: list[list[str]], n_requests: int, seconds: float) -> dict:
@@ -116,8 +107,8 @@ def main() -> None:
         per1.append(dedupe_claims(c for r in got if r.parsed for c in r.parsed.claims))  # type: ignore[attr-defined]
     errors1 = sum(r.error is not None for r in flat1)
 
-    sents = [[s for ch in chunk for s in (sentences(ch) or [ch])] for chunk in chunks]
-    reqs2 = [v2_requests(ss) for ss in sents]
+    sents = [chunk_sentences(chunk) for chunk in chunks]
+    reqs2 = [sentence_requests(ss) for ss in sents]
     t0 = time.perf_counter()
     flat2 = backend.generate([r for rs in reqs2 for r in rs])
     s2 = time.perf_counter() - t0

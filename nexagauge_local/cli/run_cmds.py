@@ -22,7 +22,13 @@ from nexagauge_local.cli.options import (
     target_argument,
 )
 from nexagauge_local.graph import NODES, TARGETS
-from nexagauge_local.settings import GRAMMAR_CHOICES, RunSettings, default_cache_dir
+from nexagauge_local.settings import (
+    GRAMMAR_CHOICES,
+    LONG_INPUTS_CHOICES,
+    REFALIGN_UNITS_CHOICES,
+    RunSettings,
+    default_cache_dir,
+)
 
 
 @click.command("run")
@@ -50,7 +56,7 @@ from nexagauge_local.settings import GRAMMAR_CHOICES, RunSettings, default_cache
               show_default=True,
               help="Embeddings for refiner/refalign. auto: bfloat16 on a GPU or a CPU with native bf16 "
                    "(about 2x faster; cosines move by <0.004), else float32.")
-@click.option("--refalign-units", type=click.Choice(["nexa-gauge", "sentences"]),
+@click.option("--refalign-units", type=click.Choice(list(REFALIGN_UNITS_CHOICES)),
               default="nexa-gauge", show_default=True,
               help="refalign's units. nexa-gauge: as nexa-gauge 0.1.19 (a text under 100 cl100k "
                    "tokens is one unit, a longer one semchunk chunks of 100 tokens; the output's "
@@ -60,7 +66,7 @@ from nexagauge_local.settings import GRAMMAR_CHOICES, RunSettings, default_cache
               help="With --refalign-units nexa-gauge: output chunks kept by the MMR refiner "
                    "(nexa-gauge's --refiner-top-k); 0 keeps all. The reference side is refined "
                    "only when a record's refalign block sets refine_top_k.")
-@click.option("--long-inputs", type=click.Choice(["fail", "truncate-middle"]), default="fail",
+@click.option("--long-inputs", type=click.Choice(list(LONG_INPUTS_CHOICES)), default="fail",
               show_default=True,
               help="A judge prompt longer than the judge's context window (max_model_len, "
                    "max_tokens included): fail: that request alone fails with an error naming "

@@ -18,7 +18,7 @@ from nexagauge_local.graph import Graph
 from nexagauge_local.judge.cost import CostLedger
 from nexagauge_local.judge.types import JudgeRequest, JudgeResult
 from nexagauge_local.nodes.base import CaseState, Node, NodeBase, RunContext
-from nexagauge_local.nodes.claims.node import ClaimsNode, output_sentences
+from nexagauge_local.nodes.claims.node import META, Claims, ClaimsNode, output_sentences
 from nexagauge_local.nodes.geval_steps import MAX_STEPS, MIN_STEPS
 from nexagauge_local.nodes.geval_steps.node import GevalStepsNode, ResolvedSteps
 from nexagauge_local.nodes.judging import failed
@@ -67,7 +67,7 @@ class ProxyClaimsNode(NodeBase):
     def run(self, states: Sequence[CaseState], ctx: RunContext) -> None:
         ClaimsNode().run(states, ctx)
         for state in states:
-            state.artifacts[self.name] = proxy_claims(state)
+            state.artifacts[self.name] = Claims(proxy_claims(state), state.artifacts[META])
 
 
 class ProxyStepsNode(NodeBase):

@@ -17,9 +17,9 @@ Why it looks like this:
   with the vLLM backend, the target responders and `estimate`.
 - It streams: each row is handed to `on_batch` the step it ends (EOS or max_tokens), while the
   rest of its micro-batch decodes on, so the client caches it at once and a killed run loses
-  only the rows still decoding. A request whose
-  prompt + max_tokens exceeds the profile's max_model_len is answered at once with a context
-  error (judge/long_inputs.py) and never reaches the model.
+  only the rows still decoding. A request whose prompt + max_tokens exceeds the profile's
+  max_model_len is answered at once with a context error (judge/long_inputs.py) and never
+  reaches the model.
 """
 
 from __future__ import annotations
@@ -36,7 +36,7 @@ from nexagauge_local.judge.hf_grammar import (
     guidance_grammar,
     guidance_tokenizer,
 )
-from nexagauge_local.judge.long_inputs import context_error
+from nexagauge_local.judge.long_inputs import refusal
 from nexagauge_local.judge.profiles import DEFAULT_GRAMMAR, JudgeProfile, fingerprint
 from nexagauge_local.judge.schemas import parse_output, schema_id, schema_json
 from nexagauge_local.judge.types import JudgeRequest, JudgeResult, Messages, OnBatch
@@ -105,8 +105,9 @@ class HFBackend:
     def generate(
         self, requests: Sequence[JudgeRequest], on_batch: OnBatch | None = None
     ) -> list[JudgeResult]:
-        """Results aligned with `requests`; `on_batch(positions, results)` after each
-        micro-batch (and once at the start for requests refused for their length)."""
+        """Results aligned with `requests`; `on_batch(positions, results)` for each
+        answer, the step its row ends (and once at the start for requests refused for their
+        length)."""
         import torch
 
         before = torch.get_num_threads()
@@ -128,10 +129,8 @@ class HFBackend:
         refused: list[int] = []
         groups: dict[tuple[str, int], list[int]] = {}
         for i, r in enumerate(requests):
-            error = context_error(r, lengths[i], self.profile.max_model_len)
-            if error:
-                results[i] = JudgeResult(parsed=None, raw_text="", prompt_tokens=lengths[i],
-                                         output_tokens=0, gpu_seconds=0.0, error=error)
+            results[i] = refusal(r, lengths[i], self.profile.max_model_len)
+            if results[i] is not None:
                 refused.append(i)
             else:
                 groups.setdefault((schema_id(r.schema), r.max_tokens), []).append(i)

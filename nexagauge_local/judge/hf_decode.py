@@ -17,10 +17,10 @@ batch until the longest answer ends. This loop:
   of the constrained distribution in the same pass;
 - shares one EOS set with the grammar: the loop stops on every EOS id of the model (the
   tokenizer's and the generation config's, e.g. Llama-3.1's `<|eot_id|>` and
-  `<|end_of_text|>`); llguidance is given all of them, but an outlines index knows only the
-  tokenizer's. An extra EOS id that is an ordinary token in that index's vocabulary would be
-  allowed inside a JSON string and end the answer there; so every EOS id is allowed exactly
-  where the grammar allows its own EOS (the answer is complete), and nowhere else.
+  `<|end_of_text|>`), but both grammar engines know only the tokenizer's. An extra EOS id that
+  is an ordinary token of the vocabulary would be allowed inside a JSON string and end the
+  answer there; so every EOS id is allowed exactly where the grammar allows its own EOS (the
+  answer is complete), and nowhere else.
 """
 
 from __future__ import annotations

@@ -15,12 +15,12 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, replace
-from typing import Any, Literal
+from typing import Any
 
-from nexagauge_local.judge.types import JudgeRequest, Messages
+from nexagauge_local.judge.types import JudgeRequest, JudgeResult, Messages
+from nexagauge_local.settings import LongInputsPolicy
 
 CONTEXT_ERROR_PREFIX = "context:"
-LongInputsPolicy = Literal["fail", "truncate-middle"]
 MARKER = "[... {n} characters cut here by --long-inputs truncate-middle ...]"
 # A fenced data section (judge/prompts/fence.py): escaped text cannot contain "<<<", so the
 # lazy match stops at its own close marker.
@@ -38,6 +38,15 @@ def context_error(request: JudgeRequest, prompt_tokens: int, max_model_len: int)
         f"{request.max_tokens} = {need} > the judge's max_model_len {max_model_len}; not sent "
         "to the judge (--long-inputs truncate-middle judges the text with its middle cut)"
     )
+
+
+def refusal(request: JudgeRequest, prompt_tokens: int, max_model_len: int) -> JudgeResult | None:
+    """A backend's answer to a request that does not fit (nothing decoded), or None."""
+    error = context_error(request, prompt_tokens, max_model_len)
+    if error is None:
+        return None
+    return JudgeResult(parsed=None, raw_text="", prompt_tokens=prompt_tokens, output_tokens=0,
+                       gpu_seconds=0.0, error=error)
 
 
 def is_context_error(error: str | None) -> bool:

@@ -33,7 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from nexagauge_local.judge.cost import split_device_seconds
-from nexagauge_local.judge.long_inputs import context_error
+from nexagauge_local.judge.long_inputs import refusal
 from nexagauge_local.judge.profiles import DEFAULT_GRAMMAR, JudgeProfile, fingerprint
 from nexagauge_local.judge.types import JudgeRequest, JudgeResult, Messages, OnBatch
 from nexagauge_local.judge.vllm_engine import (  # re-exported: the backend's public parts
@@ -140,13 +140,11 @@ class VLLMBackend:
                 on_batch(positions, batch)
 
         ids = [prompt_ids(self.tokenizer, r.messages) for r in requests]
-        refused, runnable = [], []
+        runnable: list[int] = []
         for i, r in enumerate(requests):
-            error = context_error(r, len(ids[i]), self.profile.max_model_len)
-            if error:
-                refused.append(i)
-                handover([i], [JudgeResult(parsed=None, raw_text="", prompt_tokens=len(ids[i]),
-                                           output_tokens=0, gpu_seconds=0.0, error=error)])
+            refused = refusal(r, len(ids[i]), self.profile.max_model_len)
+            if refused is not None:
+                handover([i], [refused])
             else:
                 runnable.append(i)
         wire = to_wire([requests[i] for i in runnable], [ids[i] for i in runnable])

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
 from nexagauge_local.case import Case
+from nexagauge_local.judge.long_inputs import is_context_error
 from nexagauge_local.settings import RunSettings
 
 if TYPE_CHECKING:
@@ -47,7 +48,7 @@ class JudgeOutcome:
         for err in errors:
             if err is not None:
                 self.failed += 1
-                self.over_context += err.startswith("context:")
+                self.over_context += is_context_error(err)
                 if self.first_error is None:
                     self.first_error = err
 

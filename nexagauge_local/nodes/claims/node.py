@@ -94,8 +94,9 @@ class Claims(list[str]):
             "sentences": [_sentence_dict(s) for s in meta.sentences],
             "cost": meta.cost.model_dump(),
         }
-        if meta.error_summary():
-            out["error"] = meta.error_summary()
+        error = meta.error_summary()
+        if error:
+            out["error"] = error
         return out
 
 
@@ -113,12 +114,29 @@ def output_chunks(state: CaseState) -> list[str]:
     return [state.case.output] if state.case.field("output") else []
 
 
-def output_sentences(state: CaseState) -> list[str]:
-    """The sentences of the refined chunks, in order (a chunk pysbd cannot split is one)."""
+def chunk_sentences(chunks: Sequence[str]) -> list[str]:
+    """The sentences of the chunks, in order (a chunk pysbd cannot split is one)."""
     out: list[str] = []
-    for chunk in output_chunks(state):
+    for chunk in chunks:
         out.extend(split_sentences(chunk) or [chunk.strip()])
     return [s for s in out if s]
+
+
+def output_sentences(state: CaseState) -> list[str]:
+    return chunk_sentences(output_chunks(state))
+
+
+def sentence_requests(sents: Sequence[str], case_id: str = "") -> list[JudgeRequest]:
+    """One request per sentence, with up to CONTEXT_SENTENCES preceding ones as context."""
+    schema = sentence_claims_schema(MAX_CLAIMS_PER_SENTENCE)
+    max_tokens = max_tokens_for(schema)
+    return [
+        JudgeRequest(messages=render_sentence(s, " ".join(sents[max(0, i - CONTEXT_SENTENCES) : i])
+                                              or None),
+                     schema=schema, max_tokens=max_tokens, node="claims",
+                     prompt_version=PROMPT_VERSION, case_id=case_id, metric=f"sentence {i + 1}")
+        for i, s in enumerate(sents)
+    ]  # fmt: skip
 
 
 def sentence_claims(sentence: str, result: JudgeResult) -> SentenceClaims:
@@ -143,20 +161,12 @@ class ClaimsNode(NodeBase):
         self._kinds: Counter[str] = Counter()
 
     def run(self, states: Sequence[CaseState], ctx: RunContext) -> None:
-        schema = sentence_claims_schema(MAX_CLAIMS_PER_SENTENCE)
-        max_tokens = max_tokens_for(schema)
         requests: list[JudgeRequest] = []
         spans: list[tuple[int, int, list[str]]] = []  # per case: [start, end) and its sentences
         for state in states:
             sents = output_sentences(state)
             start = len(requests)
-            for i, sentence in enumerate(sents):
-                before = " ".join(sents[max(0, i - CONTEXT_SENTENCES) : i]) or None
-                requests.append(JudgeRequest(
-                    messages=render_sentence(sentence, before), schema=schema,
-                    max_tokens=max_tokens, node=self.name, prompt_version=PROMPT_VERSION,
-                    case_id=state.case.case_id, metric=f"sentence {i + 1}",
-                ))  # fmt: skip
+            requests.extend(sentence_requests(sents, state.case.case_id))
             spans.append((start, len(requests), sents))
 
         progress = CaseProgress(ctx, self.name, len(requests), len(states))
