@@ -231,6 +231,14 @@ def test_grammar_engines_compared_side_by_side() -> None:
     assert "grammar" not in benchreport.summarise(phases(), floor.LLAMA3_8B)
 
 
+def test_string_bounds_compared_side_by_side() -> None:
+    both = phases() | {"ours_clip": phases()["ours"] | {"wall_s": 2.5, "output_tokens": 60_000}}
+    s = benchreport.summarise(both, floor.LLAMA3_8B)
+    assert s["string_bounds"]["grammar_over_clip"] == pytest.approx(4.0)
+    assert "in the grammar 10.00 s, clip 2.50 s = 4.00x" in "\n".join(benchreport.lines(s))
+    assert "string_bounds" not in benchreport.summarise(phases(), floor.LLAMA3_8B)
+
+
 def test_cut_short_baseline_is_extrapolated_and_says_so() -> None:
     s = benchreport.summarise(phases(baseline_done=500, valid=1999), floor.LLAMA3_8B)
     assert s["baseline"]["seconds_all"] == pytest.approx(240.0)

@@ -210,13 +210,13 @@ def test_plan_stages_every_part_then_installs_and_runs(kit) -> None:
     assert calls[n - 1].carry == (f".device_kit/calls/{n:02d}", ".device_kit/manifest.json")
     order = ["bundle.py join --manifest .device_kit/manifest.json",
              "pip install -q --no-index --no-deps", f"--target {callplan.SITE}",
-             "tar -xzf", "import vllm", "pytest -q -m gpu"]  # fmt: skip
+             "tar -xzf", "VLLM_USE_FLASHINFER_SAMPLER=0", "import vllm", "pytest -q --maxfail=3 -m gpu"]  # fmt: skip
     positions = [last.index(s) for s in order]
     assert positions == sorted(positions)
     bench = [c.command for c in calls[n:]]
     assert all("scripts/bench_gpu.py" in c and "$OUT/bench_gpu.json" in c for c in bench)
     assert [c.split("--phases ")[1].split()[0] for c in bench] == [
-        "probe,ours", "ours_outlines", "baseline", "hf"]
+        "probe,ours", "ours_clip", "baseline", "ours_outlines", "hf"]
 
 
 def test_plan_command_prints_runnable_calls(kit, monkeypatch: pytest.MonkeyPatch) -> None:

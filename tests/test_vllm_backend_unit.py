@@ -82,7 +82,8 @@ FAKE_INIT = textwrap.dedent(
                     target=time.sleep, args=(600,), daemon=True)
                 child.start()
             _log({"cuda": os.environ.get("CUDA_VISIBLE_DEVICES"), "kw": kw, "pid": os.getpid(),
-                  "child": child.pid if child else None})
+                  "child": child.pid if child else None,
+                  "mp": os.environ.get("VLLM_WORKER_MULTIPROC_METHOD")})
             from transformers import AutoTokenizer
             self.llm_engine = _Engine(AutoTokenizer.from_pretrained(kw["model"]),
                                       kw["max_model_len"])
@@ -198,6 +199,12 @@ def test_output_conversion_and_truncation() -> None:
     res = V.to_result(raw, _requests(1, lp=True)[0])
     assert res.error == "truncated" and res.parsed is None
     assert res.extra["logprob_source"] == V.LOGPROB_SOURCE
+    # an answer cut short for another reason says why the engine stopped (seen on the H100:
+    # one of 64 answers ended inside a string)
+    out.outputs[0].finish_reason, out.outputs[0].stop_reason = "stop", 0
+    res = V.to_result(V.output_to_dict(out), _requests(1)[0])
+    assert res.error.startswith("invalid: ")  # type: ignore[union-attr]
+    assert res.error.endswith("[vllm finish_reason=stop, stop_reason=0]")  # type: ignore[union-attr]
 
 
 def _profile(weights: Path, parallelism: str, **kw: object) -> JudgeProfile:
@@ -208,6 +215,7 @@ def test_tensor_parallel_engine_streams_finished_requests(
     fake_vllm: Path, tiny_judge_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "0,1")
+    monkeypatch.delenv("VLLM_WORKER_MULTIPROC_METHOD", raising=False)  # restored afterwards
     backend = V.VLLMBackend(
         _profile(tiny_judge_dir, "tensor"),
         dtype="bfloat16",
@@ -230,9 +238,21 @@ def test_tensor_parallel_engine_streams_finished_requests(
     # the prompt the engine saw is the chat-templated prompt, as token ids, with every EOS
     engines = [e for e in _log(fake_vllm) if "kw" in e]
     assert engines[0]["kw"]["tensor_parallel_size"] == 2
+    # the CLI's GPU check touched CUDA in this process, so the engine core must be spawned:
+    # a forked one fails with "Cannot re-initialize CUDA in forked subprocess" (H100, vLLM 0.26)
+    assert engines[0]["mp"] == "spawn"
     added = [e for e in _log(fake_vllm) if "added" in e]
     assert [a["tokens"] for a in added] == [r.prompt_tokens for r in results]
     assert added[0]["stop"] == sorted(backend.stop_ids) and backend.stop_ids
+
+
+def test_user_multiproc_method_is_kept(
+    fake_vllm: Path, tiny_judge_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("VLLM_WORKER_MULTIPROC_METHOD", "fork")
+    V.VLLMBackend(_profile(tiny_judge_dir, "tensor"), dtype="bfloat16", device_ids=("0",),
+                  cache_dir=tmp_path)  # fmt: skip
+    assert [e["mp"] for e in _log(fake_vllm) if "kw" in e] == ["fork"]
 
 
 def test_over_long_prompt_fails_alone_on_vllm(
@@ -275,6 +295,7 @@ def test_data_parallel_spawns_one_pinned_engine_per_gpu(
     assert sorted(positions) == list(range(9))
     engines = [e for e in _log(fake_vllm) if "kw" in e]
     assert sorted(e["cuda"] for e in engines) == ["3", "5"]
+    assert all(e["mp"] == "spawn" for e in engines)  # each worker spawns its engine core
     assert all(e["kw"]["tensor_parallel_size"] == 1 for e in engines)
 
 
@@ -382,3 +403,5 @@ def test_gpu_bench_phases_drive_the_backends_engine_path(
     built = [e["kw"]["structured_outputs_config"] for e in _log(fake_vllm) if "kw" in e]
     assert built == [{"backend": "xgrammar", "disable_any_whitespace": True},
                      {"backend": "outlines"}]  # fmt: skip
+    clip = P.phase_ours_clip(cfg)
+    assert clip["string_bounds"] == "clip" and clip["valid"] == 7

@@ -56,7 +56,13 @@ class JudgeProfile(BaseModel):
     parallelism: Literal["tensor", "data"] = "tensor"
     # structured decoding: auto = DEFAULT_GRAMMAR of the backend (--grammar-backend wins)
     grammar_backend: GrammarChoice = "auto"
-    # hf backend micro-batches (None = 16384 prompt tokens and 64 rows on CPU, 65536 and 256 on
+    # grammar: the output schema as it is (every string's maxLength in the grammar, so even a
+    # random model ends every string), or clip: the grammar without string maxLength, an
+    # over-long string clipped when parsed (schemas.grammar_json: outlines 26 MB instead of
+    # 1.8 GB per verdict schema, xgrammar 6-13x cheaper masks; a judge that never closes a
+    # string then runs to max_tokens and is `truncated`)
+    string_bounds: Literal["grammar", "clip"] = "grammar"
+    # hf backend micro-batches (None = 4096 prompt tokens and 64 rows on CPU, 65536 and 256 on
     # a GPU): smaller ones hold less memory, larger ones batch more (answers reach the cache
     # row by row either way)
     hf_token_budget: int | None = Field(default=None, ge=256)
@@ -213,10 +219,13 @@ def fingerprint(profile: JudgeProfile, backend: str, dtype: str, grammar: str | 
 
     Computed without loading weights, so a fully cached rerun never loads the model. A grammar
     engine other than the backend's default is part of it (another engine may decode another
-    answer); the default adds nothing, so existing caches keep hitting.
+    answer); the default adds nothing, so existing caches keep hitting. So is
+    `string_bounds = "clip"` (a grammar without string maxLength decodes other answers).
     """
     ident = weights_identity(profile.weights_path())
     base = f"{profile.name}@{ident}/{dtype}/{backend_version(backend, grammar)}"
     if backend == "vllm" and grammar and grammar != DEFAULT_GRAMMAR["vllm"]:
         base += f"/grammar={grammar}"  # on hf the engine's package is in backend_version
+    if profile.string_bounds == "clip":
+        base += "/strings=clip"
     return base

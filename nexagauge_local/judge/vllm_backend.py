@@ -48,6 +48,7 @@ from nexagauge_local.judge.vllm_engine import (  # re-exported: the backend's pu
     output_to_dict,
     run_engine,
     shard_ranges,
+    spawn_engine_core,
     to_result,
     to_wire,
 )
@@ -73,6 +74,8 @@ def pin_engine_devices(device_ids: Sequence[str]) -> None:
     other engine gets its GPU ids as a parameter (hf: a `cuda:N` device; data-parallel vLLM:
     the variable is set inside each spawned worker, see `_worker_main`)."""
     os.environ["CUDA_VISIBLE_DEVICES"] = ",".join(device_ids)
+    spawn_engine_core()
+
 
 
 # ------------------------------------------------------------------ backend
@@ -147,7 +150,8 @@ class VLLMBackend:
                 handover([i], [refused])
             else:
                 runnable.append(i)
-        wire = to_wire([requests[i] for i in runnable], [ids[i] for i in runnable])
+        wire = to_wire([requests[i] for i in runnable], [ids[i] for i in runnable],
+                       self.profile.string_bounds == "clip")
 
         def done(positions: list[int], raws: list[dict[str, Any]], wall: float,
                  gpus: int) -> None:

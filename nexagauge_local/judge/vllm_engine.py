@@ -10,13 +10,14 @@ from __future__ import annotations
 
 import importlib
 import itertools
+import os
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from nexagauge_local.judge.profiles import DEFAULT_GRAMMAR, JudgeProfile
-from nexagauge_local.judge.schemas import parse_output
+from nexagauge_local.judge.schemas import engine_schema, parse_output
 from nexagauge_local.judge.types import JudgeRequest, JudgeResult, Messages
 
 TOP_LOGPROBS = 5
@@ -34,6 +35,13 @@ class VLLMMissing(ImportError):
             f"the vllm backend needs vLLM, which is not importable here{why}. Install it with "
             f"`{INSTALL_HINT}` on a CUDA host, or use `--backend hf`."
         )
+
+def spawn_engine_core() -> None:
+    """Make vLLM spawn, not fork, its engine core: the GPU check before any work asks torch
+    about CUDA in this process, and a forked child of such a process cannot use CUDA ("Cannot
+    re-initialize CUDA in forked subprocess", seen on an H100 with vLLM 0.26). A value the user
+    set is kept."""
+    os.environ.setdefault("VLLM_WORKER_MULTIPROC_METHOD", "spawn")
 
 
 def import_vllm() -> Any:
@@ -61,11 +69,14 @@ class WireRequest:
 
 
 def to_wire(
-    requests: Sequence[JudgeRequest], ids: Sequence[Sequence[int]] | None = None
+    requests: Sequence[JudgeRequest],
+    ids: Sequence[Sequence[int]] | None = None,
+    clip_strings: bool = False,
 ) -> list[WireRequest]:
+    """`clip_strings`: the profile's string_bounds is "clip" (schemas.engine_schema_json)."""
     return [
-        WireRequest(r.messages, r.schema.model_json_schema(), r.max_tokens, r.want_logprobs,
-                    tuple(ids[i]) if ids is not None else ())
+        WireRequest(r.messages, engine_schema(r.schema, clip_strings), r.max_tokens,
+                    r.want_logprobs, tuple(ids[i]) if ids is not None else ())
         for i, r in enumerate(requests)
     ]
 
@@ -146,6 +157,7 @@ def output_to_dict(output: Any) -> dict[str, Any]:
         "prompt_tokens": len(output.prompt_token_ids or []),
         "output_tokens": len(comp.token_ids),
         "finish_reason": comp.finish_reason,
+        "stop_reason": getattr(comp, "stop_reason", None),
         "cached_tokens": getattr(output, "num_cached_tokens", None) or 0,
         "logprobs": logprobs,
     }
@@ -158,6 +170,9 @@ def to_result(raw: dict[str, Any], request: JudgeRequest) -> JudgeResult:
     parsed, error = parse_output(
         request.schema, raw["text"], hit_max_tokens=raw["finish_reason"] == "length"
     )
+    if error and error.startswith("invalid"):  # why the engine stopped, for the error's reader
+        why = f" [vllm finish_reason={raw['finish_reason']}, stop_reason={raw.get('stop_reason')}]"
+        error = error[: 300 - len(why)] + why
     extra: dict[str, Any] = {"prefix_cached_tokens": raw["cached_tokens"]}
     if request.want_logprobs:
         extra["logprob_source"] = LOGPROB_SOURCE

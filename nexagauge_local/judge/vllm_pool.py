@@ -23,7 +23,13 @@ from collections.abc import Callable, Sequence
 from multiprocessing import util as mp_util
 from typing import Any
 
-from nexagauge_local.judge.vllm_engine import WireRequest, import_vllm, run_engine, shard_ranges
+from nexagauge_local.judge.vllm_engine import (
+    WireRequest,
+    import_vllm,
+    run_engine,
+    shard_ranges,
+    spawn_engine_core,
+)
 
 STOP_TIMEOUT_S = 20.0
 POLL_S = 1.0
@@ -34,6 +40,7 @@ def _worker_main(
 ) -> None:
     """Child process: pin the GPU *before* importing vllm, build the engine, serve shards."""
     os.environ["CUDA_VISIBLE_DEVICES"] = device_id
+    spawn_engine_core()
     try:
         vllm = import_vllm()
         llm = vllm.LLM(**kwargs)

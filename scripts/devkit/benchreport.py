@@ -22,7 +22,7 @@ def _per_1000(seconds: float, n: int) -> float:
 
 
 def summarise(phases: dict[str, dict[str, Any]], shape: LlamaShape) -> dict[str, Any]:
-    """Figures from whichever phases ran (probe, ours, ours_outlines, baseline, hf)."""
+    """Figures from whichever phases ran (probe, ours, ours_clip, ours_outlines, baseline, hf)."""
     out: dict[str, Any] = {}
     probe, ours = phases.get("probe"), phases.get("ours")
     base, hf = phases.get("baseline"), phases.get("hf")
@@ -88,6 +88,16 @@ def summarise(phases: dict[str, dict[str, Any]], shape: LlamaShape) -> dict[str,
             "valid": {"xgrammar": ours["valid"], "outlines": outl["valid"]},
             "requests": ours["requests"],
         }
+    clip = phases.get("ours_clip")
+    if clip and ours:
+        out["string_bounds"] = {
+            "grammar_wall_s": ours["wall_s"],
+            "clip_wall_s": clip["wall_s"],
+            "grammar_over_clip": ours["wall_s"] / clip["wall_s"],
+            "valid": {"grammar": ours["valid"], "clip": clip["valid"]},
+            "mean_output_tokens": {"grammar": ours["output_tokens"] / max(1, ours["requests"]),
+                                   "clip": clip["output_tokens"] / max(1, clip["requests"])},
+        }  # fmt: skip
     if hf:
         out["hf"] = {
             "requests": hf["requests"],
@@ -106,7 +116,7 @@ def summarise(phases: dict[str, dict[str, Any]], shape: LlamaShape) -> dict[str,
 def targets(summary: dict[str, Any], phases: dict[str, dict[str, Any]]) -> dict[str, bool | None]:
     """The issue's three targets; None where the phase that decides it did not run."""
     valid: bool | None = None
-    judged = [p for p in ("ours", "ours_outlines", "baseline", "hf") if p in phases]
+    judged = [p for p in ("ours", "ours_clip", "ours_outlines", "baseline", "hf") if p in phases]
     if judged:
         valid = all(
             phases[p]["valid"] == phases[p].get("completed", phases[p]["requests"]) for p in judged
@@ -158,6 +168,15 @@ def lines(summary: dict[str, Any]) -> list[str]:
             f"{g['xgrammar_wall_s']:.2f} s, outlines {g['outlines_wall_s']:.2f} s = "
             f"{g['outlines_over_xgrammar']:.2f}x; valid {g['valid']['xgrammar']} / "
             f"{g['valid']['outlines']}"
+        )
+    b = summary.get("string_bounds")
+    if b:
+        tok = b["mean_output_tokens"]
+        out.append(
+            f"string bounds (same requests, xgrammar): in the grammar {b['grammar_wall_s']:.2f} s, "
+            f"clip {b['clip_wall_s']:.2f} s = {b['grammar_over_clip']:.2f}x; valid "
+            f"{b['valid']['grammar']} / {b['valid']['clip']}; mean answer {tok['grammar']:.0f} / "
+            f"{tok['clip']:.0f} tok"
         )
     h = summary.get("hf")
     if h:

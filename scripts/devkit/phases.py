@@ -27,7 +27,7 @@ from nexagauge_local.judge.profiles import JudgeProfile
 from nexagauge_local.judge.schemas import parse_output
 from nexagauge_local.judge.types import JudgeRequest
 
-PHASES = ("probe", "ours", "ours_outlines", "baseline", "hf")
+PHASES = ("probe", "ours", "ours_clip", "ours_outlines", "baseline", "hf")
 WARM_CASES, WARM_SEED = 16, 1  # warm-up cases differ from the timed ones (no free cache hits)
 BASELINE_MARGIN_S = 90.0  # in-flight answers + server shutdown after the last request starts
 SERVER_PID = "server.pid"
@@ -111,6 +111,12 @@ def phase_ours(cfg: dict[str, Any]) -> dict[str, Any]:
     return _run_ours(cfg, cfg["engine"])
 
 
+def phase_ours_clip(cfg: dict[str, Any]) -> dict[str, Any]:
+    """The same requests and engine with `string_bounds = "clip"`: the grammar without string
+    maxLength (schemas.grammar_json), whose cost the first H100 lease found (0.36 s a step)."""
+    return _run_ours(cfg, cfg["engine"], clip_strings=True) | {"string_bounds": "clip"}
+
+
 def phase_ours_outlines(cfg: dict[str, Any]) -> dict[str, Any]:
     """The same requests and engine with `--grammar-backend outlines` (issue 13's comparison)."""
     from nexagauge_local.judge.vllm_backend import engine_kwargs
@@ -122,7 +128,9 @@ def phase_ours_outlines(cfg: dict[str, Any]) -> dict[str, Any]:
     return _run_ours(cfg, kwargs) | {"grammar": "outlines"}
 
 
-def _run_ours(cfg: dict[str, Any], engine: dict[str, Any]) -> dict[str, Any]:
+def _run_ours(
+    cfg: dict[str, Any], engine: dict[str, Any], clip_strings: bool = False
+) -> dict[str, Any]:
     from nexagauge_local.judge.cost import split_device_seconds
     from nexagauge_local.judge.vllm_backend import (
         import_vllm,
@@ -152,7 +160,7 @@ def _run_ours(cfg: dict[str, Any], engine: dict[str, Any]) -> dict[str, Any]:
             for i, raw in zip(pos, got, strict=True):
                 raws[i] = raw
 
-        wire = to_wire(batch, [prompt_ids(tok, r.messages) for r in batch])
+        wire = to_wire(batch, [prompt_ids(tok, r.messages) for r in batch], clip_strings)
         wall = run_engine(llm, vllm, wire, SEED, stop_ids, on_done)
         return [r for r in raws if r is not None], wall, handovers
 
@@ -304,5 +312,6 @@ def _random_hf_weights(cfg: dict[str, Any]) -> Path:
     return dst
 
 
-PHASE_FUNCS = {"probe": phase_probe, "ours": phase_ours, "ours_outlines": phase_ours_outlines,
-               "baseline": phase_baseline, "hf": phase_hf}  # fmt: skip
+PHASE_FUNCS = {"probe": phase_probe, "ours": phase_ours, "ours_clip": phase_ours_clip,
+               "ours_outlines": phase_ours_outlines, "baseline": phase_baseline,
+               "hf": phase_hf}  # fmt: skip

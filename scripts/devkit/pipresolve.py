@@ -85,6 +85,7 @@ class PipResolver:
         }
 
     def _learn(self, specs: Sequence[str], binary: bool = True) -> None:
+        self.workdir.mkdir(parents=True, exist_ok=True)  # pip will not create --report's folder
         report = self.workdir / "pip-report.json"
         target = platform_args(self.device.python) if binary else ["--no-binary=:all:"]
         cmd = [

@@ -44,6 +44,9 @@ MANYLINUX_MINORS = range(17, 40)  # pip matches manylinux_2_N tags exactly, so n
 # routers) and multimodal inputs - none on the Llama + FLASH_ATTN (Hopper default) + xgrammar
 # path. Carrying them would add hundreds of MB. The plan's last staging call runs an import
 # probe on the device; if it names one of these, rebuild with `--carry NAME`.
+# Learned on the H100 (2026-11-24): apache-tvm-ffi must travel (xgrammar 0.2 imports it at the
+# top), and without flashinfer vLLM's V2 sampler must be told not to use it
+# (VLLM_USE_FLASHINFER_SAMPLER=0, set by every device call: see callplan.ENV).
 DEFAULT_SKIP: dict[str, str] = {
     # The project's own: the embedding model (80 MB) serves the refiner/refalign nodes; the
     # GPU tests and the judge benchmark embed nothing.
@@ -56,7 +59,6 @@ DEFAULT_SKIP: dict[str, str] = {
     "nvidia-cutlass-dsl-libs-cu13": "CuTe DSL runtime",
     "quack-kernels": "CuTe DSL kernels",
     "tilelang": "kernel compiler for optional paths",
-    "apache-tvm-ffi": "used by flashinfer, tilelang and the CuTe FA4 (Blackwell) path",
     "humming-kernels": "quantised-GEMM kernels",
     "tokenspeed-mla": "MLA attention (DeepSeek-style models)",
     "nvidia-cudnn-frontend": "cuDNN attention front end (optional backend)",
