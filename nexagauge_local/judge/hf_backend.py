@@ -39,6 +39,7 @@ from nexagauge_local.judge.hf_grammar import (
 from nexagauge_local.judge.long_inputs import refusal
 from nexagauge_local.judge.profiles import DEFAULT_GRAMMAR, JudgeProfile, fingerprint
 from nexagauge_local.judge.schemas import engine_schema_json, parse_output, schema_id
+from nexagauge_local.judge.string_caps import StringCaps, token_texts
 from nexagauge_local.judge.types import JudgeRequest, JudgeResult, Messages, OnBatch
 from nexagauge_local.judge.weights import (
     count_prompt_tokens,
@@ -98,6 +99,8 @@ class HFBackend:
         self.load_seconds = time.perf_counter() - started
         self._generators: dict[str, Any] = {}
         self._grammars: dict[str, CompiledGrammar] = {}
+        self._caps: dict[str, StringCaps] = {}
+        self._token_texts: list[str] | None = None  # each id's text, built on first clip use
 
     # -- protocol
 
@@ -229,7 +232,20 @@ class HFBackend:
             pad_id=pad_id if pad_id is not None else min(self._eos_ids),
             top_k=TOP_LOGPROBS if want_lp else 0,
             on_finished=finished,
+            caps=self.caps_for(reqs[0].schema),
         )
+
+    def caps_for(self, schema: Any) -> StringCaps | None:
+        """string_bounds = "clip": the loop's string caps for this schema, else None."""
+        if self.profile.string_bounds != "clip":
+            return None
+        key = schema_id(schema)
+        if key not in self._caps:
+            if self._token_texts is None:
+                vocab = self.model.get_output_embeddings().weight.shape[0]
+                self._token_texts = token_texts(self.tokenizer, vocab)
+            self._caps[key] = StringCaps(schema.model_json_schema(), self._token_texts)
+        return self._caps[key]
 
     def _to_result(
         self, req: JudgeRequest, prompt_tokens: int, dec: Decoded, batch_size: int

@@ -33,6 +33,7 @@ from typing import Any
 import torch
 
 from nexagauge_local.judge.hf_grammar import CompiledGrammar, bitmask_words
+from nexagauge_local.judge.string_caps import StringCaps
 
 MIN_SHARED_PREFIX = 8
 
@@ -114,12 +115,14 @@ def constrained_greedy(
     pad_id: int,
     top_k: int = 0,
     on_finished: OnFinished | None = None,
+    caps: StringCaps | None = None,
 ) -> list[Decoded]:
     """Greedy decode every prompt under a schema's compiled `grammar` (hf_grammar.py).
 
     Where the grammar knows one EOS id only (`grammar.grammar_eos`, outlines), the other ids of
     `eos_ids` follow its allowed bit (see the module docstring). `on_finished` gets the rows
-    that ended at each step, complete (tokens and seconds), before the batch goes on."""
+    that ended at each step, complete (tokens and seconds), before the batch goes on. `caps`
+    (string_bounds = "clip") makes a value string close once it reaches its field's bound."""
     device = str(model.device)
     out = [Decoded() for _ in prompts]
     if not prompts or max_new_tokens < 1:
@@ -133,6 +136,7 @@ def constrained_greedy(
             d.seconds = (last - started) * len(p) / total_len
         rows = list(range(len(prompts)))  # batch position -> request index
         matchers = [grammar.matcher() for _ in prompts]
+        trackers = [caps.tracker() for _ in prompts] if caps else []
         vocab = logits.shape[1]
         grammar_eos = grammar.grammar_eos
         aliases = eos_aliases(eos_ids, grammar_eos, vocab)
@@ -141,6 +145,10 @@ def constrained_greedy(
             for j, r in enumerate(rows):
                 matchers[r].fill(bitmask, j)
             logits = _apply_bitmask(logits, bitmask.to(logits.device), grammar_eos, aliases)
+            if caps:
+                for j, r in enumerate(rows):
+                    if trackers[r].at_limit:
+                        logits[j] = caps.restrict(logits[j])
             if top_k:
                 top = torch.log_softmax(logits, dim=-1).topk(top_k, dim=-1)
                 values, indices = top.values.cpu().tolist(), top.indices.cpu().tolist()
@@ -155,6 +163,8 @@ def constrained_greedy(
                     out[r].stopped = True
                     continue
                 matchers[r].advance(tok)
+                if caps:
+                    trackers[r].feed(caps.token_texts[tok])
                 if len(out[r].token_ids) < max_new_tokens:
                     keep.append(j)
             now = time.perf_counter()

@@ -56,11 +56,10 @@ class JudgeProfile(BaseModel):
     parallelism: Literal["tensor", "data"] = "tensor"
     # structured decoding: auto = DEFAULT_GRAMMAR of the backend (--grammar-backend wins)
     grammar_backend: GrammarChoice = "auto"
-    # grammar: the output schema as it is (every string's maxLength in the grammar, so even a
-    # random model ends every string), or clip: the grammar without string maxLength, an
-    # over-long string clipped when parsed (schemas.grammar_json: outlines 26 MB instead of
-    # 1.8 GB per verdict schema, xgrammar 6-13x cheaper masks; a judge that never closes a
-    # string then runs to max_tokens and is `truncated`)
+    # grammar: every string's maxLength in the grammar (even a random model ends its strings);
+    # clip: the grammar without it (outlines 14 MB instead of 1.8 GB per verdict schema,
+    # xgrammar 6-40x cheaper masks), strings closed at their bound by the hf decode loop
+    # (string_caps.py) and clipped when parsed; on vLLM only the clip applies
     string_bounds: Literal["grammar", "clip"] = "grammar"
     # hf backend micro-batches (None = 4096 prompt tokens and 64 rows on CPU, 65536 and 256 on
     # a GPU): smaller ones hold less memory, larger ones batch more (answers reach the cache
