@@ -30,3 +30,15 @@ def test_bf16_vectors_are_unit_and_within_a_few_thousandths_of_fp32() -> None:
     assert b.dtype == np.float32
     assert np.allclose(np.linalg.norm(b, axis=1), 1.0, atol=1e-5)
     assert float((a * b).sum(axis=1).min()) > 0.99
+
+
+def test_judge_auto_dtype_follows_the_same_rule() -> None:
+    """The judge's `auto` (the demo profile's): bf16 where the CPU has it natively, 2x faster
+    and 0.3 GB smaller for the demo judge; float32 where bf16 would be emulated."""
+    from nexagauge_local.judge.weights import resolve_dtype
+
+    assert resolve_dtype("auto", "cpu", native_bf16=True) == "bfloat16"
+    assert resolve_dtype("auto", "cpu", native_bf16=False) == "float32"
+    assert resolve_dtype("auto", "cuda:0", native_bf16=False) == "bfloat16"
+    assert resolve_dtype("float32", "cpu", native_bf16=True) == "float32"
+    assert resolve_dtype("auto", "cpu") == ("bfloat16" if cpu_has_native_bf16() else "float32")

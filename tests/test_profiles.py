@@ -163,10 +163,14 @@ def test_factory_fingerprint_matches_backend(
 ) -> None:
     monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
     fac = F.make_backend_factory(str(tiny_judge_dir), backend="hf", cache_dir=tmp_path)
-    assert fac.backend == "hf" and fac.dtype == "float32"
+    from nexagauge_local.judge.weights import resolve_dtype
+
+    # an ad-hoc profile's dtype is auto: bf16 on a CPU with native bf16, else float32
+    assert fac.backend == "hf" and fac.dtype == resolve_dtype("auto", "cpu")
     backend = fac()
     assert fac.fingerprint == backend.fingerprint  # cache keys need no weights loaded
-    assert fac.fingerprint.split("@")[1] == tiny_backend.fingerprint.split("@")[1]
+    same_weights = fac.fingerprint.split("@")[1].split("/")[0]
+    assert same_weights == tiny_backend.fingerprint.split("@")[1].split("/")[0]
     assert backend.gpus == 0 and backend.load_seconds > 0
     with pytest.raises(Exception, match="nexagauge-local\\[gpu\\]"):
         monkeypatch.setattr(F, "vllm_importable", lambda: False)
