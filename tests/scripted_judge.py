@@ -16,18 +16,14 @@ from typing import Any
 from pydantic import BaseModel
 
 from nexagauge_local.judge.cost import CostLedger
+from nexagauge_local.judge.schemas import resolve_ref
 from nexagauge_local.judge.types import JudgeRequest, JudgeResult
 
 Responder = Callable[[JudgeRequest], "dict[str, Any] | JudgeResult"]
 
 
-def _resolve(node: dict[str, Any], defs: dict[str, Any]) -> dict[str, Any]:
-    ref = node.get("$ref")
-    return _resolve(defs[ref.rsplit("/", 1)[-1]], defs) if ref else node
-
-
 def _value(node: dict[str, Any], defs: dict[str, Any], overrides: dict[str, Any]) -> Any:
-    node = _resolve(node, defs)
+    node = resolve_ref(node, defs)
     if "anyOf" in node:
         return _value(node["anyOf"][0], defs, overrides)
     if "enum" in node:

@@ -183,11 +183,14 @@ class HFBackend:
                 self._grammars[key] = OutlinesGrammar(index, self.tokenizer.eos_token_id)
             else:
                 if self._ll_tokenizer is None:
-                    vocab = self.model.get_output_embeddings().weight.shape[0]
-                    self._ll_tokenizer = guidance_tokenizer(self.tokenizer, vocab)
+                    self._ll_tokenizer = guidance_tokenizer(self.tokenizer, self._vocab())
                 self._grammars[key] = guidance_grammar(self._ll_tokenizer, self._engine_json(schema),
                                                        self.tokenizer.eos_token_id)
         return self._grammars[key]
+
+    def _vocab(self) -> int:
+        """The model's logit width (may exceed the tokenizer's vocabulary)."""
+        return int(self.model.get_output_embeddings().weight.shape[0])
 
     def _engine_json(self, schema: Any) -> str:
         return engine_schema_json(schema, self.profile.string_bounds == "clip")
@@ -242,8 +245,7 @@ class HFBackend:
         key = schema_id(schema)
         if key not in self._caps:
             if self._token_texts is None:
-                vocab = self.model.get_output_embeddings().weight.shape[0]
-                self._token_texts = token_texts(self.tokenizer, vocab)
+                self._token_texts = token_texts(self.tokenizer, self._vocab())
             self._caps[key] = StringCaps(schema.model_json_schema(), self._token_texts)
         return self._caps[key]
 

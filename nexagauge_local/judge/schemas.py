@@ -9,9 +9,9 @@ the longest valid output is finite and `max_tokens_for` can size `max_tokens` fr
 
 A profile may give the grammar engines the schema *without* string maxLength
 (`string_bounds = "clip"`, `engine_schema_json`): a counted repetition of up to 160 characters
-multiplies the grammar's states, which cost outlines 1.8 GB and 11 s per verdict schema (26 MB
-and 0.3 s without) and xgrammar 1.4 ms per token mask under a random model (0.1 ms without;
-0.36 s per engine step at 400 requests on an H100). `max_tokens` is still sized from the bounds
+multiplies the grammar's states, which cost outlines 1.8 GB and 15 s per verdict schema (14 MB
+and 0.2 s without: scripts/bench_grammar_bounds.py) and xgrammar 1.4 ms per token mask under a
+random model (0.1 ms without; 0.36 s per engine step at 400 requests on an H100). `max_tokens` is still sized from the bounds
 and `parse_output` clips a string that runs past its maxLength, so every parsed answer keeps the
 contract. What the grammar no longer does, ending a string at its bound, the hf decode loop
 does (string_caps.py); on vLLM a judge that never closes a string runs to max_tokens and is
@@ -129,10 +129,11 @@ def schema_id(schema: type[BaseModel]) -> str:
 # ---------------------------------------------------------------- max_tokens from bounds
 
 
-def _resolve(node: dict[str, Any], defs: dict[str, Any]) -> dict[str, Any]:
+def resolve_ref(node: dict[str, Any], defs: dict[str, Any]) -> dict[str, Any]:
+    """The node a JSON schema `$ref` points at (followed to the end), else the node itself."""
     ref = node.get("$ref")
     if ref:
-        return _resolve(defs[ref.rsplit("/", 1)[-1]], defs)
+        return resolve_ref(defs[ref.rsplit("/", 1)[-1]], defs)
     return node
 
 
@@ -151,7 +152,7 @@ def _leaf_chars(node: dict[str, Any]) -> int:
 def _max_content_chars(node: dict[str, Any], defs: dict[str, Any]) -> tuple[int, int]:
     """(free-text chars, structural chars) of the longest output, split because free text
     tokenises at `chars_per_token` while JSON punctuation/keys are charged one token each."""
-    node = _resolve(node, defs)
+    node = resolve_ref(node, defs)
     for key in ("anyOf", "oneOf"):
         if key in node:
             return max((_max_content_chars(n, defs) for n in node[key]), key=sum)

@@ -20,6 +20,8 @@ from typing import Any
 
 import torch
 
+from nexagauge_local.judge.schemas import resolve_ref
+
 
 def string_limits(js: dict[str, Any]) -> dict[str, int]:
     """{property name: maxLength} for every string property and list-of-strings property of a
@@ -28,15 +30,11 @@ def string_limits(js: dict[str, Any]) -> dict[str, int]:
     defs = js.get("$defs", {})
     limits: dict[str, int] = {}
 
-    def resolve(node: dict[str, Any]) -> dict[str, Any]:
-        ref = node.get("$ref")
-        return resolve(defs[ref.rsplit("/", 1)[-1]]) if ref else node
-
     def visit(node: dict[str, Any]) -> None:
-        node = resolve(node)
+        node = resolve_ref(node, defs)
         for name, prop in node.get("properties", {}).items():
-            prop = resolve(prop)
-            leaf = resolve(prop.get("items", {})) if prop.get("type") == "array" else prop
+            prop = resolve_ref(prop, defs)
+            leaf = resolve_ref(prop.get("items", {}), defs) if prop.get("type") == "array" else prop
             if leaf.get("type") == "string" and "maxLength" in leaf:
                 limits[name] = max(limits.get(name, 0), int(leaf["maxLength"]))
             visit(leaf)

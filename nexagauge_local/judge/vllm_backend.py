@@ -77,7 +77,6 @@ def pin_engine_devices(device_ids: Sequence[str]) -> None:
     spawn_engine_core()
 
 
-
 # ------------------------------------------------------------------ backend
 
 

@@ -36,6 +36,7 @@ class VLLMMissing(ImportError):
             f"`{INSTALL_HINT}` on a CUDA host, or use `--backend hf`."
         )
 
+
 def spawn_engine_core() -> None:
     """Make vLLM spawn, not fork, its engine core: the GPU check before any work asks torch
     about CUDA in this process, and a forked child of such a process cannot use CUDA ("Cannot
