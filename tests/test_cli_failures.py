@@ -93,6 +93,28 @@ def test_file_level_error_is_exactly_one_line(work: Path) -> None:
     ]
 
 
+@pytest.mark.parametrize("command", ["run", "estimate"])
+def test_unknown_or_invalid_judge_profile_is_exit_2_one_line(work: Path, command: str) -> None:
+    """Every --model mistake stops before any work: an unknown name, a profile file that does
+    not validate, one that is not TOML (`run` used to end in a ProfileNotFound traceback)."""
+    write_jsonl(work / "data.jsonl", [{"output": "fine", "input": "q"}])
+    (work / "bad.toml").write_text('weights = "/x"\nstring_bounds = "sometimes"\n')
+    (work / "broken.toml").write_text('weights = "/x\n')
+    expected = {
+        "nosuchmodel": "Error: unknown judge model 'nosuchmodel': not a profile (",
+        "bad.toml": "Error: bad.toml: invalid judge profile: string_bounds: Input should be "
+                    "'grammar' or 'clip'",
+        "broken.toml": "Error: broken.toml: not a valid TOML file: ",
+    }  # fmt: skip
+    for model, line in expected.items():
+        out = ["--output-dir", str(work / "out")] if command == "run" else []
+        result = invoke([command, "redteam", "--input", "data.jsonl", "--model", model, *out])
+        assert result.exit_code == 2, result.output
+        assert "Traceback" not in result.output and isinstance(result.exception, SystemExit)
+        assert len(result.stderr.strip().splitlines()) == 1
+        assert result.stderr.startswith(line), result.stderr
+
+
 def test_directory_as_input_says_it_is_a_directory(work: Path) -> None:
     (work / "adir").mkdir()
     result = run_refmatch("adir", work / "out")

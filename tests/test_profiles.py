@@ -14,6 +14,7 @@ from pydantic import ValidationError
 from nexagauge_local.judge import factory as F
 from nexagauge_local.judge.profiles import (
     JudgeProfile,
+    ProfileInvalid,
     ProfileNotFound,
     WeightsMissing,
     list_profiles,
@@ -91,6 +92,12 @@ def test_toml_is_validated(tmp_path: Path) -> None:
     bad.write_text('name = "bad"\nweights = "/x"\nparallelism = "pipeline"\n')
     with pytest.raises(ValidationError):
         load_profile_file(bad)
+    with pytest.raises(ProfileInvalid, match=r"bad\.toml: invalid judge profile: parallelism: "):
+        resolve_profile(str(bad))  # one line naming file and field: the CLI's exit 2
+    broken = tmp_path / "broken.toml"
+    broken.write_text('weights = "/x\n')
+    with pytest.raises(ProfileInvalid, match=r"broken\.toml: not a valid TOML file"):
+        resolve_profile(str(broken))
     good = tmp_path / "good.toml"
     good.write_text(f'weights = "{tmp_path}"\ndtype = "bfloat16"\n')
     prof = resolve_profile(str(good))

@@ -96,7 +96,7 @@ def estimate(settings: RunSettings, open_input: OpenInput) -> Estimate:
 def _judge_estimates(dataset: Dataset, settings: RunSettings) -> dict[str, dict[str, Any]]:
     """Resolve the judge (tokenizer only) and estimate its requests; a missing model is a
     JudgeSetupError naming where the weights should be."""
-    factory = resolve_judge(settings, unknown_profile=True)
+    factory = resolve_judge(settings)
     counter = TokenCounter(factory.profile, settings.cache_dir)
     return judge_estimates(dataset, settings, counter, factory.fingerprint,
                            max_model_len=factory.profile.max_model_len)

@@ -41,16 +41,12 @@ def backend_factory(settings: RunSettings) -> BackendFactory:
     )
 
 
-def resolve_judge(settings: RunSettings, *, unknown_profile: bool = False) -> BackendFactory:
-    """backend_factory, with absent weights (and, if asked, an unknown profile) reported as a
-    JudgeSetupError whose message says where the weights should be."""
-    caught: tuple[type[Exception], ...] = (
-        (WeightsMissing, VLLMMissing, GrammarUnsupported, ProfileNotFound) if unknown_profile
-        else (WeightsMissing, VLLMMissing, GrammarUnsupported)
-    )
+def resolve_judge(settings: RunSettings) -> BackendFactory:
+    """backend_factory, with absent weights and an unknown or invalid profile reported as a
+    JudgeSetupError (one line, exit 2) whose message says what to fix."""
     try:
         return backend_factory(settings)
-    except caught as exc:
+    except (WeightsMissing, VLLMMissing, GrammarUnsupported, ProfileNotFound) as exc:
         raise JudgeSetupError(str(exc)) from None
 
 

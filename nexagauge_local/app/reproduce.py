@@ -87,7 +87,7 @@ def reproduce(
         )
     settings = _settings(plan.settings, new, manifest.judge.backend if manifest.judge else None)
     if manifest.judge is not None:
-        factory = resolve_judge(settings, unknown_profile=True)
+        factory = resolve_judge(settings)
         facts = collect_judge(factory, HashMemo(settings.cache_dir / "audit"))
         if facts.weights_sha256 != manifest.judge.weights_sha256:
             raise ReproduceRefused(

@@ -18,7 +18,7 @@ from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from nexagauge_local.settings import GrammarChoice
 
@@ -35,6 +35,11 @@ class WeightsMissing(FileNotFoundError):
 
 class ProfileNotFound(LookupError):
     pass
+
+
+class ProfileInvalid(ProfileNotFound):
+    """A profile file that is not TOML or does not validate. A ProfileNotFound, so every place
+    that turns an unknown profile into one line and exit 2 does the same for it."""
 
 
 # Structured-decoding engines. hf: outlines-core (a precompiled index; the default, answers
@@ -143,6 +148,18 @@ def load_profile_file(path: Path) -> JudgeProfile:
     return JudgeProfile.model_validate(data)
 
 
+def _checked_profile_file(path: Path) -> JudgeProfile:
+    """load_profile_file, with a bad file reported in one line naming the file and field."""
+    try:
+        return load_profile_file(path)
+    except tomllib.TOMLDecodeError as exc:
+        raise ProfileInvalid(f"{path}: not a valid TOML file: {exc}") from exc
+    except ValidationError as exc:
+        faults = "; ".join(f"{'.'.join(map(str, e['loc'])) or '<root>'}: {e['msg']}"
+                           for e in exc.errors())  # fmt: skip
+        raise ProfileInvalid(f"{path}: invalid judge profile: {faults}") from exc
+
+
 def list_profiles() -> list[tuple[JudgeProfile, bool]]:
     """Every shipped profile with whether its weights are present on this machine."""
     out = []
@@ -160,9 +177,9 @@ def resolve_profile(name_or_path: str) -> JudgeProfile:
     """
     by_name = {p.stem: p for p in shipped_profile_files()}
     if name_or_path in by_name:
-        prof = load_profile_file(by_name[name_or_path])
+        prof = _checked_profile_file(by_name[name_or_path])
     elif name_or_path.endswith(".toml") and Path(name_or_path).is_file():
-        prof = load_profile_file(Path(name_or_path))
+        prof = _checked_profile_file(Path(name_or_path))
     else:
         path = Path(name_or_path).expanduser()
         looks_like_path = os.sep in name_or_path or path.suffix == ".gguf" or path.exists()
