@@ -63,11 +63,10 @@ def test_every_run_writes_a_manifest_that_verifies(base_run: tuple[Path, Path]) 
     assert m.input is not None and Path(m.input.path) == data.resolve()
     # the ids the run gave (generated ones included), not only those written in the file
     ran = {json.loads(p.read_text())["input"]["case_id"] for p in (out / "case_report").glob("*")}
-    assert [r.case_id for r in m.input.records if r.case_id in ran] == [
-        r.case_id for r in m.input.records
-    ]
-    assert {r.case_id for r in m.input.records} == ran
-    paths = {o.path for o in m.outputs}
+    records = list(m.iter_records(out))
+    assert [r.case_id for r in records if r.case_id in ran] == [r.case_id for r in records]
+    assert {r.case_id for r in records} == ran
+    paths = {o.path for o in m.iter_outputs(out)}
     assert {"summary.json", "report.html"} <= paths and any(p.startswith("case_report/") for p in paths)
     res = cli("verify", out, "--input", data)
     assert res.exit_code == 0, res.output
@@ -113,7 +112,7 @@ def test_changed_weight_file_fails_naming_the_file(
     assert judge.tokenizer_sha256 and judge.chat_template_sha256  # the fixture has both
     m = read_manifest(out)
     finalize_run(out, started_at=m.started_at, argv=m.argv, settings=m.settings,
-                 input=hash_input(data), judge=judge)
+                 input=hash_input(data, into=out), judge=judge)
     assert cli("verify", out, "--model", weights).exit_code == 0
     target = next(p for p in sorted(weights.iterdir()) if p.suffix == ".safetensors")
     blob = bytearray(target.read_bytes())

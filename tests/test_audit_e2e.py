@@ -23,14 +23,14 @@ def test_real_run_manifest_verifies_and_reproduces(tmp_path):
         started_at=started,
         argv=["nexagauge-local", "run", str(SAMPLE), "--target", "refmatch"],
         settings={"target": "refmatch", "output_dir": a},
-        input=hash_input(SAMPLE),
+        input=hash_input(SAMPLE, into=a),
         judge=None,
         host=HOST,
         packages={},
     )
     m = read_manifest(a)
-    assert m.judge is None and m.input.records
-    assert any(o.path.startswith("case_report/") for o in m.outputs)
+    assert m.judge is None and m.input.records.count == len(list(m.iter_records(a))) > 0
+    assert any(o.path.startswith("case_report/") for o in m.iter_outputs(a))
     assert verify(a, input_path=SAMPLE).ok
     evaluate(SAMPLE, target="refmatch", output_dir=b, cache_dir=tmp_path / "cache2")
     rep = compare_runs(a, b)

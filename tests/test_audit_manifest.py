@@ -25,7 +25,9 @@ def test_manifest_holds_every_fact(tmp_path):
     m = read_manifest(run["out"])
     assert m.input is not None and m.judge is not None
     assert m.input.sha256 == sha256_file(run["input"])
-    assert [(r.line, r.case_id) for r in m.input.records] == [(1, "c1"), (2, "c2"), (4, "case-3")]
+    assert [(r.line, r.case_id) for r in m.iter_records(run["out"])] == [
+        (1, "c1"), (2, "c2"), (4, "case-3")
+    ]
     assert m.judge.profile == "tiny" and m.judge.grammar_engine == "outlines" and m.judge.demo
     assert {w.file for w in m.judge.weights} == {
         "config.json",
@@ -39,10 +41,11 @@ def test_manifest_holds_every_fact(tmp_path):
     assert m.settings["output_dir"] == str(run["out"])  # paths become strings
     assert m.argv[1] == "run"
     assert m.started_at < m.ended_at
-    paths = [o.path for o in m.outputs]
+    paths = [o.path for o in m.iter_outputs(run["out"])]
     assert paths == sorted(paths)
     assert "case_report/c1.json" in paths and "report.html" in paths
-    assert MANIFEST_NAME not in paths
+    assert MANIFEST_NAME not in paths and not any(p.startswith("manifest.") for p in paths)
+    assert m.outputs.count == len(paths) and m.input.records.count == 3
 
 
 def test_manifest_bytes_are_stable(tmp_path):
@@ -90,9 +93,10 @@ def test_hash_records_json_and_csv(tmp_path):
     assert [r.sha256 for r in hash_records(j)] == [r.sha256 for r in recs]
     c = tmp_path / "d.csv"
     c.write_text('case_id,output\nk1,hello\nk2,"multi\nline"\n')
-    facts = hash_input(c)
+    facts = hash_input(c, into=tmp_path)
     assert facts.format == "csv"
-    assert [(r.line, r.case_id) for r in facts.records] == [(2, "k1"), (4, "k2")]
+    rows = (tmp_path / facts.records.path).read_text().splitlines()
+    assert [(json.loads(r)["line"], json.loads(r)["case_id"]) for r in rows] == [(2, "k1"), (4, "k2")]
 
 
 def test_jsonl_invalid_line_is_still_tracked(tmp_path):

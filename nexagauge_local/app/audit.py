@@ -17,7 +17,7 @@ import inspect
 import json
 import os
 import sys
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -30,8 +30,6 @@ from rich.console import Console
 from nexagauge_local.app.errors import InputError
 from nexagauge_local.app.judge import backend_factory
 from nexagauge_local.audit import (
-    MANIFEST_NAME,
-    SIGNATURE_NAME,
     HashMemo,
     InputFacts,
     JudgeFacts,
@@ -45,7 +43,7 @@ from nexagauge_local.audit import (
     schema_entry,
     tokenizer_files_in,
 )
-from nexagauge_local.audit.manifest import PromptEntry, SchemaEntry
+from nexagauge_local.audit.manifest import NOT_OUTPUTS, PromptEntry, SchemaEntry
 from nexagauge_local.audit.signing import SigningError, key_fingerprint, load_private_key
 from nexagauge_local.case import Case
 from nexagauge_local.dataset import Dataset, Duplicate
@@ -198,16 +196,20 @@ def collect_judge(factory: BackendFactory, memo: HashMemo | None) -> JudgeFacts:
     )
 
 
-def collect_input(dataset: Dataset) -> InputFacts:
-    """The input file with the case id the run gave each record, by source position."""
-    case_ids: dict[int, str] = {}
-    for item in dataset.items():
-        src = item.source if isinstance(item, Case | Duplicate) else None
-        pos = None if src is None else (src.line if src.line is not None else src.index)
-        if pos is not None:
-            case_ids[pos] = item.case_id  # type: ignore[union-attr]
+def collect_input(dataset: Dataset, into: Path) -> InputFacts:
+    """The input file with the case id the run gave each record, by source position; the
+    records' digests stream into ``into`` (one pass over the dataset, nothing per record kept)."""
+
+    def run_ids() -> Iterator[tuple[int, str]]:
+        for item in dataset.items():
+            src = item.source if isinstance(item, Case | Duplicate) else None
+            pos = None if src is None else (src.line if src.line is not None else src.index)
+            if pos is not None:
+                yield pos, item.case_id  # type: ignore[union-attr]
+
     display = dataset.display or str(dataset.path.resolve())
-    return hash_input(dataset.path, case_ids, fmt=dataset.fmt, display=display)
+    return hash_input(dataset.path, into=into, case_ids=run_ids(), fmt=dataset.fmt,
+                      display=display)
 
 
 def check_sign_key(path: str | os.PathLike[str]) -> str:
@@ -263,7 +265,7 @@ class AuditTrail:
         out = self.settings.output_dir
         if out is None:
             return None
-        for stale in (MANIFEST_NAME, SIGNATURE_NAME):  # a previous run's, into the same folder
+        for stale in NOT_OUTPUTS:  # a previous run's manifest, sidecars, signature
             (out / stale).unlink(missing_ok=True)
         memo = HashMemo(self.settings.cache_dir / "audit")
         judge = None
@@ -274,7 +276,7 @@ class AuditTrail:
             outcome.summary["prompt_templates"] = {p.node: p.template_sha256 for p in prompts}
             write_json(out / "summary.json", outcome.summary)
         schemas = self.schemas.entries()
-        inp = collect_input(dataset)
+        inp = collect_input(dataset, out)
         panel = provenance_panel(
             judge=judge,
             prompts=prompts,

@@ -11,6 +11,7 @@ nothing the manifest covers.
 
 from __future__ import annotations
 
+import heapq
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -25,7 +26,7 @@ from nexagauge_local.audit import (
     verify,
     write_manifest,
 )
-from nexagauge_local.audit.manifest import OutputFile
+from nexagauge_local.audit.manifest import OutputFile, write_outputs
 from nexagauge_local.audit.provenance import panel_from_manifest, signature_status
 from nexagauge_local.report.html import REPORT_NAME, write_report
 
@@ -74,12 +75,11 @@ def rerender_report(
     panel = panel_from_manifest(manifest, "unsigned", note=RENEW if signed else "")
     path = write_report(out_dir, None, progress, provenance=panel)
     present = [out_dir / name for name in sorted(ANNOTATIONS) if (out_dir / name).is_file()]
-    outputs = [o for o in manifest.outputs if o.path not in ANNOTATIONS] + [
-        OutputFile(path=p.name, sha256=sha256_file(p), size=p.stat().st_size) for p in present
-    ]
-    write_manifest(
-        out_dir, manifest.model_copy(update={"outputs": sorted(outputs, key=lambda o: o.path)})
-    )
+    fresh = [OutputFile(path=p.name, sha256=sha256_file(p), size=p.stat().st_size) for p in present]
+    kept = (o for o in manifest.iter_outputs(out_dir) if o.path not in ANNOTATIONS)
+    # both streams are in path order: merged, the list stays in order without being held
+    outputs = write_outputs(out_dir, heapq.merge(kept, fresh, key=lambda o: o.path))
+    write_manifest(out_dir, manifest.model_copy(update={"outputs": outputs}))
     if signed:
         (out_dir / SIGNATURE_NAME).unlink(missing_ok=True)
     return Rerendered(path, manifest_updated=True, signature_removed=signed)

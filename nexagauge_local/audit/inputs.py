@@ -19,13 +19,14 @@ from __future__ import annotations
 import csv
 import json
 import os
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
 from nexagauge_local.audit.hashing import canonical_json, sha256_bytes, sha256_file
+from nexagauge_local.audit.sidecar import RECORDS_NAME, SidecarRef, write_sidecar
 
 ID_KEYS = ("case_id", "id")
 
@@ -50,7 +51,7 @@ class InputFacts(BaseModel):
     format: str  # jsonl | json | csv
     size: int
     sha256: str
-    records: list[RecordDigest]
+    records: SidecarRef  # RecordDigest lines, in file order
 
 
 def detect_format(path: Path) -> str:
@@ -111,44 +112,63 @@ def _iter_csv(path: Path) -> Iterator[tuple[int | None, bytes, str | None]]:
 _READERS = {"jsonl": _iter_jsonl, "json": _iter_json, "csv": _iter_csv}
 
 
-def hash_records(path: str | os.PathLike[str], fmt: str | None = None) -> list[RecordDigest]:
-    """RecordDigest for every record of the file (ids from a case_id/id field when present)."""
+def iter_records(path: str | os.PathLike[str], fmt: str | None = None) -> Iterator[RecordDigest]:
+    """RecordDigest for every record of the file, one at a time (ids from a case_id/id field)."""
     p = Path(path)
     reader = _READERS[fmt or detect_format(p)]
-    return [
-        RecordDigest(index=i, line=line, case_id=cid, sha256=sha256_bytes(body))
-        for i, (line, body, cid) in enumerate(reader(p))
-    ]
+    for i, (line, body, cid) in enumerate(reader(p)):
+        yield RecordDigest(index=i, line=line, case_id=cid, sha256=sha256_bytes(body))
+
+
+def hash_records(path: str | os.PathLike[str], fmt: str | None = None) -> list[RecordDigest]:
+    """Every record's digest as a list (verify aligns two lists when an input changed)."""
+    return list(iter_records(path, fmt))
 
 
 def _position(r: RecordDigest) -> int:
     return r.line if r.line is not None else r.index
 
 
+def _with_run_ids(
+    records: Iterator[RecordDigest], case_ids: Iterable[tuple[int, str]]
+) -> Iterator[RecordDigest]:
+    """Each record with the case id the run gave it: a walk of two position-ordered streams
+    side by side, so no map of a million positions is held."""
+    ids = iter(case_ids)
+    pending = next(ids, None)
+    for r in records:
+        pos, run_id = _position(r), None
+        while pending is not None and pending[0] <= pos:
+            if pending[0] == pos:
+                run_id = pending[1]  # the last one for a position wins, as a dict would
+            pending = next(ids, None)
+        yield r if run_id is None else r.model_copy(update={"case_id": run_id})
+
+
 def hash_input(
     path: str | os.PathLike[str],
-    case_ids: Mapping[int, str] | None = None,
+    *,
+    into: str | os.PathLike[str],
+    case_ids: Mapping[int, str] | Iterable[tuple[int, str]] | None = None,
     fmt: str | None = None,
     display: str | None = None,
 ) -> InputFacts:
-    """Hash the input file and its records.
+    """Hash the input file, and stream its records' digests into ``into``/manifest.records.jsonl.
 
-    ``case_ids`` maps a record's source position -> the case_id the runner actually gave it
+    ``case_ids`` gives a record's source position -> the case_id the runner actually gave it
     (it may differ from the raw field: `--field` mappings, or a generated id for a record
-    without one). The position is what records.SourceRef carries: ``line`` for JSONL and CSV,
-    ``index`` for a JSON array. When given, it wins over the id read from the record.
+    without one), as a mapping or as (position, case_id) pairs in position order. The position
+    is what records.SourceRef carries: ``line`` for JSONL and CSV, ``index`` for a JSON array.
+    When given, it wins over the id read from the record.
     """
     p = Path(path)
     fmt = fmt or detect_format(p)
-    records = hash_records(p, fmt)
-    if case_ids:
-        records = [
-            r.model_copy(update={"case_id": case_ids.get(_position(r), r.case_id)}) for r in records
-        ]
+    pairs = sorted(case_ids.items()) if isinstance(case_ids, Mapping) else (case_ids or ())
+    records = _with_run_ids(iter_records(p, fmt), pairs)
     return InputFacts(
         path=display or str(path),
         format=fmt,
         size=p.stat().st_size,
         sha256=sha256_file(p),
-        records=records,
+        records=write_sidecar(into, RECORDS_NAME, records),
     )

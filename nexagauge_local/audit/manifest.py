@@ -4,7 +4,8 @@ Why a separate file from summary.json: summary.json is for people reading a run;
 is evidence. It holds hashes of everything a run read and wrote, it is written last (after
 every other output exists), and it is the exact byte string a signature covers. Its byte form
 is stable (sorted keys, two-space indent, UTF-8, trailing newline), so re-writing an unchanged
-manifest gives identical bytes.
+manifest gives identical bytes. Its two per-record lists (input records, output files) live in
+sidecar files it hashes (see sidecar.py), so its size and the memory to build it stay bounded.
 
 The builder takes facts as plain arguments; it does not import the runner, the judge or the
 CLI, so it can be fed from anywhere (and tested without a model).
@@ -14,7 +15,7 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from datetime import UTC, datetime
 from importlib import metadata
 from pathlib import Path
@@ -30,14 +31,27 @@ from nexagauge_local.audit.hashing import (
     sha256_text,
 )
 from nexagauge_local.audit.host import HostFacts
-from nexagauge_local.audit.inputs import InputFacts
+from nexagauge_local.audit.inputs import InputFacts, RecordDigest
+from nexagauge_local.audit.sidecar import (
+    OUTPUTS_NAME,
+    RECORDS_NAME,
+    SidecarRef,
+    read_sidecar,
+    sorted_files,
+    tmp_name,
+    write_sidecar,
+)
 
-SCHEMA_VERSION = "nexagauge-local.manifest/1"
+# /2: input records and outputs moved from inline lists to hashed sidecar files
+SCHEMA_VERSION = "nexagauge-local.manifest/2"
 MANIFEST_NAME = "manifest.json"
 SIGNATURE_NAME = "manifest.json.sig"
-# Never listed under outputs: the manifest cannot contain its own hash, and the signature is
-# made after it.
-NOT_OUTPUTS = frozenset({MANIFEST_NAME, SIGNATURE_NAME})
+# Never listed under outputs: the manifest cannot contain its own hash, the signature is made
+# after it, and the sidecars are hashed by the manifest itself (the outputs sidecar is being
+# written while the folder is walked: its temporary name is skipped too).
+NOT_OUTPUTS = frozenset(
+    {MANIFEST_NAME, SIGNATURE_NAME, RECORDS_NAME, OUTPUTS_NAME, tmp_name(OUTPUTS_NAME)}
+)
 
 
 class _Strict(BaseModel):
@@ -92,10 +106,17 @@ class Manifest(_Strict):
     schemas: list[SchemaEntry] = Field(default_factory=list)
     packages: dict[str, str] = Field(default_factory=dict)
     host: HostFacts
-    outputs: list[OutputFile]
+    outputs: SidecarRef  # OutputFile lines, in path order
 
-    def output_map(self) -> dict[str, OutputFile]:
-        return {o.path: o for o in self.outputs}
+    def iter_outputs(self, outdir: str | os.PathLike[str]) -> Iterator[OutputFile]:
+        """The output files the manifest lists, in path order (check_sidecar to trust them)."""
+        return read_sidecar(outdir, self.outputs, OutputFile)
+
+    def iter_records(self, outdir: str | os.PathLike[str]) -> Iterator[RecordDigest]:
+        """The input's records as hashed by the run (none when the run had no input file)."""
+        if self.input is None:
+            return iter(())
+        return read_sidecar(outdir, self.input.records, RecordDigest)
 
 
 # ------------------------------------------------------------------ fact builders
@@ -140,23 +161,23 @@ def judge_facts(
     )
 
 
-def hash_outputs(folder: str | os.PathLike[str]) -> list[OutputFile]:
-    """Every file under the output folder except the manifest and its signature, sorted.
+def hash_outputs(folder: str | os.PathLike[str]) -> Iterator[OutputFile]:
+    """Every file under the output folder except the manifest and its sidecars, in path order.
 
-    Symlinks are followed (their target's content is what a reader sees).
+    A stream, not a list: a million case reports are hashed one at a time. Symlinks are
+    followed (their target's content is what a reader sees).
     """
-    # os.walk and str paths, not Path.rglob: pathlib interns every name it parses, which kept
-    # each case report's name alive (and doubled this walk's memory) on a large run.
+    # str paths, not Path: pathlib interns every name it parses, which kept each case report's
+    # name alive on a large run.
     root = os.fspath(folder)
-    found = []
-    for dirpath, _dirs, files in os.walk(root, followlinks=True):
-        for name in files:
-            full = os.path.join(dirpath, name)
-            rel = os.path.relpath(full, root).replace(os.sep, "/")
-            if rel in NOT_OUTPUTS or not os.path.isfile(full):
-                continue
-            found.append(OutputFile(path=rel, sha256=sha256_file(full), size=os.path.getsize(full)))
-    return sorted(found, key=lambda o: o.path)
+    for rel in sorted_files(root, skip=NOT_OUTPUTS.__contains__):
+        full = os.path.join(root, rel)
+        yield OutputFile(path=rel, sha256=sha256_file(full), size=os.path.getsize(full))
+
+
+def write_outputs(folder: str | os.PathLike[str], files: Iterable[OutputFile]) -> SidecarRef:
+    """The outputs sidecar from OutputFile rows already in path order."""
+    return write_sidecar(folder, OUTPUTS_NAME, files)
 
 
 def _json_safe(settings: Mapping[str, Any]) -> dict[str, Any]:
@@ -193,7 +214,8 @@ def build_manifest(
 ) -> Manifest:
     """Assemble the manifest; call after every other output file has been written.
 
-    ``outputs`` is computed here by walking ``outdir``; ``ended_at`` defaults to now.
+    ``outputs`` is computed here by walking ``outdir`` (and its sidecar written there);
+    ``ended_at`` defaults to now.
     """
     if tool_version is None:
         tool_version = installed_version()
@@ -209,7 +231,7 @@ def build_manifest(
         schemas=sorted(schemas, key=lambda s: (s.node, s.schema_id)),
         packages=dict(packages or {}),
         host=host,
-        outputs=hash_outputs(outdir),
+        outputs=write_outputs(outdir, hash_outputs(outdir)),
     )
 
 
@@ -245,6 +267,12 @@ def read_manifest(outdir: str | os.PathLike[str]) -> Manifest:
     except ValueError as exc:
         raise ManifestError(f"{path}: not valid JSON ({exc})") from exc
     version = data.get("schema_version") if isinstance(data, dict) else None
+    if version == "nexagauge-local.manifest/1":
+        raise ManifestError(
+            f"{path}: schema_version {version!r} is an earlier layout (per-record lists inside "
+            f"manifest.json); this version reads {SCHEMA_VERSION!r}: verify it with the version "
+            f"that wrote it (its tool_version)"
+        )
     if version != SCHEMA_VERSION:
         raise ManifestError(f"{path}: schema_version {version!r}, expected {SCHEMA_VERSION!r}")
     try:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import difflib
 import os
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Literal
 
@@ -25,6 +26,7 @@ from nexagauge_local.audit.manifest import (
     hash_outputs,
     read_manifest,
 )
+from nexagauge_local.audit.sidecar import SidecarError, check_sidecar
 from nexagauge_local.audit.signing import SignatureMissing, SigningError, verify_manifest_signature
 
 Kind = Literal[
@@ -109,29 +111,63 @@ def diff_hashes(
     One walk serves the output folder and the weights; each caller names its kinds and message
     templates (`{f}` is the file name).
     """
-    diffs: list[Difference] = []
-    for f in sorted(expected.keys() | actual.keys()):
-        e, a = expected.get(f), actual.get(f)
-        if a is None:
-            diffs.append(Difference(kind=missing[0], file=f, expected=e,
-                                    message=missing[1].replace("{f}", f)))
-        elif e is None:
-            diffs.append(Difference(kind=extra[0], file=f, actual=a,
-                                    message=extra[1].replace("{f}", f)))
-        elif e != a:
-            diffs.append(_changed(changed[0], f, changed[1].replace("{f}", f), e, a))
-    return diffs
+    return list(diff_sorted(sorted(expected.items()), sorted(actual.items()),
+                            missing=missing, extra=extra, changed=changed))
+
+
+def diff_sorted(
+    expected: Iterable[tuple[str, str]],
+    actual: Iterable[tuple[str, str]],
+    *,
+    missing: tuple[Kind, str],
+    extra: tuple[Kind, str],
+    changed: tuple[Kind, str],
+) -> Iterator[Difference]:
+    """diff_hashes over two (name, sha256) streams already in name order, walked side by side
+    (a million case reports are compared without either list in memory)."""
+    exp, act = iter(expected), iter(actual)
+    e, a = next(exp, None), next(act, None)
+    while e is not None or a is not None:
+        if a is None or (e is not None and e[0] < a[0]):
+            assert e is not None
+            yield Difference(kind=missing[0], file=e[0], expected=e[1],
+                             message=missing[1].replace("{f}", e[0]))
+            e = next(exp, None)
+        elif e is None or a[0] < e[0]:
+            yield Difference(kind=extra[0], file=a[0], actual=a[1],
+                             message=extra[1].replace("{f}", a[0]))
+            a = next(act, None)
+        else:
+            if e[1] != a[1]:
+                yield _changed(changed[0], e[0], changed[1].replace("{f}", e[0]), e[1], a[1])
+            e, a = next(exp, None), next(act, None)
+
+
+def _manifest_diff(exc: SidecarError) -> Difference:
+    return Difference(kind="manifest", file=str(exc).split(":", 1)[0], message=str(exc))
 
 
 def compare_outputs(outdir: Path, manifest: Manifest) -> list[Difference]:
-    expected = {path: o.sha256 for path, o in manifest.output_map().items()}
-    actual = {o.path: o.sha256 for o in hash_outputs(outdir)}
-    return diff_hashes(
-        expected, actual,
-        missing=("missing_file", "{f}: missing (listed in the manifest)"),
-        extra=("extra_file", "{f}: extra file, not in the manifest"),
-        changed=("changed_file", "{f}"),
-    )
+    """The folder against the manifest's outputs list (its sidecar checked first: a list edited
+    to match an edited file is a difference of its own)."""
+    diffs: list[Difference] = []
+    try:
+        check_sidecar(outdir, manifest.outputs)
+    except SidecarError as exc:
+        diffs.append(_manifest_diff(exc))
+        if not (outdir / manifest.outputs.path).is_file():
+            return diffs
+    try:
+        diffs += diff_sorted(
+            ((o.path, o.sha256) for o in manifest.iter_outputs(outdir)),
+            ((o.path, o.sha256) for o in hash_outputs(outdir)),
+            missing=("missing_file", "{f}: missing (listed in the manifest)"),
+            extra=("extra_file", "{f}: extra file, not in the manifest"),
+            changed=("changed_file", "{f}"),
+        )
+    except SidecarError as exc:
+        diffs.append(_manifest_diff(exc))
+    return diffs
 
 
 def _where(name: str, r: RecordDigest) -> str:
@@ -176,7 +212,7 @@ def compare_records(
     return diffs
 
 
-def compare_input(input_path: Path, manifest: Manifest) -> list[Difference]:
+def compare_input(outdir: Path, input_path: Path, manifest: Manifest) -> list[Difference]:
     name = input_path.name
     if manifest.input is None:
         return [
@@ -192,6 +228,11 @@ def compare_input(input_path: Path, manifest: Manifest) -> list[Difference]:
     if actual == manifest.input.sha256:
         return []
     diffs = [_changed("input_changed", name, name, manifest.input.sha256, actual)]
+    try:  # which records changed: only a changed input pays for aligning the two lists
+        check_sidecar(outdir, manifest.input.records)
+        expected = list(manifest.iter_records(outdir))
+    except SidecarError as exc:
+        return [*diffs, _manifest_diff(exc)]
     try:
         records = hash_records(input_path, manifest.input.format)
     except (ValueError, OSError) as exc:
@@ -203,7 +244,7 @@ def compare_input(input_path: Path, manifest: Manifest) -> list[Difference]:
             )
         )
         return diffs
-    return diffs + compare_records(name, manifest.input.records, records)
+    return diffs + compare_records(name, expected, records)
 
 
 def compare_weights(model_path: Path, manifest: Manifest) -> list[Difference]:
@@ -271,7 +312,7 @@ def verify(
     diffs += compare_outputs(d, manifest)
     if input_path is not None:
         checked.append("input")
-        diffs += compare_input(Path(input_path), manifest)
+        diffs += compare_input(d, Path(input_path), manifest)
     if model_path is not None:
         checked.append("weights")
         diffs += compare_weights(Path(model_path), manifest)
