@@ -20,10 +20,12 @@ import json
 import os
 import platform
 import resource
+import sqlite3
 import subprocess
 import sys
 import tempfile
 import time
+from contextlib import closing
 from pathlib import Path
 from typing import Any
 
@@ -94,6 +96,41 @@ def compare(pred: dict[str, Any], act: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
+def _last_sample(db: Path) -> int:
+    """The judge_samples row the history run ended at (the run's rows come after it)."""
+    with closing(sqlite3.connect(db)) as con:
+        return int(con.execute("SELECT COALESCE(MAX(rowid), 0) FROM judge_samples").fetchone()[0])
+
+
+def one_rate_vs_model(db: Path, boundary: int) -> dict[str, Any] | None:
+    """Side by side on the same answers: the run's device-seconds predicted by one rate per
+    token (the estimate before issue 19's fix) and by the fitted cost model, both from the
+    history run's answers only, each schema on its own."""
+    from nexagauge_local.estimate.seconds_model import fit_seconds
+
+    with closing(sqlite3.connect(db)) as con:
+        rows = con.execute("SELECT rowid, schema, prompt_tokens, output_tokens, seconds "
+                           "FROM judge_samples ORDER BY rowid").fetchall()  # fmt: skip
+    hist: dict[str, list[tuple[int, int, float]]] = {}
+    for rowid, schema, p, o, sec in rows:
+        if rowid <= boundary:
+            hist.setdefault(schema, []).append((p, o, sec))
+    run = [r for r in rows if r[0] > boundary and r[1] in hist]
+    if not run:
+        return None
+    one = model = actual = 0.0
+    for _, schema, p, _o, sec in run:
+        h = hist[schema]
+        mean_out = sum(x[1] for x in h) / len(h)
+        rate = sum(x[2] for x in h) / (sum(x[0] + x[1] for x in h) or 1)
+        fitted = fit_seconds(h)
+        one += rate * (p + mean_out)
+        model += fitted.predict(p, mean_out) if fitted else rate * (p + mean_out)
+        actual += sec
+    return {"requests": len(run), "one_rate": one, "model": model, "actual": actual,
+            "one_rate_error": one / actual - 1, "model_error": model / actual - 1}
+
+
 @click.command()
 @click.option("--input", "input_path", type=click.Path(exists=True, dir_okay=False), required=True,
               help="The dataset estimated and then run (e.g. the peer's sample.json).")
@@ -123,6 +160,7 @@ def main(input_path: str, history_input: str, target: str, backend: str, gpu: st
     _cli(["run", target, "--input", history_input, "--output-dir", str(tmp / "history"),
           "-q", *common], env)  # fmt: skip
     click.echo(f"1. history run on {history_input}: {time.perf_counter() - t:.1f} s")
+    boundary = _last_sample(cache / "judge.sqlite")
     est_args = ["estimate", target, "--input", input_path, "--backend", backend,
                 "--cache-dir", str(cache), "--json"]  # fmt: skip
     est = json.loads(_cli(est_args, env).stdout)
@@ -141,13 +179,21 @@ def main(input_path: str, history_input: str, target: str, backend: str, gpu: st
         err = "n/a" if c["error"] is None else f"{c['error']:+.0%}"
         click.echo(f"   {key}: predicted {c['predicted']} vs run {c['actual']}: {err} "
                    f"(bound ±{c['bound']:.0%}: {verdict})")  # fmt: skip
+    models = one_rate_vs_model(cache / "judge.sqlite", boundary)
+    if models:
+        click.echo(f"   device-seconds of the run's {models['requests']} answers, predicted from "
+                   f"the history run's (each answer's prompt tokens, its schema's mean output): "
+                   f"one rate per token {models['one_rate']:.1f} ({models['one_rate_error']:+.0%}),"
+                   f" cost model {models['model']:.1f} ({models['model_error']:+.0%}),"
+                   f" run {models['actual']:.1f}")  # fmt: skip
     host["loadavg_1m_after"] = round(os.getloadavg()[0], 2)
     rss_mb = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024  # KiB on Linux
     click.echo(f"   peak RSS of the CLI processes: {rss_mb:.0f} MB")
     doc = {"target": target, "input": input_path, "history_input": history_input,
            "backend": backend, "gpu": gpu, "host": host, "predicted": pred, "actual": act,
            "run_wall_seconds": round(wall, 2), "compare": cmp,
-           "peak_rss_mb": round(rss_mb), "judge": summary.get("judge")}  # fmt: skip
+           "peak_rss_mb": round(rss_mb), "judge": summary.get("judge"),
+           "one_rate_vs_model": models}  # fmt: skip
     if out:
         out.write_text(json.dumps(doc, indent=1))
 

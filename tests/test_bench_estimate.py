@@ -35,3 +35,26 @@ def test_compare_against_the_run() -> None:
     assert cmp["output_tokens"]["error"] == pytest.approx(0.25) and cmp["output_tokens"]["met"]
     assert cmp["gpu_seconds"]["error"] == pytest.approx(-0.22) and not cmp["gpu_seconds"]["met"]
     assert B.compare({"output_tokens": 1, "gpu_seconds": None}, act)["gpu_seconds"]["met"] is False
+
+
+def test_one_rate_and_model_side_by_side_from_the_cache(tmp_path) -> None:
+    """The history run's answers (before the boundary) predict the run's (after it)."""
+    from nexagauge_local.judge.cache import CacheEntry, JudgeCache
+
+    cache = JudgeCache(tmp_path)
+
+    def put(start: int, prompts: range, outputs: int) -> None:
+        entries = [CacheEntry(key=f"k{start + i}", node="n", raw_text="{}", prompt_tokens=p,
+                              output_tokens=outputs, gpu_seconds=0.05 * outputs)
+                   for i, p in enumerate(prompts)]  # seconds: output tokens only
+        cache.put_many(entries, judge="j", schemas=["s"] * len(entries))
+
+    put(0, range(100, 700, 40), 20)  # 15 history answers
+    boundary = B._last_sample(cache.path)
+    assert boundary == 15
+    put(100, range(1000, 1100, 10), 20)  # 10 answers with longer prompts, same output
+    got = B.one_rate_vs_model(cache.path, boundary)
+    assert got["requests"] == 10 and got["actual"] == pytest.approx(10.0)
+    assert got["model"] == pytest.approx(10.0, rel=1e-6)  # the model finds seconds ~ output
+    assert got["one_rate"] > 2 * got["actual"]  # one rate charges the longer prompts
+    assert B.one_rate_vs_model(cache.path, 25) is None  # no answers after the boundary

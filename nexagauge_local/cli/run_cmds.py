@@ -242,9 +242,11 @@ def estimate_cmd(target: str, input_path: str, limit: int | None, fields: tuple[
                           f"judge cache keeps it) or a calibration on this host: "
                           f"`nexagauge-local calibrate --model {model}`.")
         elif "history" in source:
-            console.print("GPU-seconds from this judge's device-seconds per token on earlier "
-                          "runs (judge cache)" + (f", and the calibration on {first['device']}"
-                                                  if "calibration" in source else "") + ".")
+            how = ("a cost model (prompt and output tokens) fitted to this judge's answers"
+                   if "history model" in source else "this judge's device-seconds per token")
+            console.print(f"GPU-seconds from {how} on earlier runs (judge cache)"
+                          + (f", and the calibration on {first['device']}"
+                             if "calibration" in source else "") + ".")
         else:
             console.print(f"GPU-seconds from the calibration on {first['device']}.")
 

@@ -6,8 +6,9 @@ every answer it generated for that schema, once it has MIN_HISTORY of them), els
 `calibrate` when it measured the same schema, else max_tokens x the calibrated fill ratio, else
 half the schema bound; the spread is the history's standard deviation, summed over requests as
 independent answers. Issue 19 measured the bound-based guess 7.3x over a real run: the schema
-bound says how long an answer may be, not how long a judge writes. Device-seconds need a
-calibration for this judge fingerprint; without one they are None rather than a guess.
+bound says how long an answer may be, not how long a judge writes. Device-seconds come from a
+cost model fitted to the judge's own answers (seconds_model.py), else a calibration for this
+judge fingerprint; without either they are None rather than a guess.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Protocol
 
+from nexagauge_local.estimate.seconds_model import fit_seconds
 from nexagauge_local.judge import schemas as S
 from nexagauge_local.judge.cache import JudgeCache, OutputHistory, request_key
 from nexagauge_local.judge.types import JudgeRequest, Messages
@@ -138,14 +140,20 @@ def _device_seconds(
     history: dict[str, OutputHistory],
     calibration: dict[str, Any] | None,
 ) -> tuple[float | None, str | None]:
-    """Device-seconds: each request's prompt + predicted output tokens at this judge's own
-    rate for the schema on real runs (the cache's device history; a short calibration probe
-    measured the demo judge 5x faster than its real redteam run), else the calibration's
-    per-token rates; None when some request has neither."""
+    """Device-seconds: each request's prompt and predicted output tokens through this judge's
+    own cost model for the schema, fitted to its recent answers on real runs (the cache's
+    history, seconds_model.py), else its one rate per token when it has too few answers for the
+    fit (a short calibration probe measured the demo judge 5x faster than its real redteam
+    run), else the calibration's per-token rates; None when some request has none of them."""
     total, sources = 0.0, set()
+    models = {sid: fit_seconds(h.samples) for sid, h in history.items()}
     for r, n, out in zip(todo, prompt_counts, predicted, strict=True):
-        seen = history.get(S.schema_id(r.schema))
-        if seen is not None and seen.n >= MIN_HISTORY and seen.seconds_per_token:
+        sid = S.schema_id(r.schema)
+        seen, model = history.get(sid), models.get(sid)
+        if model is not None:
+            total += model.predict(n, out)
+            sources.add("history model")
+        elif seen is not None and seen.n >= MIN_HISTORY and seen.seconds_per_token:
             total += (n + out) * seen.seconds_per_token
             sources.add("history")
         elif calibration:

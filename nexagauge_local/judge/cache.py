@@ -49,7 +49,22 @@ CREATE TABLE IF NOT EXISTS judge_history (
     seconds REAL NOT NULL,
     PRIMARY KEY (judge, schema)
 );
+CREATE TABLE IF NOT EXISTS judge_samples (
+    judge TEXT NOT NULL,
+    schema TEXT NOT NULL,
+    prompt_tokens INTEGER NOT NULL,
+    output_tokens INTEGER NOT NULL,
+    seconds REAL NOT NULL
+);
+CREATE INDEX IF NOT EXISTS judge_samples_by_schema ON judge_samples(judge, schema);
 """
+# Per-answer (prompt, output, device-seconds) kept for each judge and schema, newest first: what
+# `estimate` fits its device-seconds model to. Bounded, so the cache does not grow with use.
+MAX_SAMPLES = 2000
+_TRIM_SAMPLES = (
+    "DELETE FROM judge_samples WHERE judge = ? AND schema = ? AND rowid NOT IN ("
+    "SELECT rowid FROM judge_samples WHERE judge = ? AND schema = ? ORDER BY rowid DESC LIMIT ?)"
+)
 _ADD_HISTORY = (
     "INSERT INTO judge_history VALUES (?,?,?,?,?,?,?) ON CONFLICT(judge, schema) DO UPDATE SET "
     "n = n + excluded.n, output = output + excluded.output, "
@@ -66,6 +81,8 @@ class OutputHistory(BaseModel):
     mean: float
     std: float
     seconds_per_token: float | None = None  # device-seconds per prompt + output token
+    # recent answers as (prompt tokens, output tokens, device-seconds), for a cost model
+    samples: list[tuple[int, int, float]] = Field(default_factory=list)
 
 
 class CacheEntry(BaseModel):
@@ -201,6 +218,14 @@ class JudgeCache:
             con.executemany("INSERT OR REPLACE INTO entries VALUES (?,?,?,?,?,?,?,?,?)", rows)
             if judge is not None:
                 con.executemany(_ADD_HISTORY, _history_rows(judge, entries, schemas))
+                samples = [
+                    (judge, sch, e.prompt_tokens, e.output_tokens, e.gpu_seconds)
+                    for e, sch in zip(entries, schemas, strict=True)
+                    if e.gpu_seconds > 0
+                ]
+                con.executemany("INSERT INTO judge_samples VALUES (?,?,?,?,?)", samples)
+                for sch in {row[1] for row in samples}:
+                    con.execute(_TRIM_SAMPLES, (judge, sch, judge, sch, MAX_SAMPLES))
 
     def output_history(self, judge: str) -> dict[str, OutputHistory]:
         """schema id -> the judge's output-token history for it ({} when none)."""
@@ -211,12 +236,19 @@ class JudgeCache:
                 "SELECT schema, n, output, output_sq, tokens, seconds FROM judge_history "
                 "WHERE judge = ?", (judge,)
             ).fetchall()
+            samples: dict[str, list[tuple[int, int, float]]] = {}
+            for schema, p, o, sec in con.execute(
+                "SELECT schema, prompt_tokens, output_tokens, seconds FROM judge_samples "
+                "WHERE judge = ?", (judge,)
+            ):
+                samples.setdefault(schema, []).append((p, o, sec))
         out: dict[str, OutputHistory] = {}
         for schema, n, total, total_sq, tokens, seconds in rows:
             mean = total / n
             out[schema] = OutputHistory(
                 n=n, mean=mean, std=max(total_sq / n - mean * mean, 0.0) ** 0.5,
                 seconds_per_token=seconds / tokens if tokens and seconds > 0 else None,
+                samples=samples.get(schema, []),
             )
         return out
 
