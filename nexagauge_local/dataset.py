@@ -7,6 +7,7 @@ second streams cases in shards. Only case ids and digests are kept between passe
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -46,39 +47,81 @@ class ScanResult:
 
 
 class SeenIds:
-    """case_id -> (content digest, position) for every case so far, in one int per case.
+    """case_id -> (content digest, position) for every case so far, in about 24 bytes a case.
 
-    Why not a dict of (hex digest, SourceRef): that was about 400 bytes a case, 400 MB at a
-    million records, in each of the two passes. Here a case costs its id string plus one int:
-    the digest's first 64 bits (a false "same content" needs a 2^-64 collision on one id) and
-    the record's line or array index. The file is the same for every record of a dataset.
+    Why not a dict of id string -> packed int: that was about 140 bytes a case (140 MB at a
+    million records, held through the whole case loop, in each of the two passes). Here an id
+    is its 63-bit hash: recent ids sit in a small dict, and every _COMPACT of them are merged
+    into three sorted numpy arrays (id hash, content digest, position) searched by bisection.
+    A false "id already used" needs two ids of one dataset to collide in 63 bits, a false
+    "same content" two records in the digest's first 60 bits (2^-60). The position is the
+    record's line or array index; the file is the same for every record of a dataset.
     """
 
     _POS_BITS = 39  # positions up to 5.5e11 lines
     _NO_POS = (1 << _POS_BITS) - 1
+    _COMPACT = 1 << 16  # ids kept in the dict before a merge into the arrays
 
     def __init__(self) -> None:
-        self._seen: dict[str, int] = {}
+        import numpy as np  # lazy: `--help` and the estimate path never read a dataset
 
-    def __contains__(self, case_id: str) -> bool:
-        return case_id in self._seen
+        self._np = np
+        self._recent: dict[int, tuple[int, int]] = {}
+        self._keys = np.empty(0, dtype=np.int64)
+        self._digests = np.empty(0, dtype=np.int64)
+        self._positions = np.empty(0, dtype=np.int64)
 
     @staticmethod
-    def _digest64(case: Case) -> int:
-        return int(content_digest(case)[:16], 16)
+    def _key(case_id: str) -> int:
+        digest = hashlib.blake2b(case_id.encode("utf-8", "surrogatepass"), digest_size=8).digest()
+        return int.from_bytes(digest, "little") >> 1  # 63 bits: fits a signed int64
+
+    @staticmethod
+    def _digest60(case: Case) -> int:
+        return int(content_digest(case)[:15], 16)
+
+    def _get(self, case_id: str) -> tuple[int, int] | None:
+        key = self._key(case_id)
+        hit = self._recent.get(key)
+        if hit is not None or not len(self._keys):
+            return hit
+        i = int(self._np.searchsorted(self._keys, key))
+        if i < len(self._keys) and int(self._keys[i]) == key:
+            return int(self._digests[i]), int(self._positions[i])
+        return None
+
+    def __contains__(self, case_id: str) -> bool:
+        return self._get(case_id) is not None
+
+    def __len__(self) -> int:
+        return len(self._recent) + len(self._keys)
 
     def same_content(self, case: Case) -> bool:
-        return self._seen[case.case_id] >> (self._POS_BITS + 1) == self._digest64(case)
+        found = self._get(case.case_id)
+        return found is not None and found[0] == self._digest60(case)
 
     def add(self, case: Case, source: SourceRef) -> None:
+        """Remember a case; the caller has checked that its id is not seen yet."""
         kind, pos = (0, source.line) if source.line is not None else (1, source.index)
         if pos is None or not 0 <= pos < self._NO_POS:
             pos = self._NO_POS
-        packed = ((self._digest64(case) << 1 | kind) << self._POS_BITS) | pos
-        self._seen[case.case_id] = packed
+        self._recent[self._key(case.case_id)] = (self._digest60(case), kind << self._POS_BITS | pos)
+        if len(self._recent) >= self._COMPACT:
+            self._compact()
+
+    def _compact(self) -> None:
+        np, n = self._np, len(self._recent)
+        keys = np.concatenate([self._keys, np.fromiter(self._recent, np.int64, count=n)])
+        values = np.array(list(self._recent.values()), dtype=np.int64).reshape(n, 2)
+        digests = np.concatenate([self._digests, values[:, 0]])
+        positions = np.concatenate([self._positions, values[:, 1]])
+        order = np.argsort(keys, kind="stable")
+        self._keys, self._digests, self._positions = keys[order], digests[order], positions[order]
+        self._recent = {}
 
     def first(self, case_id: str, file: str) -> SourceRef:
-        packed = self._seen[case_id]
+        found = self._get(case_id)
+        packed = self._NO_POS if found is None else found[1]
         pos = packed & self._NO_POS
         if pos == self._NO_POS:
             return SourceRef(file=file)

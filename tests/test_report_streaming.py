@@ -95,13 +95,20 @@ def test_duplicates_name_the_first_record_from_the_compact_index(tmp_path: Path,
     assert f"'b' already used at {second} with different content" in str(scan.errors[0])
 
 
-def test_seen_ids_keep_one_int_per_case() -> None:
+def test_seen_ids_are_compacted_into_sorted_arrays(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The id index holds a bounded dict; older ids live in numpy arrays (24 bytes a case)."""
     from nexagauge_local.case import Case, SourceRef
 
+    monkeypatch.setattr(SeenIds, "_COMPACT", 4)
     seen = SeenIds()
-    case = Case(case_id="x", output="o")
-    seen.add(case, SourceRef(file="f", line=12))
-    assert "x" in seen and seen.same_content(case)
-    assert not seen.same_content(case.model_copy(update={"output": "other"}))
-    assert str(seen.first("x", "f")) == "f:12"
-    assert all(type(v) is int for v in seen._seen.values())
+    cases = [Case(case_id=f"id-{i}", output=f"o{i}") for i in range(11)]
+    for i, case in enumerate(cases):
+        assert case.case_id not in seen
+        seen.add(case, SourceRef(file="f", line=i + 1) if i % 2 else SourceRef(file="f", index=i))
+    assert len(seen) == 11 and len(seen._recent) < 4 and seen._keys.dtype.itemsize == 8
+    assert list(seen._keys) == sorted(seen._keys)
+    for i, case in enumerate(cases):  # found whether compacted or recent, position intact
+        assert case.case_id in seen and seen.same_content(case)
+        assert not seen.same_content(case.model_copy(update={"output": "other"}))
+        assert str(seen.first(case.case_id, "f")) == (f"f:{i + 1}" if i % 2 else f"f[{i}]")
+    assert "id-11" not in seen and "" not in seen
