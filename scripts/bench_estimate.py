@@ -118,12 +118,15 @@ def one_rate_vs_model(db: Path, boundary: int) -> dict[str, Any] | None:
     run = [r for r in rows if r[0] > boundary and r[1] in hist]
     if not run:
         return None
+    per_schema = {  # schema -> (mean output tokens, one rate per token, fitted model or None)
+        schema: (sum(x[1] for x in h) / len(h),
+                 sum(x[2] for x in h) / (sum(x[0] + x[1] for x in h) or 1),
+                 fit_seconds(h))
+        for schema, h in hist.items()
+    }  # fmt: skip
     one = model = actual = 0.0
     for _, schema, p, _o, sec in run:
-        h = hist[schema]
-        mean_out = sum(x[1] for x in h) / len(h)
-        rate = sum(x[2] for x in h) / (sum(x[0] + x[1] for x in h) or 1)
-        fitted = fit_seconds(h)
+        mean_out, rate, fitted = per_schema[schema]
         one += rate * (p + mean_out)
         model += fitted.predict(p, mean_out) if fitted else rate * (p + mean_out)
         actual += sec

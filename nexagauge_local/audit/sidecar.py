@@ -27,6 +27,8 @@ from typing import TypeVar
 
 from pydantic import BaseModel, ConfigDict
 
+from nexagauge_local.audit.hashing import canonical_json, sha256_file
+
 RECORDS_NAME = "manifest.records.jsonl"
 OUTPUTS_NAME = "manifest.outputs.jsonl"
 SORT_CHUNK = 100_000  # names sorted in memory at a time (about 10 MB)
@@ -47,11 +49,14 @@ class SidecarRef(BaseModel):
 class SidecarError(ValueError):
     """A sidecar is missing, changed since the manifest hashed it, or not the expected lines."""
 
+    def __init__(self, file: str, problem: str) -> None:
+        self.file = file
+        super().__init__(f"{file}: {problem}")
+
 
 def line_of(row: BaseModel) -> bytes:
-    """One row's canonical line: sorted keys, no spaces, UTF-8, newline-terminated."""
-    data = row.model_dump(mode="json")
-    return (json.dumps(data, sort_keys=True, separators=(",", ":"), ensure_ascii=False) + "\n").encode()
+    """One row's canonical line: the audit's canonical JSON, newline-terminated."""
+    return canonical_json(row.model_dump(mode="json")) + b"\n"
 
 
 def tmp_name(name: str) -> str:
@@ -76,18 +81,13 @@ def write_sidecar(folder: str | os.PathLike[str], name: str, rows: Iterable[Base
 
 def check_sidecar(folder: str | os.PathLike[str], ref: SidecarRef) -> None:
     """Raise SidecarError unless folder/ref.path hashes as the manifest says."""
-    path = Path(folder) / ref.path
-    digest = hashlib.sha256()
     try:
-        with path.open("rb") as fh:
-            for block in iter(lambda: fh.read(1 << 20), b""):
-                digest.update(block)
+        actual = sha256_file(Path(folder) / ref.path)
     except FileNotFoundError:
-        raise SidecarError(f"{ref.path}: missing (manifest.json lists it)") from None
-    if digest.hexdigest() != ref.sha256:
+        raise SidecarError(ref.path, "missing (manifest.json lists it)") from None
+    if actual != ref.sha256:
         raise SidecarError(
-            f"{ref.path}: changed (expected sha256 {ref.sha256[:16]}, "
-            f"actual {digest.hexdigest()[:16]})"
+            ref.path, f"changed (expected sha256 {ref.sha256[:16]}, actual {actual[:16]})"
         )
 
 
@@ -97,13 +97,13 @@ def read_sidecar(folder: str | os.PathLike[str], ref: SidecarRef, model: type[M]
     try:
         fh = path.open("rb")
     except FileNotFoundError:
-        raise SidecarError(f"{ref.path}: missing (manifest.json lists it)") from None
+        raise SidecarError(ref.path, "missing (manifest.json lists it)") from None
     with fh:
         for n, line in enumerate(fh, start=1):
             try:
                 yield model.model_validate_json(line)
             except ValueError as exc:
-                raise SidecarError(f"{ref.path}: line {n}: not a {model.__name__} ({exc})") from None
+                raise SidecarError(ref.path, f"line {n}: not a {model.__name__} ({exc})") from None
 
 
 def _walk(root: str, skip: Callable[[str], bool]) -> Iterator[str]:

@@ -144,7 +144,7 @@ def diff_sorted(
 
 
 def _manifest_diff(exc: SidecarError) -> Difference:
-    return Difference(kind="manifest", file=str(exc).split(":", 1)[0], message=str(exc))
+    return Difference(kind="manifest", file=exc.file, message=str(exc))
 
 
 def compare_outputs(outdir: Path, manifest: Manifest) -> list[Difference]:
