@@ -51,8 +51,17 @@ class SeenIds:
 
     Why not a dict of id string -> packed int: that was about 140 bytes a case (140 MB at a
     million records, held through the whole case loop, in each of the two passes). Here an id
-    is its 63-bit hash: recent ids sit in a small dict, and every _COMPACT of them are merged
-    into three sorted numpy arrays (id hash, content digest, position) searched by bisection.
+    is its 63-bit hash: recent ids sit in a small dict, and every _COMPACT of them become a
+    sorted run (id hash, content digest, position) searched by bisection.
+
+    Runs merge like a binary counter up to _MAX_RUN ids, so every merge allocates a size that
+    an earlier merge at that level freed, and runs of _MAX_RUN are kept as they are: a lookup
+    searches at most log2(_MAX_RUN / _COMPACT) + N / _MAX_RUN runs (7 at a million ids), and
+    the largest merge holds a bounded 6 MB of temporaries at any N. Merging everything into
+    one array at each compaction (the first version) asked glibc for a larger block every
+    time; the freed smaller ones stayed as holes in the heap, and the case loop grew by about
+    0.2 KB a case on top of the index itself.
+
     A false "id already used" needs two ids of one dataset to collide in 63 bits, a false
     "same content" two records in the digest's first 60 bits (2^-60). The position is the
     record's line or array index; the file is the same for every record of a dataset.
@@ -60,16 +69,17 @@ class SeenIds:
 
     _POS_BITS = 39  # positions up to 5.5e11 lines
     _NO_POS = (1 << _POS_BITS) - 1
-    _COMPACT = 1 << 16  # ids kept in the dict before a merge into the arrays
+    _COMPACT = 1 << 16  # ids kept in the dict before they become a sorted run
+    _MAX_RUN = 1 << 18  # runs this long are not merged further
 
     def __init__(self) -> None:
         import numpy as np  # lazy: `--help` and the estimate path never read a dataset
 
         self._np = np
         self._recent: dict[int, tuple[int, int]] = {}
-        self._keys = np.empty(0, dtype=np.int64)
-        self._digests = np.empty(0, dtype=np.int64)
-        self._positions = np.empty(0, dtype=np.int64)
+        # level -> (sorted id hashes, (n, 2) digest and packed position) or None
+        self._levels: list[tuple[Any, Any] | None] = []
+        self._full: list[tuple[Any, Any]] = []  # runs of _MAX_RUN ids
 
     @staticmethod
     def _key(case_id: str) -> int:
@@ -83,18 +93,23 @@ class SeenIds:
     def _get(self, case_id: str) -> tuple[int, int] | None:
         key = self._key(case_id)
         hit = self._recent.get(key)
-        if hit is not None or not len(self._keys):
+        if hit is not None:
             return hit
-        i = int(self._np.searchsorted(self._keys, key))
-        if i < len(self._keys) and int(self._keys[i]) == key:
-            return int(self._digests[i]), int(self._positions[i])
+        for run in (*self._full, *self._levels):
+            if run is None:
+                continue
+            keys, values = run
+            i = int(self._np.searchsorted(keys, key))
+            if i < len(keys) and int(keys[i]) == key:
+                return int(values[i, 0]), int(values[i, 1])
         return None
 
     def __contains__(self, case_id: str) -> bool:
         return self._get(case_id) is not None
 
     def __len__(self) -> int:
-        return len(self._recent) + len(self._keys)
+        runs = (*self._full, *self._levels)
+        return len(self._recent) + sum(len(run[0]) for run in runs if run is not None)
 
     def same_content(self, case: Case) -> bool:
         found = self._get(case.case_id)
@@ -111,13 +126,40 @@ class SeenIds:
 
     def _compact(self) -> None:
         np, n = self._np, len(self._recent)
-        keys = np.concatenate([self._keys, np.fromiter(self._recent, np.int64, count=n)])
+        keys = np.fromiter(self._recent, np.int64, count=n)
         values = np.array(list(self._recent.values()), dtype=np.int64).reshape(n, 2)
-        digests = np.concatenate([self._digests, values[:, 0]])
-        positions = np.concatenate([self._positions, values[:, 1]])
-        order = np.argsort(keys, kind="stable")
-        self._keys, self._digests, self._positions = keys[order], digests[order], positions[order]
         self._recent = {}
+        order = np.argsort(keys)
+        run = (keys[order], values[order])
+        for level, held in enumerate(self._levels):  # carry up, as a binary counter does
+            if held is None:
+                self._levels[level] = run
+                return
+            self._levels[level] = None
+            run = self._merge(held, run)
+            del held
+            if len(run[0]) >= self._MAX_RUN:
+                self._full.append(run)
+                return
+        self._levels.append(run)
+
+    def _merge(self, a: tuple[Any, Any], b: tuple[Any, Any]) -> tuple[Any, Any]:
+        """Two sorted runs as one, written straight into the result: each of b's rows lands at
+        its rank in a plus its own index (ids are unique), a's rows fill the rest. No
+        concatenated copy and no argsort, so the temporaries are one int per b row and one
+        byte per result row."""
+        np = self._np
+        (a_keys, a_values), (b_keys, b_values) = a, b
+        total = len(a_keys) + len(b_keys)
+        at = np.searchsorted(a_keys, b_keys)
+        at += np.arange(len(b_keys), dtype=at.dtype)
+        from_b = np.zeros(total, dtype=bool)
+        from_b[at] = True
+        keys = np.empty(total, dtype=np.int64)
+        values = np.empty((total, 2), dtype=np.int64)
+        keys[at], values[at] = b_keys, b_values
+        keys[~from_b], values[~from_b] = a_keys, a_values
+        return keys, values
 
     def first(self, case_id: str, file: str) -> SourceRef:
         found = self._get(case_id)

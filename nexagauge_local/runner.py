@@ -30,9 +30,11 @@ from rich.progress import (
 )
 from rich.text import Text
 
+from nexagauge_local.case import Case
 from nexagauge_local.dataset import Dataset, ScanResult, shards
 from nexagauge_local.embed import Embedder
 from nexagauge_local.graph import GRAPH, Graph, NodeSpec, eligibility
+from nexagauge_local.heap import release_free_pages
 from nexagauge_local.judge.protocol import Judge
 from nexagauge_local.nodes.base import CaseState, Node, RunContext
 from nexagauge_local.records import RecordsError
@@ -132,30 +134,10 @@ class Runner:
             ctx = RunContext(self.settings, self.embedder_factory, self.judge_factory, advance,
                              metric_nodes=tuple(s.name for s in specs if s.metric))
             for shard in shards(dataset.cases(), self.settings.shard_size):
-                states = [CaseState(c) for c in shard]
-                for spec in specs:
-                    eligible = self._eligible(spec, states, stats[spec.name])
-                    advance(spec.name, len(states) - len(eligible))
-                    if eligible:
-                        t0 = time.perf_counter()
-                        nodes[spec.name].run(eligible, ctx)
-                        wall[spec.name] += time.perf_counter() - t0
-                        for state in eligible:  # a node may decline a case, saying why
-                            if spec.name not in state.artifacts and spec.name in state.skipped:
-                                stats[spec.name].skipped[state.skipped[spec.name]] += 1
-                for state in states:
-                    report = self._case_report(
-                        state, specs, ctx.truncated_inputs.pop(state.case.case_id, None))
-                    for spec in specs:
-                        if spec.metric and spec.name in state.artifacts:
-                            stats[spec.name].add_report(state.artifacts[spec.name])
-                    if out_dir is not None:
-                        write_json(os.path.join(case_dir, case_filename(state.case.case_id)), report,
-                                   indent=None)
-                    if self.keep_reports:
-                        kept.append(report)
+                self._run_shard(shard, specs, nodes, stats, wall, ctx, case_dir, kept)
                 if ctx.embedder_started:
                     ctx.embedder.forget()
+                release_free_pages()  # the shard's objects are gone: hand their pages back
 
         node_summaries = {name: s.summary() for name, s in stats.items()}
         metric_nodes = {s.name for s in specs if s.metric}
@@ -182,6 +164,36 @@ class Runner:
         return RunOutcome(out_dir, summary, node_summaries, kept)
 
     # ------------------------------------------------------------ helpers
+
+    def _run_shard(
+        self, shard: list[Case], specs: list[NodeSpec], nodes: dict[str, Node],
+        stats: dict[str, NodeStats], wall: dict[str, float], ctx: RunContext, case_dir: str,
+        kept: list[dict[str, Any]],
+    ) -> None:
+        """Every node over one shard, then its case reports. A method of its own so that the
+        shard's states are unreachable once it returns (the loop then releases their pages)."""
+        states = [CaseState(c) for c in shard]
+        for spec in specs:
+            eligible = self._eligible(spec, states, stats[spec.name])
+            ctx.advance(spec.name, len(states) - len(eligible))
+            if eligible:
+                t0 = time.perf_counter()
+                nodes[spec.name].run(eligible, ctx)
+                wall[spec.name] += time.perf_counter() - t0
+                for state in eligible:  # a node may decline a case, saying why
+                    if spec.name not in state.artifacts and spec.name in state.skipped:
+                        stats[spec.name].skipped[state.skipped[spec.name]] += 1
+        for state in states:
+            report = self._case_report(
+                state, specs, ctx.truncated_inputs.pop(state.case.case_id, None))
+            for spec in specs:
+                if spec.metric and spec.name in state.artifacts:
+                    stats[spec.name].add_report(state.artifacts[spec.name])
+            if case_dir:
+                write_json(os.path.join(case_dir, case_filename(state.case.case_id)), report,
+                           indent=None)
+            if self.keep_reports:
+                kept.append(report)
 
     def _eligible(self, spec: NodeSpec, states: list[CaseState], st: NodeStats) -> list[CaseState]:
         eligible: list[CaseState] = []

@@ -11,7 +11,11 @@ and the median of --reps runs is reported with each side's peak RSS (from wait4'
     python scripts/bench_peer.py --measures refalign-N --reps 1
 
 Measures: help (`--help`), refmatch-1 and refmatch-N (N synthetic records, --n), refalign-N.
-The LLM nodes are not compared here: nexa-gauge needs an OpenAI-compatible server for its judge.
+The LLM nodes are not compared here: nexa-gauge needs an OpenAI-compatible server for its judge
+that accepts `response_format: json_schema`. Tried on 2026-11-25 with llama-cpp-python 0.3.36's
+server on the demo judge's own GGUF: it rejects json_schema (only text or json_object), so
+nexa-gauge falls back to unstructured calls, and the server answers one request at a time, so
+nexa-gauge's queued calls hit its 60 s per-call timeout and `run redteam` fails on 2 records.
 """
 
 from __future__ import annotations

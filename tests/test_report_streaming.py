@@ -95,20 +95,96 @@ def test_duplicates_name_the_first_record_from_the_compact_index(tmp_path: Path,
     assert f"'b' already used at {second} with different content" in str(scan.errors[0])
 
 
-def test_seen_ids_are_compacted_into_sorted_arrays(monkeypatch: pytest.MonkeyPatch) -> None:
-    """The id index holds a bounded dict; older ids live in numpy arrays (24 bytes a case)."""
+@pytest.mark.parametrize("max_run", [1 << 18, 8])
+def test_seen_ids_are_compacted_into_sorted_arrays(monkeypatch: pytest.MonkeyPatch, max_run: int) -> None:
+    """The id index holds a bounded dict; older ids live in numpy arrays (24 bytes a case),
+    in runs that merge like a binary counter (every run is _COMPACT * 2**level long) until
+    they reach _MAX_RUN, which are kept apart and never merged again."""
     from nexagauge_local.case import Case, SourceRef
 
     monkeypatch.setattr(SeenIds, "_COMPACT", 4)
+    monkeypatch.setattr(SeenIds, "_MAX_RUN", max_run)
     seen = SeenIds()
-    cases = [Case(case_id=f"id-{i}", output=f"o{i}") for i in range(11)]
+    cases = [Case(case_id=f"id-{i}", output=f"o{i}") for i in range(27)]
     for i, case in enumerate(cases):
         assert case.case_id not in seen
         seen.add(case, SourceRef(file="f", line=i + 1) if i % 2 else SourceRef(file="f", index=i))
-    assert len(seen) == 11 and len(seen._recent) < 4 and seen._keys.dtype.itemsize == 8
-    assert list(seen._keys) == sorted(seen._keys)
+    # 27 ids = 3 recent + 6 runs of 4: levels 1 (8 ids) and 2 (16 ids), or three full runs of 8
+    assert len(seen) == 27 and len(seen._recent) == 3
+    levels = [None if run is None else len(run[0]) for run in seen._levels]
+    assert (levels, [len(run[0]) for run in seen._full]) == (
+        ([None, 8, 16], []) if max_run > 27 else ([None], [8, 8, 8]))
+    for run in (*seen._levels, *seen._full):
+        if run is not None:
+            assert run[0].dtype.itemsize == 8 and list(run[0]) == sorted(run[0])
     for i, case in enumerate(cases):  # found whether compacted or recent, position intact
         assert case.case_id in seen and seen.same_content(case)
         assert not seen.same_content(case.model_copy(update={"output": "other"}))
         assert str(seen.first(case.case_id, "f")) == (f"f:{i + 1}" if i % 2 else f"f[{i}]")
-    assert "id-11" not in seen and "" not in seen
+    assert "id-27" not in seen and "" not in seen
+
+
+def test_node_stats_keep_each_score_once_in_fixed_blocks_with_exact_summaries(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Scores live once, per metric, in blocks that never grow past BLOCK; the node's mean and
+    median over every metric equal statistics' on the same values (odd and even counts)."""
+    import statistics
+
+    from nexagauge_local.report.stats import NodeStats, ScoreColumn
+    from nexagauge_local.results import MetricResult, NodeReport
+
+    monkeypatch.setattr(ScoreColumn, "BLOCK", 4)
+    rng = random.Random(5)
+    for n in (9, 10):
+        stats = NodeStats("refmatch")
+        a_scores = [round(rng.random(), 3) for _ in range(n)]
+        b_scores = [round(rng.random(), 3) for _ in range(n)]
+        for a, b in zip(a_scores, b_scores, strict=True):
+            stats.add_report(NodeReport(metrics=[MetricResult(name="a", category="lexical", score=a),
+                                                 MetricResult(name="b", category="lexical", score=b)]))
+        stats.add_report(NodeReport(metrics=[MetricResult(name="a", category="lexical", score=None, error="boom")]))
+        assert not hasattr(stats, "scores")  # no second copy of every score per node
+        blocks = stats.metrics["a"].scores.blocks
+        assert [len(b) for b in blocks] == [4] * (n // 4) + ([n % 4] if n % 4 else [])
+        summary = stats.summary()
+        both = a_scores + b_scores
+        assert summary["avg_score"] == statistics.fmean(both)
+        assert summary["median_score"] == statistics.median(both)
+        metric_a = summary["metrics"]["a"]
+        assert metric_a["median"] == statistics.median(a_scores)
+        assert (metric_a["n"], metric_a["errors"], metric_a["min"], metric_a["max"]) == (
+            n + 1, 1, min(a_scores), max(a_scores))
+    empty = NodeStats("x").summary()
+    assert empty["avg_score"] is None and empty["median_score"] is None
+
+
+def test_the_case_loop_hands_each_shards_pages_back_once_its_states_are_gone(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """After every shard the runner asks glibc for its free pages back, at a point where no
+    CaseState of that shard is reachable any more (else there would be nothing to release)."""
+    import gc
+
+    import nexagauge_local.runner as runner_mod
+    from nexagauge_local.heap import release_free_pages
+    from nexagauge_local.nodes.base import CaseState
+    from nexagauge_local.runner import Runner
+    from nexagauge_local.settings import RunSettings
+
+    assert release_free_pages() is True  # glibc here; a no-op elsewhere
+    rows = [{"case_id": f"c{i}", "output": f"the cat sat on mat {i}", "reference": "the cat sat"}
+            for i in range(7)]
+    data = tmp_path / "d.jsonl"
+    data.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    alive_at_release: list[int] = []
+
+    def spy() -> bool:
+        gc.collect()
+        alive_at_release.append(sum(isinstance(o, CaseState) for o in gc.get_objects()))
+        return True
+
+    monkeypatch.setattr(runner_mod, "release_free_pages", spy)
+    settings = RunSettings(target="refmatch", output_dir=tmp_path / "out", cache_dir=tmp_path / "c",
+                           progress=False, shard_size=3)
+    Runner(settings, render_report=False).run(Dataset(data))
+    assert alive_at_release == [0, 0, 0]  # 7 cases in shards of 3: three shards
+    assert len(list((tmp_path / "out" / "case_report").iterdir())) == 7

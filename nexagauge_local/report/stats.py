@@ -1,24 +1,70 @@
 """Streaming per-node statistics: updated shard by shard, so no case is kept for the summary.
 
-Scores are kept in `array('d')` (8 bytes each) rather than lists of float objects (32 bytes
-each, twice: per metric and per node): the median needs them all, and at a million cases the
-lists were the largest thing the case loop kept.
+The median needs every score, so scores are kept, once each, in a `ScoreColumn`: 8 bytes a
+score in fixed-size blocks. Lists of float objects were 32 bytes a score; one growing
+`array('d')` per metric, plus a second per node holding every score again, was 80 bytes a
+refmatch case, and its reallocations left holes that glibc's heap never gave back (the case
+loop's RSS grew about twice as fast as the scores it held).
 """
 
 from __future__ import annotations
 
 from array import array
 from collections import Counter
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
-from statistics import fmean, median
+from itertools import chain
+from statistics import fmean
 from typing import Any
 
 from nexagauge_local.results import NodeReport
 
 
+class ScoreColumn:
+    """Append-only float64 scores in blocks of BLOCK: no block is ever reallocated once full,
+    so a million scores never need one 8 MB region (or its copies) on the heap."""
+
+    BLOCK = 1 << 16
+
+    def __init__(self) -> None:
+        self._blocks: list[array[float]] = []
+
+    def append(self, score: float) -> None:
+        if not self._blocks or len(self._blocks[-1]) >= self.BLOCK:
+            self._blocks.append(array("d"))
+        self._blocks[-1].append(score)
+
+    def __len__(self) -> int:
+        return sum(len(b) for b in self._blocks)
+
+    def __iter__(self) -> Iterator[float]:
+        return chain.from_iterable(self._blocks)
+
+    @property
+    def blocks(self) -> list[array[float]]:
+        return self._blocks
+
+
+def exact_median(columns: Iterable[ScoreColumn]) -> float | None:
+    """statistics.median's value (the middle one, or the mean of the two middle ones) from
+    numpy's partition over 8-byte floats: sorting a list of a million float objects took 32 MB."""
+    import numpy as np  # lazy: the CLI's start-up never reaches a summary
+
+    blocks = [b for col in columns for b in col.blocks if len(b)]
+    if not blocks:
+        return None
+    values = np.concatenate([np.frombuffer(b, dtype=np.float64) for b in blocks])
+    n = len(values)
+    k = n // 2
+    if n % 2:
+        return float(np.partition(values, k)[k])
+    part = np.partition(values, [k - 1, k])
+    return (float(part[k - 1]) + float(part[k])) / 2
+
+
 @dataclass
 class MetricStats:
-    scores: array[float] = field(default_factory=lambda: array("d"))
+    scores: ScoreColumn = field(default_factory=ScoreColumn)
     passed: int = 0
     failed: int = 0
     errors: int = 0
@@ -28,7 +74,7 @@ class MetricStats:
         return {
             "n": len(self.scores) + self.errors,
             "mean": fmean(self.scores) if self.scores else None,
-            "median": median(self.scores) if self.scores else None,
+            "median": exact_median([self.scores]),
             "min": min(self.scores) if self.scores else None,
             "max": max(self.scores) if self.scores else None,
             "pass_rate": self.passed / gated if gated else None,
@@ -46,7 +92,6 @@ class NodeStats:
     failed: int = 0
     skipped: Counter[str] = field(default_factory=Counter)
     metrics: dict[str, MetricStats] = field(default_factory=dict)
-    scores: array[float] = field(default_factory=lambda: array("d"))
 
     def add_report(self, report: NodeReport) -> None:
         self.scored += 1
@@ -59,7 +104,6 @@ class NodeStats:
                 has_error = True
                 continue
             ms.scores.append(m.score)
-            self.scores.append(m.score)
             if m.passed is not None:
                 gate.append(m.passed)
                 if m.passed:
@@ -75,6 +119,7 @@ class NodeStats:
 
     def summary(self) -> dict[str, Any]:
         gated = self.passed + self.failed
+        columns = [ms.scores for ms in self.metrics.values()]
         return {
             "node": self.name,
             "eligible": self.eligible,
@@ -83,8 +128,8 @@ class NodeStats:
             "passed": self.passed if gated else None,
             "failed": self.failed if gated else None,
             "pass_rate": self.passed / gated if gated else None,
-            "avg_score": fmean(self.scores) if self.scores else None,
-            "median_score": median(self.scores) if self.scores else None,
+            "avg_score": fmean(chain.from_iterable(columns)) if any(len(c) for c in columns) else None,
+            "median_score": exact_median(columns),
             "metrics": {name: ms.summary() for name, ms in self.metrics.items()},
             "skipped": dict(self.skipped),
         }
