@@ -34,8 +34,8 @@ from nexagauge_local.case import Case
 from nexagauge_local.dataset import Dataset, ScanResult, shards
 from nexagauge_local.embed import Embedder
 from nexagauge_local.graph import GRAPH, Graph, NodeSpec, eligibility
-from nexagauge_local.heap import release_free_pages
 from nexagauge_local.judge.protocol import Judge
+from nexagauge_local.libc import release_free_pages
 from nexagauge_local.nodes.base import CaseState, Node, RunContext
 from nexagauge_local.records import RecordsError
 from nexagauge_local.report.files import case_filename, write_json

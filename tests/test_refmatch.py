@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import sys
 from pathlib import Path
 
 import pytest
@@ -127,3 +129,46 @@ def test_forked_pool_scores_exactly_as_in_process(tmp_path: Path, monkeypatch: p
     in_process = scores(10_000)
     assert scores(1) == in_process
     assert len(in_process) == 40 and all(len(s) == 5 for s in in_process)
+
+
+def _alive(pid: int) -> bool:
+    """Running, not a zombie waiting for a reaper (a container's init may never reap it)."""
+    try:
+        with open(f"/proc/{pid}/stat") as fh:
+            return fh.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except FileNotFoundError:
+        return False
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux") or len(os.sched_getaffinity(0)) < 2,
+                    reason="the forked pool and PR_SET_PDEATHSIG need Linux and 2+ cores")
+def test_refmatch_workers_die_with_a_run_killed_by_sigkill(tmp_path) -> None:
+    """A forked worker that outlived a `kill -9`ed run printed a BrokenPipeError traceback on
+    the user's terminal minutes later; now the kernel kills it with its parent."""
+    import signal
+    import subprocess
+    import time
+
+    script = (
+        "import os, sys, time\n"
+        "from nexagauge_local.nodes.refmatch import RefmatchNode\n"
+        "pool = RefmatchNode()._pool_for(10_000, None, 'exact')\n"
+        "busy = [pool.apply_async(time.sleep, (20,)) for _ in pool._pool]\n"  # mid-task, as in a run
+        "time.sleep(1)\n"
+        "print(' '.join(str(p.pid) for p in pool._pool), flush=True)\n"
+        "time.sleep(600)\n"
+    )
+    proc = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    try:
+        workers = [int(p) for p in proc.stdout.readline().split()]  # type: ignore[union-attr]
+        assert len(workers) >= 2 and all(_alive(p) for p in workers)
+        proc.send_signal(signal.SIGKILL)
+        proc.wait(timeout=30)
+        deadline = time.monotonic() + 10  # well before their 20 s task would end
+        while any(_alive(p) for p in workers) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert not any(_alive(p) for p in workers)
+        assert "Traceback" not in proc.stderr.read()  # type: ignore[union-attr]
+    finally:
+        proc.kill()

@@ -165,7 +165,7 @@ def test_the_case_loop_hands_each_shards_pages_back_once_its_states_are_gone(
     import gc
 
     import nexagauge_local.runner as runner_mod
-    from nexagauge_local.heap import release_free_pages
+    from nexagauge_local.libc import release_free_pages
     from nexagauge_local.nodes.base import CaseState
     from nexagauge_local.runner import Runner
     from nexagauge_local.settings import RunSettings

@@ -12,6 +12,7 @@ from collections.abc import Sequence
 from multiprocessing.pool import Pool
 from typing import TYPE_CHECKING, Any
 
+from nexagauge_local.libc import die_with_parent
 from nexagauge_local.nodes.base import CaseState, NodeBase, RunContext
 from nexagauge_local.nodes.spec import NodeSpec
 from nexagauge_local.results import MetricResult, NodeReport
@@ -46,9 +47,11 @@ SPEC = NodeSpec("refmatch", ("scan",), ("output", "reference"), "deterministic",
 PARALLEL_MIN_CASES = 400
 
 
-def _init_worker(scorer: LexicalScorer, wordnet: object, matching: str) -> None:
+def _init_worker(parent_pid: int, scorer: LexicalScorer, wordnet: object, matching: str) -> None:
     """Runs once in each forked worker: the scorer and WordNet arrive by fork, not by pickle
-    (a WordNet reader does not pickle), and live for the worker's life in its own module."""
+    (a WordNet reader does not pickle), and live for the worker's life in its own module.
+    The worker dies with the run, even a run killed with `kill -9`."""
+    die_with_parent(parent_pid)
     _WORKER.update(scorer=scorer, wordnet=wordnet, matching=matching)
 
 
@@ -99,7 +102,7 @@ class RefmatchNode(NodeBase):
             return None
         if self._pool is None:
             self._pool = mp.get_context("fork").Pool(
-                cores, initializer=_init_worker, initargs=(self.scorer, wordnet, matching)
+                cores, initializer=_init_worker, initargs=(os.getpid(), self.scorer, wordnet, matching)
             )
         return self._pool
 
