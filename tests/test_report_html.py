@@ -215,11 +215,11 @@ def test_large_runs_keep_full_drill_downs_within_budget(tmp_path: Path, monkeypa
 
 def test_histogram_needs_enough_cases_to_say_anything() -> None:
     """A 1-record run gets no histogram (it repeats the table and costs matplotlib's import)."""
-    from nexagauge_local.report.charts import MIN_HISTOGRAM_CASES, score_histograms
+    from nexagauge_local.report.charts import MIN_HISTOGRAM_CASES, ScoreCounts, score_histograms
 
-    few = {"refmatch": {"rouge1": [0.5] * (MIN_HISTOGRAM_CASES - 1)}}
+    few = {"refmatch": {"rouge1": ScoreCounts.of([0.5] * (MIN_HISTOGRAM_CASES - 1))}}
     assert score_histograms(few) is None
-    enough = {"refmatch": {"rouge1": [0.1, 0.3, 0.5, 0.7, 0.9][:MIN_HISTOGRAM_CASES]}}
+    enough = {"refmatch": {"rouge1": ScoreCounts.of([0.1, 0.3, 0.5, 0.7, 0.9][:MIN_HISTOGRAM_CASES])}}
     svg = score_histograms({**few, "relevance": enough["refmatch"]})
     assert svg is not None and "<svg" in svg and "relevance" in svg and "refmatch" not in svg
 
@@ -241,3 +241,19 @@ def test_claims_are_visible_in_metrics_case_reports_and_the_drill_down(eval_run:
     claims = claims[: claims.index("</table>")]
     assert section["claims"][0] in claims or section["claims"][0][:40] in claims
     assert "<th>grounding</th>" in claims and "not supported" in claims
+
+
+def test_histogram_counts_bin_scores_as_numpy_does() -> None:
+    """The report keeps ten counts per metric instead of every score; they must be the counts
+    `np.histogram` (what `ax.hist` drew from the scores) gives, edges and out-of-range included."""
+    import random
+
+    import numpy as np
+
+    from nexagauge_local.report.charts import HISTOGRAM_EDGES, ScoreCounts
+
+    rng = random.Random(11)
+    scores = [rng.random() for _ in range(500)] + list(HISTOGRAM_EDGES) + [0.3, 0.6, 0.7, -0.1, 1.2]
+    counts = ScoreCounts.of(scores)
+    expected, _ = np.histogram(scores, bins=np.asarray(HISTOGRAM_EDGES))
+    assert counts.bins == expected.tolist() and counts.n == len(scores)

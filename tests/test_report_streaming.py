@@ -55,8 +55,9 @@ def test_digest_keeps_the_worst_cases_only_and_any_order_gives_the_same_page(mon
     assert worst.error_count == 9 and len(worst.errors) == view_cases.ERROR_EXAMPLES
     assert [cid for _, cid, _ in worst.errors] == ["c000", "c007", "c014"]
     assert all(anchor is None for _, _, anchor in worst.errors)  # errors rank after 6 fails
-    assert len(a.scores["grounding"]["faithfulness"]) == 60 - 9
-    assert a.scores["grounding"]["faithfulness"].itemsize == 8  # array('d'), not float objects
+    counts = a.scores["grounding"]["faithfulness"]
+    assert len(counts) == 60 - 9 and sum(counts.bins) == 60 - 9  # every score is in [0, 1]
+    assert len(counts.bins) == 10 and counts == b.scores["grounding"]["faithfulness"]  # not N floats
 
 
 def test_report_streams_case_files_without_listing_them(tmp_path: Path, monkeypatch) -> None:

@@ -12,7 +12,9 @@ from __future__ import annotations
 import io
 import math
 import re
-from collections.abc import Mapping, Sequence
+from bisect import bisect_right
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -36,6 +38,34 @@ PALETTE = (
     "#bab0ac",
 )
 GOOD, BAD, NEUTRAL = "#59a14f", "#e15759", "#4e79a7"
+HISTOGRAM_EDGES: tuple[float, ...] = tuple(np.linspace(0.0, 1.0, 11).tolist())
+
+
+@dataclass
+class ScoreCounts:
+    """A metric's scores as the histogram draws them: how many, and how many fall in each of
+    its bins. Ten ints instead of every score (8 bytes a case a metric, the last thing in the
+    report's pass that grew with the run). A score lands where numpy's histogram puts it:
+    edges[i] <= score < edges[i + 1], the last bin closed; scores outside [0, 1] are counted
+    in `n` but drawn in no bin, as `ax.hist` drew them."""
+
+    n: int = 0
+    bins: list[int] = field(default_factory=lambda: [0] * (len(HISTOGRAM_EDGES) - 1))
+
+    def add(self, score: float) -> None:
+        self.n += 1
+        if HISTOGRAM_EDGES[0] <= score <= HISTOGRAM_EDGES[-1]:
+            self.bins[min(bisect_right(HISTOGRAM_EDGES, score), len(self.bins)) - 1] += 1
+
+    def __len__(self) -> int:
+        return self.n
+
+    @classmethod
+    def of(cls, scores: Iterable[float]) -> ScoreCounts:
+        counts = cls()
+        for score in scores:
+            counts.add(score)
+        return counts
 _RC = {
     "svg.fonttype": "none",
     "svg.hashsalt": "nexagauge",  # stable ids: two renders of one run give the same file
@@ -93,7 +123,7 @@ def _short(label: str, n: int = 28) -> str:
     return label if len(label) <= n else label[: n - 1] + "…"
 
 
-def score_histograms(per_node: Mapping[str, Mapping[str, Sequence[float]]]) -> Markup | None:
+def score_histograms(per_node: Mapping[str, Mapping[str, ScoreCounts]]) -> Markup | None:
     """One panel per node: stacked histogram of its metrics' scores, pass line at 0.6.
 
     A node whose metrics scored fewer than MIN_HISTOGRAM_CASES cases gets no panel.
@@ -109,13 +139,16 @@ def score_histograms(per_node: Mapping[str, Mapping[str, Sequence[float]]]) -> M
 
     def draw(fig: Any) -> None:
         axes = np.atleast_1d(fig.subplots(rows, cols, squeeze=False)).ravel()
-        bins = np.linspace(0.0, 1.0, 11)
+        bins = np.asarray(HISTOGRAM_EDGES)
         for ax, (node, metrics) in zip(axes, nodes, strict=False):
             names = [k for k, v in metrics.items() if len(v)]
-            data = [np.asarray(metrics[k], dtype=float) for k in names]
+            # one point per bin (its left edge), weighted by the bin's count
+            data = [bins[:-1] for _ in names]
+            weights = [np.asarray(metrics[k].bins, dtype=float) for k in names]
             colours = [PALETTE[i % len(PALETTE)] for i in range(len(names))]
             ax.hist(
-                data, bins=bins, stacked=True, color=colours, label=[_short(k, 18) for k in names]
+                data, bins=bins, weights=weights, stacked=True, color=colours,
+                label=[_short(k, 18) for k in names],
             )
             ax.axvline(PASS_LINE, color="#555", linestyle="--", linewidth=0.8)
             ax.set_title(node)

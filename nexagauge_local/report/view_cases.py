@@ -11,7 +11,6 @@ listed at all: the page and the memory that builds it stay bounded at a million 
 from __future__ import annotations
 
 import heapq
-from array import array
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -20,6 +19,7 @@ from typing import Any
 
 from markupsafe import Markup
 
+from nexagauge_local.report.charts import ScoreCounts
 from nexagauge_local.report.highlight import clip, highlight
 from nexagauge_local.report.rows import TEXT_FIELDS, MetricRow, case_id_of, metric_rows
 from nexagauge_local.report.rundata import CaseFile
@@ -220,7 +220,7 @@ class Worst:
 @dataclass
 class CasesDigest:
     cases: list[CaseView]  # the listed cases, worst first (at most MAX_LISTED)
-    scores: dict[str, dict[str, array[float]]]  # node -> metric -> every score (8 bytes each)
+    scores: dict[str, dict[str, ScoreCounts]]  # node -> metric -> the histogram's counts
     worst: dict[str, Worst]  # node.metric -> worst cases
     anchors: dict[str, str]  # case_id -> anchor, for the listed cases only
     field_chars: int
@@ -250,12 +250,12 @@ class _Smallest:
 
 def digest_cases(cases: Iterable[CaseFile], n_cases: int) -> CasesDigest:
     """One pass in bounded memory, whatever the run's size: at most MAX_LISTED case views
-    (the worst), WORST_N lowest scores and ERROR_EXAMPLES errors per metric, and one 8-byte
-    score per metric result for the charts. The order the files come in does not matter:
+    (the worst), WORST_N lowest scores and ERROR_EXAMPLES errors per metric, and the
+    histogram's bin counts per metric for the charts. The order the files come in does not matter:
     every kept list is chosen by a total order (score or status, then case id)."""
     budget = field_budget(min(n_cases, MAX_LISTED))
     listed = _Smallest(MAX_LISTED, key=_sort_key)
-    scores: dict[str, dict[str, array[float]]] = {}
+    scores: dict[str, dict[str, ScoreCounts]] = {}
     lowest: dict[str, _Smallest] = {}
     errors: dict[str, _Smallest] = {}
     worst: dict[str, Worst] = {}
@@ -270,7 +270,7 @@ def digest_cases(cases: Iterable[CaseFile], n_cases: int) -> CasesDigest:
             w.gated |= r.passed is not None
             w.ungated |= r.score is not None and r.passed is None and not r.error
             if r.score is not None:
-                scores.setdefault(r.node, {}).setdefault(r.metric, array("d")).append(float(r.score))
+                scores.setdefault(r.node, {}).setdefault(r.metric, ScoreCounts()).add(float(r.score))
                 lowest.setdefault(r.key, _Smallest(WORST_N)).add((float(r.score), view.case_id))
             if r.error:
                 w.error_count += 1
