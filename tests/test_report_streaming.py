@@ -127,8 +127,9 @@ def test_seen_ids_are_compacted_into_sorted_arrays(monkeypatch: pytest.MonkeyPat
 
 def test_node_stats_keep_each_score_once_in_fixed_blocks_with_exact_summaries(
         monkeypatch: pytest.MonkeyPatch) -> None:
-    """Scores live once, per metric, in blocks that never grow past BLOCK; the node's mean and
-    median over every metric equal statistics' on the same values (odd and even counts)."""
+    """Scores live once, per metric, in blocks that never grow past BLOCK, every full one in a
+    temporary file; the node's mean and median over every metric equal statistics' on the same
+    values (odd and even counts)."""
     import statistics
 
     from nexagauge_local.report.stats import NodeStats, ScoreColumn
@@ -145,8 +146,10 @@ def test_node_stats_keep_each_score_once_in_fixed_blocks_with_exact_summaries(
                                                  MetricResult(name="b", category="lexical", score=b)]))
         stats.add_report(NodeReport(metrics=[MetricResult(name="a", category="lexical", score=None, error="boom")]))
         assert not hasattr(stats, "scores")  # no second copy of every score per node
-        blocks = stats.metrics["a"].scores.blocks
-        assert [len(b) for b in blocks] == [4] * (n // 4) + ([n % 4] if n % 4 else [])
+        column = stats.metrics["a"].scores
+        assert [len(b) for b in column.blocks()] == [4] * (n // 4) + ([n % 4] if n % 4 else [])
+        assert len(column._block) < 4 and column._spilled == 4 * (n // 4)  # full blocks on disk
+        assert list(zip(column, column, strict=True)) == [(x, x) for x in a_scores]  # reads interleave
         summary = stats.summary()
         both = a_scores + b_scores
         assert summary["avg_score"] == statistics.fmean(both)

@@ -1,14 +1,17 @@
 """Streaming per-node statistics: updated shard by shard, so no case is kept for the summary.
 
 The median needs every score, so scores are kept, once each, in a `ScoreColumn`: 8 bytes a
-score in fixed-size blocks. Lists of float objects were 32 bytes a score; one growing
-`array('d')` per metric, plus a second per node holding every score again, was 80 bytes a
-refmatch case, and its reallocations left holes that glibc's heap never gave back (the case
-loop's RSS grew about twice as fast as the scores it held).
+score in fixed-size blocks, all but the last on disk. Lists of float objects were 32 bytes a
+score; one growing `array('d')` per metric, plus a second per node holding every score again,
+was 80 bytes a refmatch case in memory, and its reallocations left holes that glibc's heap
+never gave back (the case loop's RSS grew about twice as fast as the scores it held).
 """
 
 from __future__ import annotations
 
+import os
+import tempfile
+import weakref
 from array import array
 from collections import Counter
 from collections.abc import Iterable, Iterator
@@ -21,28 +24,50 @@ from nexagauge_local.results import NodeReport
 
 
 class ScoreColumn:
-    """Append-only float64 scores in blocks of BLOCK: no block is ever reallocated once full,
-    so a million scores never need one 8 MB region (or its copies) on the heap."""
+    """Append-only float64 scores: the block being filled in memory, full blocks of BLOCK in
+    an unnamed temporary file. The medians need every score, but only once, after the last
+    shard; kept in memory they were the one thing (with the id index) that made the case
+    loop grow with the run, 40 bytes a refmatch case. Reads use pread, so two iterations
+    may interleave."""
 
     BLOCK = 1 << 16
 
     def __init__(self) -> None:
-        self._blocks: list[array[float]] = []
+        self._block: array[float] = array("d")
+        self._spilled = 0  # scores in the file
+        self._fd = -1  # an unlinked temporary file, opened at the first full block
 
     def append(self, score: float) -> None:
-        if not self._blocks or len(self._blocks[-1]) >= self.BLOCK:
-            self._blocks.append(array("d"))
-        self._blocks[-1].append(score)
+        self._block.append(score)
+        if len(self._block) >= self.BLOCK:
+            self._spill()
+
+    def _spill(self) -> None:
+        if self._fd < 0:
+            fd, path = tempfile.mkstemp(prefix="nexagauge-scores-")
+            os.unlink(path)  # gone from the folder at once; its space goes when fd closes
+            self._fd = fd
+            weakref.finalize(self, os.close, fd)
+        os.pwrite(self._fd, self._block.tobytes(), self._spilled * self._block.itemsize)
+        self._spilled += len(self._block)
+        self._block = array("d")
 
     def __len__(self) -> int:
-        return sum(len(b) for b in self._blocks)
+        return self._spilled + len(self._block)
 
     def __iter__(self) -> Iterator[float]:
-        return chain.from_iterable(self._blocks)
+        return chain.from_iterable(self.blocks())
 
-    @property
-    def blocks(self) -> list[array[float]]:
-        return self._blocks
+    def blocks(self) -> Iterator[array[float]]:
+        """The scores in order, a block at a time: those on disk, then the one in memory."""
+        size = self._block.itemsize
+        for start in range(0, self._spilled, self.BLOCK):  # nothing spilled: no file
+            block = array("d")
+            count = min(self.BLOCK, self._spilled - start)
+            block.frombytes(os.pread(self._fd, count * size, start * size))
+            yield block
+        if self._block:
+            yield self._block
 
 
 def exact_median(columns: Iterable[ScoreColumn]) -> float | None:
@@ -50,7 +75,7 @@ def exact_median(columns: Iterable[ScoreColumn]) -> float | None:
     numpy's partition over 8-byte floats: sorting a list of a million float objects took 32 MB."""
     import numpy as np  # lazy: the CLI's start-up never reaches a summary
 
-    blocks = [b for col in columns for b in col.blocks if len(b)]
+    blocks = [b for col in columns for b in col.blocks() if len(b)]
     if not blocks:
         return None
     values = np.concatenate([np.frombuffer(b, dtype=np.float64) for b in blocks])
