@@ -75,16 +75,22 @@ def exact_median(columns: Iterable[ScoreColumn]) -> float | None:
     numpy's partition over 8-byte floats: sorting a list of a million float objects took 32 MB."""
     import numpy as np  # lazy: the CLI's start-up never reaches a summary
 
-    blocks = [b for col in columns for b in col.blocks() if len(b)]
-    if not blocks:
+    columns = list(columns)
+    n = sum(len(col) for col in columns)
+    if not n:
         return None
-    values = np.concatenate([np.frombuffer(b, dtype=np.float64) for b in blocks])
-    n = len(values)
+    values = np.empty(n, dtype=np.float64)  # filled a block at a time: no second copy
+    at = 0
+    for col in columns:
+        for block in col.blocks():
+            values[at : at + len(block)] = np.frombuffer(block, dtype=np.float64)
+            at += len(block)
     k = n // 2
     if n % 2:
-        return float(np.partition(values, k)[k])
-    part = np.partition(values, [k - 1, k])
-    return (float(part[k - 1]) + float(part[k])) / 2
+        values.partition(k)  # in place
+        return float(values[k])
+    values.partition([k - 1, k])
+    return (float(values[k - 1]) + float(values[k])) / 2
 
 
 @dataclass
