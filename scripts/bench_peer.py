@@ -10,27 +10,35 @@ and the median of --reps runs is reported with each side's peak RSS (from wait4'
     python scripts/bench_peer.py --measures help,refmatch-1,refmatch-2000 --reps 5
     python scripts/bench_peer.py --measures refalign-N --reps 1
 
-Measures: help (`--help`), refmatch-1 and refmatch-N (N synthetic records, --n), refalign-N.
-The LLM nodes are not compared here: nexa-gauge needs an OpenAI-compatible server for its judge
-that accepts `response_format: json_schema`. Tried on 2026-11-25 with llama-cpp-python 0.3.36's
-server on the demo judge's own GGUF: it rejects json_schema (only text or json_object), so
-nexa-gauge falls back to unstructured calls, and the server answers one request at a time, so
-nexa-gauge's queued calls hit its 60 s per-call timeout and `run redteam` fails on 2 records.
+Measures: help (`--help`), refmatch-1 and refmatch-N (N synthetic records, --n), refalign-N,
+and redteam-peer: `run redteam` on the peer's sample.json (--peer-input) with the same demo
+judge weights on both sides. This tool loads the demo judge itself (the default profile, in
+every timed run). nexa-gauge needs an OpenAI-compatible server: llama-cpp-python's, on the demo
+judge's own GGUF, started once before the runs and kept warm (its load is not in nexa-gauge's
+time; its peak RSS is printed beside). That server rejects `response_format: json_schema`
+(it takes a schema only as `json_object` + `schema`), and without the schema the demo judge
+answers prose that nexa-gauge cannot parse, so scripts/devkit/schema_proxy.py sits between
+them and rewrites that one field. Both sides then decode under the schema. One untimed run per
+side first (this tool dequantises the GGUF once into its cache).
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import platform
+import socket
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
+import urllib.request
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_pipeline import make_records
@@ -77,9 +85,89 @@ def write_jsonl(path: Path, records: list[dict]) -> Path:
     return path
 
 
-def commands(measure: str, work: Path, local_py: str, ng_py: str, n: int) -> tuple[list[str], list[str]]:
+def demo_gguf(local_py: str, env: dict[str, str]) -> str:
+    """The demo judge's GGUF, as this tool's demo profile resolves it."""
+    code = ("from nexagauge_local.judge.profiles import resolve_profile; "
+            "print(resolve_profile('demo').weights_path())")
+    return subprocess.run([local_py, "-c", code], capture_output=True, text=True, env=env,
+                          check=True).stdout.strip()
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def peak_rss_mb(pid: int) -> float:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1]) / 1024
+    return float("nan")
+
+
+@dataclass
+class JudgeServer:
+    url: str
+    server_pid: int
+
+    def peak_mb(self) -> float:
+        return peak_rss_mb(self.server_pid)
+
+
+@contextlib.contextmanager
+def judge_server(llama_py: str, gguf: str, work: Path) -> Any:
+    """llama-cpp-python's server on `gguf` behind schema_proxy.py; both stopped on exit."""
+    port, proxy_port = free_port(), free_port()
+    procs: list[subprocess.Popen[bytes]] = []
+    log = (work / "llama_server.log").open("wb")
+    try:
+        procs.append(subprocess.Popen(
+            [llama_py, "-m", "llama_cpp.server", "--model", gguf, "--port", str(port),
+             "--n_ctx", "8192", "--model_alias", "demo-gguf"], stdout=log, stderr=log))
+        procs.append(subprocess.Popen(
+            [sys.executable, str(ROOT / "scripts/devkit/schema_proxy.py"), "--listen", str(proxy_port),
+             "--upstream", f"http://127.0.0.1:{port}"], stdout=log, stderr=log))
+        url = f"http://127.0.0.1:{proxy_port}/v1"
+        deadline = time.monotonic() + 120
+        while True:
+            try:
+                with urllib.request.urlopen(url + "/models", timeout=5) as resp:
+                    if resp.status == 200:
+                        break
+            except OSError:
+                pass
+            if time.monotonic() > deadline or any(p.poll() is not None for p in procs):
+                raise SystemExit(f"the judge server did not start; see {work / 'llama_server.log'}")
+            time.sleep(0.5)
+        yield JudgeServer(url, procs[0].pid)
+    finally:
+        for p in procs:
+            p.terminate()
+        for p in procs:
+            p.wait(timeout=30)
+        log.close()
+
+
+def redteam_counts(out_l: Path, out_n: Path) -> str:
+    """What each side judged in its last run: requests, scored metrics, errors."""
+    ours = json.loads((out_l / "summary.json").read_text())["nodes"]["redteam"]
+    theirs = json.loads((out_n / "metrics" / "redteam.json").read_text())["summary"]
+    return (f"ours {ours['requests']} judgements, {ours['errors']} errors, {ours['output_tokens']} output "
+            f"tokens; nexa-gauge {theirs['metrics']} metrics, {theirs['scored']} scored, "
+            f"{theirs['errors']} errors")
+
+
+def commands(measure: str, work: Path, local_py: str, ng_py: str, n: int,
+             peer: Path | None = None, url: str = "") -> tuple[list[str], list[str]]:
     """(ours, theirs) for one measure; each run writes into a fresh folder under `work`."""
     out_l, out_n = str(work / "out_local"), str(work / "out_ng")
+    if measure == "redteam-peer":
+        local = [local_py, "-m", "nexagauge_local", "run", "redteam", "--input", str(peer),
+                 "--output-dir", out_l, "--no-cache", "--cache-dir", str(work / "cache"), "-q"]
+        theirs = [ng_py, "-c", NG_CLI, "run", "redteam", "--input", str(peer), "--output-dir", out_n,
+                  "--no-cache", "--host-model-url", url]
+        return local, theirs
     if measure == "help":
         return [local_py, "-m", "nexagauge_local", "--help"], [ng_py, "-c", NG_CLI, "--help"]
     node, _, size = measure.partition("-")
@@ -103,11 +191,17 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--nexagauge-python", default=os.environ.get("NEXAGAUGE_PYTHON", "/work/ngvenv/bin/python"))
     ap.add_argument("--local-python", default=sys.executable)
     ap.add_argument("--measures", default="help,refmatch-1,refmatch-N",
-                    help="comma list of help, refmatch-1, refmatch-N, refalign-N (default %(default)s)")
+                    help="comma list of help, refmatch-1, refmatch-N, refalign-N, redteam-peer "
+                         "(default %(default)s)")
+    ap.add_argument("--peer-input", default=str(ROOT.parent / "shared" / "peer" / "sample.json"),
+                    help="records for redteam-peer (default: the peer's sample.json)")
+    ap.add_argument("--llama-python", default=None,
+                    help="python with llama-cpp-python[server] for nexa-gauge's judge (default: nexa-gauge's)")
     ap.add_argument("--n", type=int, default=2000, help="records for the -N measures (default 2000)")
     ap.add_argument("--reps", type=int, default=3, help="interleaved runs per side (median reported)")
     ap.add_argument("--timeout", type=float, default=1800.0, help="seconds per run")
     args = ap.parse_args(argv)
+    args.llama_python = args.llama_python or args.nexagauge_python
     if not Path(args.nexagauge_python).exists():
         raise SystemExit(f"no nexa-gauge python at {args.nexagauge_python} (see docs/parity.md)")
 
@@ -126,16 +220,32 @@ def main(argv: list[str] | None = None) -> int:
     print(f"- host: {platform.node()} | {platform.platform()} | {os.cpu_count()} CPU(s)")
     print(f"- this tool: {args.local_python} (PYTHONPATH={ROOT}); nexa-gauge: {args.nexagauge_python}")
     print(f"- records: bench_pipeline.make_records(seed=7); embeddings all-MiniLM-L6-v2 from {model or '?'}")
+    if "redteam-peer" in measures:
+        print(f"- redteam-peer: {args.peer_input} as is; judge: this tool's demo profile / llama-cpp-python "
+              "serving the same GGUF through scripts/devkit/schema_proxy.py")
     print(f"- {args.reps} run(s) per side per measure, median reported; workdir {work}\n")
     rows = []
+    notes: list[str] = []
     for measure in measures:
-        ours, theirs = Timed(), Timed()
-        cmd_l, cmd_n = commands(measure, work, args.local_python, args.nexagauge_python, args.n)
-        for _ in range(args.reps):
-            for timed, cmd, env in ((ours, cmd_l, local_env), (theirs, cmd_n, ng_env)):
-                secs, peak = timed_run(cmd, env, work, args.timeout)
-                timed.seconds.append(secs)
-                timed.peak_mb.append(peak)
+        with contextlib.ExitStack() as stack:
+            url, server = "", None
+            if measure == "redteam-peer":
+                server = stack.enter_context(judge_server(args.llama_python, demo_gguf(args.local_python, local_env), work))
+                url = server.url
+            cmd_l, cmd_n = commands(measure, work, args.local_python, args.nexagauge_python, args.n,
+                                    Path(args.peer_input), url)
+            if server:  # untimed: this tool's first run dequantises the GGUF into its cache
+                for cmd, env in ((cmd_l, local_env), (cmd_n, ng_env)):
+                    timed_run(cmd, env, work, args.timeout)
+            ours, theirs = Timed(), Timed()
+            for _ in range(args.reps):
+                for timed, cmd, env in ((ours, cmd_l, local_env), (theirs, cmd_n, ng_env)):
+                    secs, peak = timed_run(cmd, env, work, args.timeout)
+                    timed.seconds.append(secs)
+                    timed.peak_mb.append(peak)
+            if server:
+                notes.append(f"{measure}: {redteam_counts(work / 'out_local', work / 'out_ng')}; "
+                             f"nexa-gauge's judge server (llama-cpp-python) peak RSS {server.peak_mb():.0f} MB")
         rows.append((measure, ours, theirs))
         print(f"  {measure}: ours {[round(s, 2) for s in ours.seconds]} s, "
               f"nexa-gauge {[round(s, 2) for s in theirs.seconds]} s", flush=True)
@@ -145,6 +255,8 @@ def main(argv: list[str] | None = None) -> int:
     for measure, ours, theirs in rows:
         print(f"| {measure} | {ours.median:.2f} | {theirs.median:.2f} | {theirs.median / ours.median:.1f}x "
               f"| {max(ours.peak_mb):.0f} / {max(theirs.peak_mb):.0f} |")
+    for note in notes:
+        print(f"- {note}")
     return 0
 
 

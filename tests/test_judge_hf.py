@@ -138,6 +138,18 @@ def test_micro_batches_respect_token_budget(tiny_backend, monkeypatch) -> None:
     assert max(r.extra["batch_size"] for r in results) < 9
 
 
+def test_micro_batches_hold_one_prefix_family(tiny_backend) -> None:
+    """Two rubrics in one schema group: no micro-batch mixes them, so each shares its rubric."""
+    rubric_a, rubric_b = list(range(10, 60)), list(range(100, 150))
+    token_ids = [[1, 2] + (rubric_a if i % 2 else rubric_b) + [500 + i] * (3 + i) for i in range(12)]
+    lengths = [len(t) for t in token_ids]
+    batches = tiny_backend._family_batches(list(range(12)), token_ids, lengths)
+    assert sorted(i for b in batches for i in b) == list(range(12))
+    for b in batches:
+        assert len({i % 2 for i in b}) == 1
+        assert [lengths[i] for i in b] == sorted(lengths[i] for i in b)
+
+
 def test_generator_is_built_once_per_schema(tiny_backend) -> None:
     schema = SCHEMAS["geval-scale"]
     gen = tiny_backend.generator_for(schema)

@@ -51,3 +51,31 @@ def prefix_stats(rows: Sequence[Sequence[int]]) -> PrefixStats:
         unique += len(cur) - common_prefix(prev, cur)
     common = min(common_prefix(ordered[0], ordered[-1]), min(len(r) for r in ordered))
     return PrefixStats(len(ordered), total, common, unique)
+
+
+def prefix_families(rows: Sequence[Sequence[int]]) -> list[list[int]]:
+    """Row indices in families of prompts that share a long prefix, for shared-prefix prefill.
+
+    A node's prompts of one schema share the instructions, and each metric's rubric after them:
+    a micro-batch that mixes two metrics can share only the instructions (139 tokens on the
+    redteam prompts), one with a single metric shares its whole rubric too. Sorted token lists
+    put every family side by side; a new family starts where taking the next prompt in would
+    more than halve what the current family shares. One pass over neighbours after the sort
+    (no clustering library works on token prefixes).
+    """
+    order = sorted(range(len(rows)), key=lambda i: list(rows[i]))
+    families: list[list[int]] = []
+    shared: int | None = None  # tokens every member of the last family shares; None: one member
+    for pos, i in enumerate(order):
+        if pos == 0:
+            families.append([i])
+            continue
+        lcp = common_prefix(rows[order[pos - 1]], rows[i])
+        joined = lcp if shared is None else min(shared, lcp)
+        if shared is not None and 2 * joined < shared:
+            families.append([i])
+            shared = None
+        else:
+            families[-1].append(i)
+            shared = joined
+    return families
