@@ -100,3 +100,18 @@ def test_without_the_shared_set_the_extra_eos_ends_answers_inside_a_string(
     text = backend.tokenizer.decode(dec.token_ids[:-1], skip_special_tokens=True)
     with pytest.raises(ValueError):
         SCHEMA.model_validate_json(text)
+
+
+def test_decode_passes_the_cache_under_the_forwards_own_name() -> None:
+    """transformers 5.x names it `cache` (past_key_values warns on every run); 4.x needs the
+    old name."""
+    from nexagauge_local.judge.hf_decode import cache_keyword
+
+    class New:
+        def forward(self, input_ids=None, cache=None, use_cache=None): ...
+
+    class Old:
+        def forward(self, input_ids=None, past_key_values=None, use_cache=None): ...
+
+    assert cache_keyword(New) == "cache"
+    assert cache_keyword(Old) == "past_key_values"

@@ -138,6 +138,14 @@ def test_micro_batches_respect_token_budget(tiny_backend, monkeypatch) -> None:
     assert max(r.extra["batch_size"] for r in results) < 9
 
 
+def test_default_token_budget_keeps_float32_cpu_runs_smaller() -> None:
+    from nexagauge_local.judge.hf_backend import default_token_budget
+
+    assert default_token_budget(False, "bfloat16") == 4096
+    assert default_token_budget(False, "float32") == 3072  # 1.41 GB instead of 1.58 GB
+    assert default_token_budget(True, "float32") == default_token_budget(True, "bfloat16") == 65536
+
+
 def test_micro_batches_hold_one_prefix_family(tiny_backend) -> None:
     """Two rubrics in one schema group: no micro-batch mixes them, so each shares its rubric."""
     rubric_a, rubric_b = list(range(10, 60)), list(range(100, 150))
@@ -148,6 +156,15 @@ def test_micro_batches_hold_one_prefix_family(tiny_backend) -> None:
     for b in batches:
         assert len({i % 2 for i in b}) == 1
         assert [lengths[i] for i in b] == sorted(lengths[i] for i in b)
+
+
+def test_decoding_does_not_warn_about_the_cache_keyword(tiny_backend) -> None:
+    import warnings
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        tiny_backend.generate(_requests(SCHEMAS["geval-scale"], 2))
+    assert not [w for w in caught if "past_key_values" in str(w.message)]
 
 
 def test_generator_is_built_once_per_schema(tiny_backend) -> None:

@@ -85,9 +85,7 @@ class HFBackend:
         self.dtype = resolve_dtype(dtype or profile.dtype, self.device)
         on_gpu = self.device.startswith("cuda")
         self.gpus = 1 if on_gpu else 0
-        # 4096 on CPU: the peer sample's redteam run peaks at 1.76 GB RSS (2.67 GB at 16384,
-        # the KV cache of a wider micro-batch) and is as fast (62 vs 71 device-s, 2 cores)
-        self.token_budget = token_budget or (65536 if on_gpu else 4096)
+        self.token_budget = token_budget or default_token_budget(on_gpu, self.dtype)
         self.max_batch = max_batch or (256 if on_gpu else 64)
         self.threads = threads
         self.grammar = grammar
@@ -296,6 +294,19 @@ class HFBackend:
                 alts[text] = max(lp, alts.get(text, float("-inf")))
             steps.append(alts)
         return steps
+
+
+def default_token_budget(on_gpu: bool, dtype: str) -> int:
+    """Prompt tokens a micro-batch may hold (rows x longest prompt), when the profile says none.
+
+    On CPU the budget is what the decode's memory scales with, and past a few rows 2 cores buy
+    no speed. Peer sample redteam, demo judge, 2 cores (docs/benchmarks.md): bfloat16 at 4096
+    peaks at 1.25 GB; float32 (CPUs without native bf16) peaks at 1.58 GB at 4096, 1.41 GB
+    at 3072 (7% more wall), 1.32 GB at 2048 (19% more), so float32 gets 3072 to stay under
+    1.5 GB. 16384 once peaked at 2.67 GB for no speed."""
+    if on_gpu:
+        return 65536
+    return 3072 if dtype == "float32" else 4096
 
 
 def _outlines_model(model: Any, tokenizer: Any) -> Any:

@@ -25,6 +25,8 @@ batch until the longest answer ends. This loop:
 
 from __future__ import annotations
 
+import functools
+import inspect
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -61,10 +63,22 @@ def common_prefix_len(rows: list[list[int]]) -> int:
     return n
 
 
+@functools.cache
+def cache_keyword(model_class: type) -> str:
+    """The forward's name for the KV cache: `cache` since transformers 5.x deprecated
+    `past_key_values` (a FutureWarning on every decode run's stderr), which older releases
+    (the project allows >= 4.56) still need. Per class: read once, not per step."""
+    try:
+        params = inspect.signature(model_class.forward).parameters
+    except (AttributeError, TypeError, ValueError):
+        return "past_key_values"
+    return "cache" if "cache" in params else "past_key_values"
+
+
 def _forward(model: Any, ids: torch.Tensor, mask: torch.Tensor, pos: torch.Tensor,
              cache: Any) -> torch.Tensor:
-    out = model(input_ids=ids, attention_mask=mask, position_ids=pos, past_key_values=cache,
-                use_cache=True, logits_to_keep=1)
+    out = model(input_ids=ids, attention_mask=mask, position_ids=pos, use_cache=True,
+                logits_to_keep=1, **{cache_keyword(type(model)): cache})
     return out.logits[:, -1, :].float()
 
 
