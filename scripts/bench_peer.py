@@ -29,7 +29,6 @@ import contextlib
 import json
 import os
 import platform
-import socket
 import statistics
 import subprocess
 import sys
@@ -42,6 +41,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_pipeline import make_records
+from devkit.phases import free_port
 
 ROOT = Path(__file__).resolve().parents[1]
 NG_CLI = "import sys; from ng_cli.main import main; sys.argv[0] = 'nexagauge'; sys.exit(main())"
@@ -91,12 +91,6 @@ def demo_gguf(local_py: str, env: dict[str, str]) -> str:
             "print(resolve_profile('demo').weights_path())")
     return subprocess.run([local_py, "-c", code], capture_output=True, text=True, env=env,
                           check=True).stdout.strip()
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def peak_rss_mb(pid: int) -> float:

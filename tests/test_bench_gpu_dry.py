@@ -338,7 +338,7 @@ def test_server_waited_for_then_stopped_with_its_process_group(tmp_path: Path) -
 
     from devkit import phases
 
-    port = phases._free_port()
+    port = phases.free_port()
     server = subprocess.Popen([sys.executable, "-c", FAKE_SERVER, str(port)],
                               start_new_session=True)  # fmt: skip
     (tmp_path / phases.SERVER_PID).write_text(str(server.pid))
@@ -350,5 +350,5 @@ def test_server_waited_for_then_stopped_with_its_process_group(tmp_path: Path) -
     assert not (tmp_path / phases.SERVER_PID).exists()
     dead = subprocess.Popen([sys.executable, "-c", "raise SystemExit(3)"], start_new_session=True)
     with pytest.raises(RuntimeError, match="exited with 3"):
-        phases._wait_healthy(phases._free_port(), dead, timeout_s=20)
+        phases._wait_healthy(phases.free_port(), dead, timeout_s=20)
     phases._stop(dead)  # already gone: nothing to do

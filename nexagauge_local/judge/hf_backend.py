@@ -149,7 +149,7 @@ class HFBackend:
                     if on_batch:
                         on_batch(positions, done)
 
-                self._run_batch([requests[i] for i in batch], [prompts[i] for i in batch],
+                self._run_batch([requests[i] for i in batch], [token_ids[i] for i in batch],
                                 handover)  # fmt: skip
         return [r for r in results if r is not None]
 
@@ -226,13 +226,12 @@ class HFBackend:
     def _run_batch(
         self,
         reqs: list[JudgeRequest],
-        prompts: list[str],
+        ids: list[list[int]],
         handover: Callable[[list[int], list[JudgeResult]], None],
     ) -> None:
-        """Decode one micro-batch; each row goes to `handover(batch positions, results)` the
-        step it ends."""
+        """Decode one micro-batch of tokenised prompts; each row goes to
+        `handover(batch positions, results)` the step it ends."""
         grammar = self.grammar_for(reqs[0].schema)
-        ids = self.tokenizer(prompts, add_special_tokens=False)["input_ids"]
         want_lp = any(r.want_logprobs for r in reqs)
         pad_id = self.tokenizer.pad_token_id
 

@@ -63,14 +63,13 @@ def prefix_families(rows: Sequence[Sequence[int]]) -> list[list[int]]:
     more than halve what the current family shares. One pass over neighbours after the sort
     (no clustering library works on token prefixes).
     """
+    if not rows:
+        return []
     order = sorted(range(len(rows)), key=lambda i: list(rows[i]))
-    families: list[list[int]] = []
+    families = [[order[0]]]
     shared: int | None = None  # tokens every member of the last family shares; None: one member
-    for pos, i in enumerate(order):
-        if pos == 0:
-            families.append([i])
-            continue
-        lcp = common_prefix(rows[order[pos - 1]], rows[i])
+    for prev, i in pairwise(order):
+        lcp = common_prefix(rows[prev], rows[i])
         joined = lcp if shared is None else min(shared, lcp)
         if shared is not None and 2 * joined < shared:
             families.append([i])

@@ -183,7 +183,7 @@ def phase_baseline(cfg: dict[str, Any]) -> dict[str, Any]:
     reqs = requests_for(cfg["cases"], SEED, Path(cfg["cache_dir"]))
     warm = requests_for(WARM_CASES, WARM_SEED, Path(cfg["cache_dir"]))
     workdir = Path(cfg["workdir"])
-    port = _free_port()
+    port = free_port()
     log = open(workdir / "server.log", "w")  # noqa: SIM115 - closed below
     argv = B.server_argv(sys.executable, cfg["engine"], port)
     server = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
@@ -225,7 +225,7 @@ async def _drive(
         await close()
 
 
-def _free_port() -> int:
+def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return int(s.getsockname()[1])
