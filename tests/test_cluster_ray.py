@@ -147,6 +147,19 @@ def ray_head() -> Any:
 
 
 @pytest.fixture(scope="module")
+def tiny_f32(tiny_judge_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The tiny judge as a float32 profile. A cluster cuts the node's requests into other
+    batches than one process does; on CPU each call's prompts are decoded against the prefix
+    its own requests share (judge/shared_prefix.py), and only float32 makes the answers
+    independent of that (bfloat16 rounds differently where the split falls)."""
+    path = tmp_path_factory.mktemp("tiny_f32") / "tiny-f32.toml"
+    path.write_text(
+        f'name = "tiny-f32"\nweights = "{tiny_judge_dir}"\nbackend = "hf"\ndtype = "float32"\n'
+    )
+    return path
+
+
+@pytest.fixture(scope="module")
 def dataset(tmp_path_factory: pytest.TempPathFactory) -> Path:
     path = tmp_path_factory.mktemp("cluster_data") / "redteam.json"
     records = []
@@ -218,10 +231,10 @@ def _cache_rows(cache: Path) -> int:
 
 @pytest.fixture(scope="module")
 def single_run(
-    dataset: Path, tiny_judge_dir: Path, tmp_path_factory: pytest.TempPathFactory
+    dataset: Path, tiny_f32: Path, tmp_path_factory: pytest.TempPathFactory
 ) -> dict[str, list[Any]]:
     base = tmp_path_factory.mktemp("single")
-    _finish(_cli(_run_args(dataset, base / "out", base / "cache", tiny_judge_dir)))
+    _finish(_cli(_run_args(dataset, base / "out", base / "cache", tiny_f32)))
     return _metrics(base / "out")
 
 
@@ -230,13 +243,13 @@ def test_cluster_run_equals_single_process_and_caches_everything(
     ray_head: Any,
     single_run: dict[str, list[Any]],
     dataset: Path,
-    tiny_judge_dir: Path,
+    tiny_f32: Path,
     tmp_path: Path,
 ) -> None:
     address = ray_head.get_runtime_context().gcs_address
     assert address.startswith("127.0.0.1:")  # loopback only
     out, cache = tmp_path / "out", tmp_path / "cache"
-    args = _run_args(dataset, out, cache, tiny_judge_dir)
+    args = _run_args(dataset, out, cache, tiny_f32)
     _finish(_cli([*args, "--cluster", f"{address}?{OPTS}"]))
 
     assert _metrics(out) == single_run
@@ -267,12 +280,12 @@ def test_killing_a_worker_mid_run_still_answers_every_request(
     ray_head: Any,
     single_run: dict[str, list[Any]],
     dataset: Path,
-    tiny_judge_dir: Path,
+    tiny_f32: Path,
     tmp_path: Path,
 ) -> None:
     address = ray_head.get_runtime_context().gcs_address
     out, cache = tmp_path / "out", tmp_path / "cache"
-    proc = _cli([*_run_args(dataset, out, cache, tiny_judge_dir), "--cluster", f"{address}?{OPTS}"])
+    proc = _cli([*_run_args(dataset, out, cache, tiny_f32), "--cluster", f"{address}?{OPTS}"])
     try:
         deadline = time.monotonic() + 180
         # results stream into the cache while the run is still going: wait for the first batch

@@ -6,8 +6,11 @@ Why it looks like this:
   default) precompiles an index that costs seconds and, for bounded strings, gigabytes;
   llguidance (`--grammar-backend guidance`) compiles in milliseconds and computes masks per
   step.
-- Requests are grouped by (schema, max_tokens), sorted by prompt length (little padding) and run
-  in micro-batches bounded by a prompt-token budget, so memory stays bounded on any node size.
+- On CPU every request of a call is split into prefix families (prefix.split_families), each
+  family's prefix is computed once and held once (shared_prefix.py), and batches that may mix
+  families and schemas are cut by a KV-token budget (batch_plan.py), so memory stays bounded on
+  any node size. On a GPU requests are grouped by (schema, max_tokens), sorted by prompt length
+  and run in micro-batches bounded by a prompt-token budget.
 - Decoding is our own loop (hf_decode.py) driven by the compiled grammar rather than outlines'
   `Generator.batch`, which returns only text and runs `model.generate`: we need the generated
   ids (exact output token counts; no EOS within max_tokens = "truncated"), the top-5 logprobs
@@ -29,7 +32,14 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from nexagauge_local.judge.hf_decode import Decoded, constrained_greedy
+from nexagauge_local.judge.batch_plan import last_use, shared_batches
+from nexagauge_local.judge.hf_decode import (
+    Decoded,
+    RowRule,
+    cache_keyword,
+    common_prefix_len,
+    constrained_greedy,
+)
 from nexagauge_local.judge.hf_grammar import (
     CompiledGrammar,
     OutlinesGrammar,
@@ -37,9 +47,11 @@ from nexagauge_local.judge.hf_grammar import (
     guidance_tokenizer,
 )
 from nexagauge_local.judge.long_inputs import refusal
-from nexagauge_local.judge.prefix import prefix_families
+from nexagauge_local.judge.prefix import prefix_families, split_families
 from nexagauge_local.judge.profiles import DEFAULT_GRAMMAR, JudgeProfile, fingerprint
+from nexagauge_local.judge.row_cache import SharedPrefix
 from nexagauge_local.judge.schemas import engine_schema_json, parse_output, schema_id
+from nexagauge_local.judge.shared_prefix import compute_prefix, install
 from nexagauge_local.judge.string_caps import StringCaps, token_texts
 from nexagauge_local.judge.types import JudgeRequest, JudgeResult, Messages, OnBatch
 from nexagauge_local.judge.weights import (
@@ -93,6 +105,8 @@ class HFBackend:
         started = time.perf_counter()
         self.model, self.tokenizer = load_model(profile, cache_dir, self.dtype, self.device)
         self._eos_ids = eos_token_ids(self.model, self.tokenizer)
+        # CPU: each family's prefix held once and attended by every row (shared_prefix.py).
+        self.shared_prefix = not on_gpu and install(self.model)
         self._om: Any = None  # outlines' model wrapper, built on first outlines use
         self._ll_tokenizer: Any = None  # llguidance's tokenizer, built on first guidance use
         self.load_seconds = time.perf_counter() - started
@@ -139,38 +153,69 @@ class HFBackend:
                 groups.setdefault((schema_id(r.schema), r.max_tokens), []).append(i)
         if refused and on_batch:
             on_batch(refused, [results[i] for i in refused])  # type: ignore[misc]
-        for idxs in groups.values():
-            for batch in self._family_batches(idxs, token_ids, lengths):
-
-                def handover(local: list[int], done: list[JudgeResult], batch=batch) -> None:
-                    positions = [batch[j] for j in local]
-                    for i, res in zip(positions, done):
-                        results[i] = res
-                    if on_batch:
-                        on_batch(positions, done)
-
-                self._run_batch([requests[i] for i in batch], [token_ids[i] for i in batch],
-                                handover)  # fmt: skip
+        if self.shared_prefix:  # CPU: every schema in one pool, decoded together
+            pool = [i for idxs in groups.values() for i in idxs]
+            families = [sorted((pool[j] for j in f), key=lambda i: lengths[i])
+                        for f in split_families([token_ids[i] for i in pool])]  # fmt: skip
+            plain = self._run_shared(families, requests, token_ids, lengths, results, on_batch)
+            groups = {}
+            for i in (i for f in plain for i in f):
+                r = requests[i]
+                groups.setdefault((schema_id(r.schema), r.max_tokens), []).append(i)
+        for idxs in groups.values():  # GPU, or prompts with no prefix to share
+            for family in self._families(idxs, token_ids, lengths):
+                for batch in self._micro_batches(family, lengths):
+                    self._run_batch([requests[i] for i in batch], [token_ids[i] for i in batch],
+                                    _handover(batch, results, on_batch))  # fmt: skip
         return [r for r in results if r is not None]
 
     # -- internals
 
-    def _family_batches(
+    def _families(
         self, idxs: list[int], token_ids: list[list[int]], lengths: list[int]
     ) -> list[list[int]]:
-        """Micro-batches that each hold one prefix family (prefix.py), length-sorted inside it.
+        """Prefix families (prefix.py), each length-sorted: one family's prompts share its
+        whole rubric (the peer sample's redteam prompts: 471 and 432 tokens, where the two
+        rubrics together share only 139)."""
+        return [sorted((idxs[j] for j in family), key=lambda i: lengths[i])
+                for family in prefix_families([token_ids[i] for i in idxs])]  # fmt: skip
 
-        The prefill then shares the family's whole prefix: on the peer sample's redteam run
-        (bias and toxicity rubrics in one schema) 471 and 432 tokens instead of the 139 of
-        instructions both rubrics start with; prefill 26.8 -> 17.6 s in bfloat16 on 2 cores.
-        Rows do not join a running batch as others finish (tried: on 2 CPU cores a decode
-        step's cost grows with its rows past about 3, and the token budget caps a batch at
-        4-8 rows, so refilling it was 5% slower; docs/benchmarks.md)."""
-        batches: list[list[int]] = []
-        for family in prefix_families([token_ids[i] for i in idxs]):
-            members = sorted((idxs[j] for j in family), key=lambda i: lengths[i])
-            batches += self._micro_batches(members, lengths)
-        return batches
+    def _run_shared(
+        self,
+        families: list[list[int]],
+        requests: Sequence[JudgeRequest],
+        token_ids: list[list[int]],
+        lengths: list[int],
+        results: list[JudgeResult | None],
+        on_batch: OnBatch | None,
+    ) -> list[list[int]]:
+        """Decode the families against their prefixes, each computed once (shared_prefix.py),
+        in batches that may hold several families (batch_plan.py). Returns the families that
+        share no prefix token (left to the plain path)."""
+        plain = [f for f in families if common_prefix_len([token_ids[i] for i in f]) == 0]
+        shared = [f for f in families if f not in plain]
+        plens = [common_prefix_len([token_ids[i] for i in f]) for f in shared]
+        plan = shared_batches(shared, plens, lengths, self.token_budget, self.max_batch)
+        last = last_use(plan)
+        held: dict[int, tuple[SharedPrefix, float]] = {}
+        for b, batch in enumerate(plan):
+            for _, f in batch:
+                if f not in held:
+                    held[f] = self._prefix(token_ids[shared[f][0]][: plens[f]], len(shared[f]))
+            batch.sort(key=lambda row: lengths[row[0]] - plens[row[1]])  # row_cache buckets
+            idx = [i for i, _ in batch]
+            self._run_batch([requests[i] for i in idx], [token_ids[i] for i in idx],
+                            _handover(idx, results, on_batch), [held[f][0] for _, f in batch],
+                            [held[f][1] for _, f in batch])  # fmt: skip
+            for f in [f for f, end in last.items() if end == b]:
+                del held[f]
+        return plain
+
+    def _prefix(self, ids: list[int], members: int) -> tuple[SharedPrefix, float]:
+        """A family's prefix, and each member's share of the seconds it took."""
+        started = time.perf_counter()
+        prefix = compute_prefix(self.model, ids, cache_keyword(type(self.model)))
+        return prefix, (time.perf_counter() - started) / members
 
     def _micro_batches(self, idxs: list[int], lengths: list[int]) -> list[list[int]]:
         """Cut length-sorted requests into batches with batch_size x longest prompt <= budget."""
@@ -228,27 +273,33 @@ class HFBackend:
         reqs: list[JudgeRequest],
         ids: list[list[int]],
         handover: Callable[[list[int], list[JudgeResult]], None],
+        prefixes: list[SharedPrefix] | None = None,
+        prefix_shares: list[float] | None = None,
     ) -> None:
         """Decode one micro-batch of tokenised prompts; each row goes to
-        `handover(batch positions, results)` the step it ends."""
-        grammar = self.grammar_for(reqs[0].schema)
+        `handover(batch positions, results)` the step it ends, charged its share of the
+        seconds its family prefix took (`prefix_shares`)."""
+        rules = [RowRule(self.grammar_for(r.schema), r.max_tokens, self.caps_for(r.schema))
+                 for r in reqs]  # fmt: skip
         want_lp = any(r.want_logprobs for r in reqs)
         pad_id = self.tokenizer.pad_token_id
 
         def finished(rows: list[int], decoded: list[Decoded]) -> None:
+            for r, dec in zip(rows, decoded):
+                dec.seconds += prefix_shares[r] if prefix_shares else 0.0
             handover(rows, [self._to_result(reqs[r], len(ids[r]), dec, len(reqs))
                             for r, dec in zip(rows, decoded)])  # fmt: skip
 
         constrained_greedy(
             self.model,
-            grammar,
+            None,
             ids,
-            max_new_tokens=reqs[0].max_tokens,
             eos_ids=self._eos_ids,
             pad_id=pad_id if pad_id is not None else min(self._eos_ids),
             top_k=TOP_LOGPROBS if want_lp else 0,
             on_finished=finished,
-            caps=self.caps_for(reqs[0].schema),
+            prefixes=prefixes,
+            rules=rules,
         )
 
     def caps_for(self, schema: Any) -> StringCaps | None:
@@ -295,17 +346,34 @@ class HFBackend:
         return steps
 
 
-def default_token_budget(on_gpu: bool, dtype: str) -> int:
-    """Prompt tokens a micro-batch may hold (rows x longest prompt), when the profile says none.
+def _handover(
+    batch: list[int], results: list[JudgeResult | None], on_batch: OnBatch | None
+) -> Callable[[list[int], list[JudgeResult]], None]:
+    """Where a micro-batch's finished rows go: their request's slot, then `on_batch`."""
 
-    On CPU the budget is what the decode's memory scales with, and past a few rows 2 cores buy
-    no speed. Peer sample redteam, demo judge, 2 cores (docs/benchmarks.md): bfloat16 at 4096
-    peaks at 1.25 GB; float32 (CPUs without native bf16) peaks at 1.58 GB at 4096, 1.41 GB
-    at 3072 (7% more wall), 1.32 GB at 2048 (19% more), so float32 gets 3072 to stay under
-    1.5 GB. 16384 once peaked at 2.67 GB for no speed."""
+    def handover(local: list[int], done: list[JudgeResult]) -> None:
+        positions = [batch[j] for j in local]
+        for i, res in zip(positions, done):
+            results[i] = res
+        if on_batch:
+            on_batch(positions, done)
+
+    return handover
+
+
+def default_token_budget(on_gpu: bool, dtype: str) -> int:
+    """Tokens a micro-batch may hold, when the profile says none.
+
+    On CPU the budget is KV-cache tokens (batch_plan.py: each family prefix once + rows x the
+    longest own suffix), what the decode's memory scales with. Peer sample redteam, demo judge,
+    2 cores (docs/benchmarks.md): bfloat16 peaks at 1.33 GB at 24576 (31.3 s) and 1.43 GB at
+    32768 (29.5 s); float32 (CPUs without native bf16; its KV is twice the size) peaks at
+    1.38 GB at 2048 (69.3 s), 1.43 GB at 3072 (59.7 s), 1.64 GB at 8192 (50.8 s). Both
+    defaults keep the 1.5 GB target with room for longer answers. On a GPU it is prompt tokens
+    (rows x longest prompt)."""
     if on_gpu:
         return 65536
-    return 3072 if dtype == "float32" else 4096
+    return 3072 if dtype == "float32" else 24576
 
 
 def _outlines_model(model: Any, tokenizer: Any) -> Any:

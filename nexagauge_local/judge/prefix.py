@@ -53,15 +53,15 @@ def prefix_stats(rows: Sequence[Sequence[int]]) -> PrefixStats:
     return PrefixStats(len(ordered), total, common, unique)
 
 
-def prefix_families(rows: Sequence[Sequence[int]]) -> list[list[int]]:
+def prefix_families(rows: Sequence[Sequence[int]], kept: float = 0.5) -> list[list[int]]:
     """Row indices in families of prompts that share a long prefix, for shared-prefix prefill.
 
     A node's prompts of one schema share the instructions, and each metric's rubric after them:
     a micro-batch that mixes two metrics can share only the instructions (139 tokens on the
     redteam prompts), one with a single metric shares its whole rubric too. Sorted token lists
     put every family side by side; a new family starts where taking the next prompt in would
-    more than halve what the current family shares. One pass over neighbours after the sort
-    (no clustering library works on token prefixes).
+    leave less than `kept` of what the current family shares (0.5: more than halve it). One
+    pass over neighbours after the sort (no clustering library works on token prefixes).
     """
     if not rows:
         return []
@@ -71,10 +71,47 @@ def prefix_families(rows: Sequence[Sequence[int]]) -> list[list[int]]:
     for prev, i in pairwise(order):
         lcp = common_prefix(rows[prev], rows[i])
         joined = lcp if shared is None else min(shared, lcp)
-        if shared is not None and 2 * joined < shared:
+        if shared is not None and joined < kept * shared:
             families.append([i])
             shared = None
         else:
             families[-1].append(i)
             shared = joined
+    return families
+
+
+def split_families(rows: Sequence[Sequence[int]], family_tokens: int = 64) -> list[list[int]]:
+    """Row indices in prefix families for decoding against prefixes held once (row_cache.py),
+    where families share batches and a family costs about `family_tokens` of work (one more
+    prefix attention call per layer and step), not a batch of its own.
+
+    Divisive over the sorted rows' neighbour prefixes (the trie's branch points): a run whose
+    shared prefix is S splits where neighbours share only S, when the prefill tokens the
+    sub-runs' longer prefixes save (less the S tokens each extra part computes again) exceed
+    `family_tokens` per extra family; each accepted part is split again. `prefix_families`' one greedy pass lets a few rows that share less with a
+    large family come first and cap its prefix (the peer sample: 378 shared instead of 471).
+    """
+    n = len(rows)
+    if n == 0:
+        return []
+    order = sorted(range(n), key=lambda i: list(rows[i]))
+    lcp = [common_prefix(rows[a], rows[b]) for a, b in pairwise(order)]
+
+    def shared(lo: int, hi: int) -> int:  # rows order[lo:hi]; a lone row keeps one own token
+        return len(rows[order[lo]]) - 1 if hi - lo == 1 else min(lcp[lo : hi - 1])
+
+    families: list[list[int]] = []
+    stack = [(0, n)]
+    while stack:
+        lo, hi = stack.pop()
+        s = shared(lo, hi)
+        cuts = [k + 1 for k in range(lo, hi - 1) if lcp[k] == s] if hi - lo > 1 else []
+        parts = list(pairwise([lo, *cuts, hi]))
+        # Each part computes its own prefix, the S tokens included; its other rows skip the
+        # tokens between S and its own prefix.
+        saved = sum((b - a - 1) * (shared(a, b) - s) for a, b in parts) - (len(parts) - 1) * s
+        if len(parts) > 1 and saved > family_tokens * (len(parts) - 1):
+            stack.extend(reversed(parts))
+        else:
+            families.append([order[k] for k in range(lo, hi)])
     return families

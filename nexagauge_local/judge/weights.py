@@ -144,10 +144,37 @@ def load_model(profile: JudgeProfile, cache_dir: Path, dtype: str, device: str) 
         if not dequantised_ready(folder):
             log.info("dequantising %s once into %s", path.name, folder)
             dequantise_gguf(path, folder)
-        path = folder
+        path = cast_copy(folder, dtype)
     model = AutoModelForCausalLM.from_pretrained(path, dtype=getattr(torch, dtype))
     model.to(device).eval()
     return model, AutoTokenizer.from_pretrained(path)
+
+
+def cast_copy(folder: Path, dtype: str) -> Path:
+    """The dequantised weights saved once more in `dtype` (float32 is the folder itself).
+
+    Loading the float32 files as bfloat16 holds both copies at once: the demo judge's load
+    peaked at 1.15 GB for a 0.64 GB model, more than any judge run after it; from a bfloat16
+    copy it peaks at 0.41 GB and loads 0.4 s faster (measured for issue 19). Written to a temp
+    folder and renamed, like the dequantised folder."""
+    if dtype == "float32":
+        return folder
+    target = folder.with_name(f"{folder.name}-{dtype}")
+    if dequantised_ready(target):
+        return target
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    model = AutoModelForCausalLM.from_pretrained(folder, dtype=getattr(torch, dtype))
+    tmp = target.with_name(f"{target.name}.tmp{os.getpid()}")
+    shutil.rmtree(tmp, ignore_errors=True)
+    model.save_pretrained(tmp)
+    AutoTokenizer.from_pretrained(folder).save_pretrained(tmp)
+    try:
+        os.replace(tmp, target)
+    except OSError:  # another process won the race; its copy is as good as ours
+        shutil.rmtree(tmp, ignore_errors=True)
+    return target
 
 
 def render_prompt(tokenizer: Any, messages: Messages) -> str:
