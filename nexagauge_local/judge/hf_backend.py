@@ -192,11 +192,14 @@ class HFBackend:
         """Decode the families against their prefixes, each computed once (shared_prefix.py),
         in batches that may hold several families (batch_plan.py). Returns the families that
         share no prefix token (left to the plain path)."""
-        plain = [f for f in families if common_prefix_len([token_ids[i] for i in f]) == 0]
-        shared = [f for f in families if f not in plain]
-        plens = [common_prefix_len([token_ids[i] for i in f]) for f in shared]
+        lens = [common_prefix_len([token_ids[i] for i in f]) for f in families]
+        plain = [f for f, n in zip(families, lens) if n == 0]
+        shared = [f for f, n in zip(families, lens) if n > 0]
+        plens = [n for n in lens if n > 0]
         plan = shared_batches(shared, plens, lengths, self.token_budget, self.max_batch)
-        last = last_use(plan)
+        ending: dict[int, list[int]] = {}  # batch -> the families it is the last of
+        for f, end in last_use(plan).items():
+            ending.setdefault(end, []).append(f)
         held: dict[int, tuple[SharedPrefix, float]] = {}
         for b, batch in enumerate(plan):
             for _, f in batch:
@@ -207,7 +210,7 @@ class HFBackend:
             self._run_batch([requests[i] for i in idx], [token_ids[i] for i in idx],
                             _handover(idx, results, on_batch), [held[f][0] for _, f in batch],
                             [held[f][1] for _, f in batch])  # fmt: skip
-            for f in [f for f, end in last.items() if end == b]:
+            for f in ending.get(b, []):
                 del held[f]
         return plain
 
