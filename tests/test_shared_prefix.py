@@ -11,10 +11,10 @@ import torch
 
 from nexagauge_local.judge import row_cache
 from nexagauge_local.judge.batch_plan import last_use, shared_batches
-from nexagauge_local.judge.hf_decode import _forward_rows, _prefill_rows, cache_keyword
+from nexagauge_local.judge.hf_decode import _forward_rows, _prefill_rows, compute_prefix
 from nexagauge_local.judge.prefix import split_families
 from nexagauge_local.judge.row_cache import length_buckets
-from nexagauge_local.judge.shared_prefix import compute_prefix, install
+from nexagauge_local.judge.shared_prefix import install
 from tests.test_judge_hf import SCHEMAS, _requests
 
 
@@ -33,8 +33,7 @@ def test_prefix_rows_give_the_full_prompts_logits(tiny_backend, monkeypatch) -> 
     rows = [(fam_a, [200 + i] * (2 + i)) for i in range(3)]
     rows += [(fam_b, [300 + i] * (3 + 30 * i)) for i in range(3)]
     rows.sort(key=lambda r: len(r[1]))  # the backend hands rows sorted by suffix length
-    key = cache_keyword(type(model))
-    held = {id(fam_a): compute_prefix(model, fam_a, key), id(fam_b): compute_prefix(model, fam_b, key)}
+    held = {id(fam_a): compute_prefix(model, fam_a), id(fam_b): compute_prefix(model, fam_b)}
     prompts = [p + s for p, s in rows]
     prefixes = [held[id(p)] for p, _ in rows]
     assert len(length_buckets([len(s) for _, s in rows])) > 1

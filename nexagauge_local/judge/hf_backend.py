@@ -36,8 +36,8 @@ from nexagauge_local.judge.batch_plan import last_use, shared_batches
 from nexagauge_local.judge.hf_decode import (
     Decoded,
     RowRule,
-    cache_keyword,
     common_prefix_len,
+    compute_prefix,
     constrained_greedy,
 )
 from nexagauge_local.judge.hf_grammar import (
@@ -51,7 +51,7 @@ from nexagauge_local.judge.prefix import prefix_families, split_families
 from nexagauge_local.judge.profiles import DEFAULT_GRAMMAR, JudgeProfile, fingerprint
 from nexagauge_local.judge.row_cache import SharedPrefix
 from nexagauge_local.judge.schemas import engine_schema_json, parse_output, schema_id
-from nexagauge_local.judge.shared_prefix import compute_prefix, install
+from nexagauge_local.judge.shared_prefix import install
 from nexagauge_local.judge.string_caps import StringCaps, token_texts
 from nexagauge_local.judge.types import JudgeRequest, JudgeResult, Messages, OnBatch
 from nexagauge_local.judge.weights import (
@@ -217,7 +217,7 @@ class HFBackend:
     def _prefix(self, ids: list[int], members: int) -> tuple[SharedPrefix, float]:
         """A family's prefix, and each member's share of the seconds it took."""
         started = time.perf_counter()
-        prefix = compute_prefix(self.model, ids, cache_keyword(type(self.model)))
+        prefix = compute_prefix(self.model, ids)
         return prefix, (time.perf_counter() - started) / members
 
     def _micro_batches(self, idxs: list[int], lengths: list[int]) -> list[list[int]]:

@@ -86,6 +86,19 @@ def _forward(model: Any, ids: torch.Tensor, mask: torch.Tensor, pos: torch.Tenso
     return out.logits[:, -1, :].float()
 
 
+def compute_prefix(model: Any, ids: list[int]) -> SharedPrefix:
+    """Run a family's prefix once and keep its keys and values (no autograd graph: that would
+    keep every activation of the forward alive as long as the prefix)."""
+    from transformers import DynamicCache
+
+    cache = DynamicCache(config=model.config)
+    t = torch.tensor([ids], device=model.device)
+    with torch.inference_mode():
+        _forward(model, t, torch.ones_like(t), torch.arange(len(ids), device=model.device)
+                 .unsqueeze(0), cache)  # fmt: skip
+    return SharedPrefix(len(ids), tuple((layer.keys, layer.values) for layer in cache.layers))
+
+
 def _forward_rows(model: Any, ids: torch.Tensor, pos: torch.Tensor, rows: RowCache
                   ) -> torch.Tensor:
     """A forward against family prefixes: transformers' cache off, the row cache written and

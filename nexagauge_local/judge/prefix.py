@@ -53,15 +53,15 @@ def prefix_stats(rows: Sequence[Sequence[int]]) -> PrefixStats:
     return PrefixStats(len(ordered), total, common, unique)
 
 
-def prefix_families(rows: Sequence[Sequence[int]], kept: float = 0.5) -> list[list[int]]:
+def prefix_families(rows: Sequence[Sequence[int]]) -> list[list[int]]:
     """Row indices in families of prompts that share a long prefix, for shared-prefix prefill.
 
     A node's prompts of one schema share the instructions, and each metric's rubric after them:
     a micro-batch that mixes two metrics can share only the instructions (139 tokens on the
     redteam prompts), one with a single metric shares its whole rubric too. Sorted token lists
     put every family side by side; a new family starts where taking the next prompt in would
-    leave less than `kept` of what the current family shares (0.5: more than halve it). One
-    pass over neighbours after the sort (no clustering library works on token prefixes).
+    more than halve what the current family shares. One pass over neighbours after the sort
+    (no clustering library works on token prefixes).
     """
     if not rows:
         return []
@@ -71,7 +71,7 @@ def prefix_families(rows: Sequence[Sequence[int]], kept: float = 0.5) -> list[li
     for prev, i in pairwise(order):
         lcp = common_prefix(rows[prev], rows[i])
         joined = lcp if shared is None else min(shared, lcp)
-        if shared is not None and joined < kept * shared:
+        if shared is not None and 2 * joined < shared:
             families.append([i])
             shared = None
         else:
@@ -88,8 +88,9 @@ def split_families(rows: Sequence[Sequence[int]], family_tokens: int = 64) -> li
     Divisive over the sorted rows' neighbour prefixes (the trie's branch points): a run whose
     shared prefix is S splits where neighbours share only S, when the prefill tokens the
     sub-runs' longer prefixes save (less the S tokens each extra part computes again) exceed
-    `family_tokens` per extra family; each accepted part is split again. `prefix_families`' one greedy pass lets a few rows that share less with a
-    large family come first and cap its prefix (the peer sample: 378 shared instead of 471).
+    `family_tokens` per extra family; each accepted part is split again. `prefix_families`'
+    one greedy pass lets a few rows that share less with a large family come first and cap
+    its prefix (the peer sample: 378 shared instead of 471).
     """
     n = len(rows)
     if n == 0:

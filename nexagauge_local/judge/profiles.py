@@ -66,9 +66,10 @@ class JudgeProfile(BaseModel):
     # xgrammar 6-40x cheaper masks), strings closed at their bound by the hf decode loop
     # (string_caps.py) and clipped when parsed; on vLLM only the clip applies
     string_bounds: Literal["grammar", "clip"] = "grammar"
-    # hf backend micro-batches (None = hf_backend.default_token_budget: 4096 prompt tokens on
-    # CPU, 3072 in float32, 65536 on a GPU; 64 rows on CPU, 256 on a GPU): smaller ones hold
-    # less memory, larger ones batch more (answers reach the cache row by row either way)
+    # hf backend micro-batches (None = hf_backend.default_token_budget: on CPU KV-cache tokens,
+    # 24576 in bfloat16 and 3072 in float32; on a GPU 65536 prompt tokens; 64 rows on CPU, 256
+    # on a GPU): smaller ones hold less memory, larger ones batch more (answers reach the cache
+    # row by row either way)
     hf_token_budget: int | None = Field(default=None, ge=256)
     hf_max_batch: int | None = Field(default=None, ge=1)
     gpus: int = Field(default=1, ge=0)

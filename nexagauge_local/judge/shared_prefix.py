@@ -30,7 +30,7 @@ from typing import Any
 
 import torch
 
-from nexagauge_local.judge.row_cache import RowCache, SharedPrefix
+from nexagauge_local.judge.row_cache import RowCache
 
 ATTENTION = "ngl_shared_prefix"
 _FLASH = "_scaled_dot_product_flash_attention_for_cpu"
@@ -52,21 +52,6 @@ def install(model: Any) -> bool:
     except (ImportError, AttributeError, ValueError, TypeError):
         return False
     return getattr(model.config, "_attn_implementation", None) == ATTENTION
-
-
-def compute_prefix(model: Any, ids: list[int], cache_keyword: str) -> SharedPrefix:
-    """Run the prefix once and keep its keys and values (no autograd graph: that would keep
-    every activation of the forward alive as long as the prefix)."""
-    from transformers import DynamicCache
-
-    cache = DynamicCache(config=model.config)
-    t = torch.tensor([ids], device=model.device)
-    with torch.inference_mode():
-        model(input_ids=t, attention_mask=torch.ones_like(t), use_cache=True, logits_to_keep=1,
-              position_ids=torch.arange(len(ids), device=model.device).unsqueeze(0),
-              **{cache_keyword: cache})  # fmt: skip
-    layers = tuple((layer.keys, layer.values) for layer in cache.layers)
-    return SharedPrefix(len(ids), layers)
 
 
 def _flash(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: torch.Tensor | None,
