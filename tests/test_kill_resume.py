@@ -25,7 +25,8 @@ SAMPLE = ROOT / "nexagauge_local" / "data" / "sample.jsonl"
 TIMEOUT_S = 600
 
 
-def _committed(cache_db: Path) -> int:
+def committed_count(cache_db: Path) -> int:
+    """Answers in a judge cache, read-only, while a run may be writing it."""
     if not cache_db.exists():
         return 0
     try:
@@ -50,7 +51,7 @@ def test_sigkill_after_first_committed_answer_then_resume(tmp_path: Path) -> Non
     started = time.monotonic()
     proc = _run([*args, "--output-dir", str(tmp_path / "killed")])
     try:
-        while _committed(cache / DB_NAME) == 0:
+        while committed_count(cache / DB_NAME) == 0:
             assert proc.poll() is None, f"run ended before a commit: {proc.communicate()}"
             assert time.monotonic() - started < TIMEOUT_S, "no micro-batch committed in time"
             time.sleep(0.2)
@@ -61,7 +62,7 @@ def test_sigkill_after_first_committed_answer_then_resume(tmp_path: Path) -> Non
         if proc.poll() is None:
             proc.kill()
     assert proc.returncode == -signal.SIGKILL
-    committed = _committed(cache / DB_NAME)
+    committed = committed_count(cache / DB_NAME)
     assert 1 <= committed < 4, committed  # at least one answer, not the whole micro-batch
 
     store = JudgeCache(cache)

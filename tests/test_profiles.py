@@ -123,6 +123,7 @@ def test_gpu_ids_reach_the_engines_as_parameters(
 
     monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
     monkeypatch.setattr(W, "gpu_visible", lambda: True)
+    monkeypatch.setattr(F, "gpu_visible", lambda: True)  # a GPU host: engines get GPU ids
     monkeypatch.setattr(hf_backend, "HFBackend", _Recorder)
     monkeypatch.setattr(vllm_backend, "VLLMBackend", _Recorder)
     monkeypatch.setattr(hf_responder, "HFResponder", _Recorder)
@@ -179,7 +180,7 @@ def test_factory_fingerprint_matches_backend(
     same_weights = fac.fingerprint.split("@")[1].split("/")[0]
     assert same_weights == tiny_backend.fingerprint.split("@")[1].split("/")[0]
     assert backend.gpus == 0 and backend.load_seconds > 0
-    with pytest.raises(Exception, match="nexagauge-local\\[gpu\\]"):
+    with pytest.raises(Exception, match="nexagauge-local\\[vllm\\]"):
         monkeypatch.setattr(F, "vllm_importable", lambda: False)
         F.make_backend_factory(str(tiny_judge_dir), backend="vllm", cache_dir=tmp_path)
 

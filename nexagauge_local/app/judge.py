@@ -19,6 +19,7 @@ from nexagauge_local.judge.cost import CostLedger
 from nexagauge_local.judge.factory import (
     BackendFactory,
     GrammarUnsupported,
+    check_vllm_imports,
     make_backend_factory,
 )
 from nexagauge_local.judge.loadable import WeightsUnusable, check_loadable
@@ -67,7 +68,9 @@ def preflight(settings: RunSettings) -> BackendFactory:
     factory = resolve_judge(settings)
     try:
         check_loadable(factory.profile)
-    except (WeightsUnusable, WeightsMissing) as exc:
+        if factory.backend == "vllm" and not settings.cluster:
+            check_vllm_imports()
+    except (WeightsUnusable, WeightsMissing, VLLMMissing) as exc:
         raise JudgeSetupError(str(exc)) from None
     if settings.cluster:
         try:

@@ -115,7 +115,10 @@ def run(
         dataset = open_input(Path(tmp))
         judged = needs_judge(settings.target, dataset)
         if judged:
-            preflight(settings)
+            factory = preflight(settings)
+            if console is not None and settings.progress:
+                console.print(f"judge: {factory.model_name} on the {factory.backend} backend "
+                              f"({factory.reason})", soft_wrap=True, highlight=False)
         trail = AuditTrail.start(settings, argv, sign_key)  # checks a --sign key first
         if settings.output_dir is not None:
             prepare_output_dir(settings.output_dir)

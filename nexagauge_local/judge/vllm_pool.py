@@ -1,4 +1,4 @@
-"""Data-parallel vLLM: one engine per GPU, each in its own spawned worker process.
+"""Data-parallel vLLM: one engine per GPU (or CPU slice), each in its own spawned worker.
 
 Why the process rules matter:
 - Workers are *spawned* (a fresh interpreter: CUDA cannot be forked) and *non-daemonic*: vLLM's
@@ -9,9 +9,13 @@ Why the process rules matter:
   closes it in a `finally`), and a multiprocessing finalizer at interpreter exit (after a
   Ctrl-C or an exception that skipped `close`), which runs before multiprocessing joins
   non-daemonic children. A worker that does not stop when asked is terminated, then killed.
-- CUDA_VISIBLE_DEVICES is set inside each worker before vllm is imported.
-Requests are sharded contiguously (same-rubric prompts stay on one engine, which keeps
-prefix-cache hits); each worker streams its finished requests back as they complete.
+- CUDA_VISIBLE_DEVICES (or, on a CPU host, the worker's CPU slice) is set inside each worker
+  before vllm is imported.
+- A parent killed with `kill -9` takes its workers with it (PR_SET_PDEATHSIG, see
+  `_worker_main`).
+Requests are sharded contiguously by tokens (same-rubric prompts stay on one engine, which
+keeps prefix-cache hits, and engines finish together); each worker streams its finished
+requests back as they complete.
 """
 
 from __future__ import annotations
@@ -19,6 +23,7 @@ from __future__ import annotations
 import multiprocessing as mp
 import os
 import queue
+import signal
 from collections.abc import Callable, Sequence
 from multiprocessing import util as mp_util
 from typing import Any
@@ -27,20 +32,31 @@ from nexagauge_local.judge.vllm_engine import (
     WireRequest,
     import_vllm,
     run_engine,
-    shard_ranges,
-    spawn_engine_core,
+    token_shards,
 )
+from nexagauge_local.judge.vllm_host import EngineHost
+from nexagauge_local.libc import die_with_parent
 
 STOP_TIMEOUT_S = 20.0
 POLL_S = 1.0
 
 
 def _worker_main(
-    index: int, device_id: str, kwargs: dict[str, Any], seed: int, inbox: Any, outbox: Any
+    index: int, host: EngineHost, kwargs: dict[str, Any], seed: int, parent_pid: int,
+    inbox: Any, outbox: Any,
 ) -> None:
-    """Child process: pin the GPU *before* importing vllm, build the engine, serve shards."""
-    os.environ["CUDA_VISIBLE_DEVICES"] = device_id
-    spawn_engine_core()
+    """Child process: pin its device *before* importing vllm, build the engine, serve shards.
+
+    A parent killed with `kill -9` never sends the stop message, and the worker would wait in
+    `inbox.get()` forever holding ~90% of its GPU: the kernel sends it SIGTERM when the parent
+    dies, and stops its engine core before it goes (SIGKILL would leave that grandchild
+    behind)."""
+    signal.signal(signal.SIGTERM, _exit_on_sigterm)
+    # Ctrl-C reaches the whole process group; the parent alone decides (it stops the pool),
+    # so a worker does not die mid-step with a traceback of its own on the user's terminal.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    die_with_parent(parent_pid, signal.SIGTERM)
+    host.apply()
     try:
         vllm = import_vllm()
         llm = vllm.LLM(**kwargs)
@@ -63,14 +79,37 @@ def _worker_main(
             outbox.put((index, "error", repr(exc)))
 
 
-def _stop(workers: list[tuple[Any, Any]]) -> None:
-    """Ask every live worker to stop, then terminate and kill what is still alive."""
-    for proc, inbox in workers:
-        if proc.is_alive():
-            try:
-                inbox.put(None)
-            except (OSError, ValueError):  # queue already closed
-                pass
+def _exit_on_sigterm(signum: int, frame: Any) -> None:
+    """Stop now: kill the engine's own processes (vLLM's engine core and its workers), then
+    leave without the interpreter's exit work. This is the path of a dead or interrupted
+    parent, where nothing is left to save; a graceful exit (vLLM's shutdown waits on its
+    engine core, which waits on its workers) took 20-35 s on two busy cores."""
+    import psutil  # a dependency of accelerate and vLLM; only needed here
+
+    descendants = psutil.Process().children(recursive=True)
+    for proc in descendants:
+        try:
+            proc.kill()
+        except psutil.Error:
+            pass
+    psutil.wait_procs(descendants, timeout=5)
+    os._exit(128 + signum)
+
+
+def _stop(workers: list[tuple[Any, Any]], busy: set[int]) -> None:
+    """Ask every idle worker to stop, then terminate and kill what is still alive. A worker
+    still busy with a shard (the run was interrupted or failed) reads no stop message until
+    its shard is done: it is sent SIGTERM at once, which shuts its engine down."""
+    for index, (proc, inbox) in enumerate(workers):
+        if not proc.is_alive():
+            continue
+        if index in busy:
+            proc.terminate()
+            continue
+        try:
+            inbox.put(None)
+        except (OSError, ValueError):  # queue already closed
+            pass
     for proc, _ in workers:
         proc.join(timeout=STOP_TIMEOUT_S)
         if proc.is_alive():
@@ -82,21 +121,24 @@ def _stop(workers: list[tuple[Any, Any]]) -> None:
 
 
 class DataParallelPool:
-    def __init__(self, device_ids: Sequence[str], kwargs: dict[str, Any], seed: int) -> None:
+    def __init__(self, hosts: Sequence[EngineHost], kwargs: dict[str, Any], seed: int) -> None:
         ctx = mp.get_context("spawn")
+        self.hosts = list(hosts)
         self.outbox = ctx.Queue()
         self.workers: list[tuple[Any, Any]] = []
         self.pids: list[int] = []
         # Registered before any worker starts, so an exit at any later point stops them.
-        self._finalizer = mp_util.Finalize(self, _stop, args=(self.workers,), exitpriority=10)
+        self.busy: set[int] = set()  # workers with a shard in hand
+        self._finalizer = mp_util.Finalize(self, _stop, args=(self.workers, self.busy),
+                                           exitpriority=10)
         try:
-            for index, dev in enumerate(device_ids):
+            for index, host in enumerate(self.hosts):
                 inbox = ctx.Queue()
                 proc = ctx.Process(
                     target=_worker_main,
-                    args=(index, dev, kwargs, seed, inbox, self.outbox),
+                    args=(index, host, kwargs, seed, os.getpid(), inbox, self.outbox),
                     daemon=False,
-                    name=f"nexagauge-vllm-gpu{dev}",
+                    name=f"nexagauge-vllm-{_where(host)}",
                 )
                 proc.start()
                 self.workers.append((proc, inbox))
@@ -104,7 +146,7 @@ class DataParallelPool:
                 index, status, info = self._get()
                 if status != "ready":
                     raise RuntimeError(
-                        f"vllm data-parallel engine on GPU {device_ids[index]} failed to "
+                        f"vllm data-parallel engine on {_where(self.hosts[index])} failed to "
                         f"start: {info}"
                     )
                 self.pids.append(int(info))
@@ -134,8 +176,9 @@ class DataParallelPool:
         positions as each engine finishes requests."""
         if not self._finalizer.still_active():
             raise RuntimeError("the vllm data-parallel engines were shut down after an error")
-        ranges = shard_ranges(len(wire), len(self.workers))
-        busy = set()
+        ranges = token_shards([len(r.prompt_ids) + r.max_tokens for r in wire],
+                              len(self.workers))
+        busy = self.busy
         for index, ((_, inbox), rng) in enumerate(zip(self.workers, ranges)):
             if len(rng):
                 inbox.put(([wire[i] for i in rng], list(stop_ids)))
@@ -153,3 +196,10 @@ class DataParallelPool:
 
     def close(self) -> None:
         self._finalizer()  # runs _stop once; later calls (and exit) are no-ops
+
+
+def _where(host: EngineHost) -> str:
+    """`gpu1` or `cpu0-7`, for process names and errors."""
+    if host.device == "cuda":
+        return "gpu" + ",".join(host.gpu_ids)
+    return f"cpu{host.cpus[0]}-{host.cpus[-1]}" if len(host.cpus) > 1 else f"cpu{host.cpus[0]}"

@@ -236,13 +236,14 @@ class TokenCounter:
         return count_prompt_tokens(self.tokenizer, messages)
 
 
-def engine_model_path(profile: JudgeProfile, cache_dir: Path) -> str:
+def engine_model_path(profile: JudgeProfile, cache_dir: Path, dtype: str = "float32") -> str:
     """The HF folder an engine that cannot read GGUF (vLLM) loads: the weights themselves, or
-    for a GGUF profile its dequantised safetensors cache (built on first use)."""
+    for a GGUF profile its dequantised safetensors cache (built on first use), in `dtype` -
+    the very files the hf backend loads, so both backends judge with the same weights."""
     path = profile.weights_path()
     if path.suffix.lower() != ".gguf":
         return str(path)
     folder = dequantised_dir(path, cache_dir)
     if not dequantised_ready(folder):
         dequantise_gguf(path, folder)
-    return str(folder)
+    return str(cast_copy(folder, dtype))

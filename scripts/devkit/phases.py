@@ -133,6 +133,7 @@ def _run_ours(
 ) -> dict[str, Any]:
     from nexagauge_local.judge.cost import split_device_seconds
     from nexagauge_local.judge.vllm_backend import (
+        eos_order,
         import_vllm,
         load_tokenizer_at,
         run_engine,
@@ -148,7 +149,7 @@ def _run_ours(
     llm = vllm.LLM(**engine)
     load_s = time.perf_counter() - started
     tok = load_tokenizer_at(engine["model"])  # the backend's tokenizer and chat policy
-    stop_ids = sorted(generation_eos_ids(engine["model"], tok))
+    stop_ids = eos_order(generation_eos_ids(engine["model"], tok), tok.eos_token_id)
 
     def run(batch: list[JudgeRequest]) -> tuple[list[dict[str, Any]], float, int]:
         raws: list[dict[str, Any] | None] = [None] * len(batch)

@@ -1,0 +1,67 @@
+"""Where a vLLM engine runs (judge/vllm_host.py): pure parts, no engine."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from nexagauge_local.judge import factory as F
+from nexagauge_local.judge.profiles import JudgeProfile
+from nexagauge_local.judge.vllm_host import (
+    EngineHost,
+    cpu_bind_value,
+    cpu_slices,
+    engine_hosts,
+    host_engine_kwargs,
+)
+
+
+def test_cpu_slices_give_every_engine_its_own_cpus() -> None:
+    assert cpu_slices([0, 1], 1, None) == [[0, 1]]
+    assert cpu_slices([0, 1], 2, None) == [[0], [1]]
+    assert cpu_slices(list(range(8)), 3, None) == [[0, 1], [2, 3], [4, 5]]
+    assert cpu_slices(list(range(8)), 2, 2) == [[0, 1], [4, 5]]  # capped threads
+    assert cpu_slices([3], 2, None) == [[3], [3]]  # more engines than CPUs: they share
+
+
+def test_bind_values_as_vllm_reads_them() -> None:
+    assert cpu_bind_value([0, 1, 2, 3]) == "0-3"
+    assert cpu_bind_value([5]) == "5"
+    assert cpu_bind_value([0, 2]) == "0,2"
+
+
+def test_cpu_host_environment_keeps_what_the_user_set(monkeypatch: pytest.MonkeyPatch) -> None:
+    host = EngineHost("cpu", cpus=(0, 1))
+    assert host.environment() == {"VLLM_CPU_OMP_THREADS_BIND": "0-1", "OMP_NUM_THREADS": "2"}
+    assert host.tensor_parallel == 1  # vLLM rejects 0 ranks
+    monkeypatch.setenv("VLLM_CPU_OMP_THREADS_BIND", "1")
+    monkeypatch.delenv("OMP_NUM_THREADS", raising=False)
+    host.apply()
+    assert os.environ["VLLM_CPU_OMP_THREADS_BIND"] == "1"
+    assert os.environ["OMP_NUM_THREADS"] == "2"
+
+
+def test_engines_per_host() -> None:
+    prof = JudgeProfile(name="q", weights="/w", vllm_cpu_engines=2)
+    cpu = engine_hosts("cpu", (), prof, data_parallel=False)
+    assert len(cpu) == 2 and all(h.device == "cpu" and h.cpus for h in cpu)
+    gpu = engine_hosts("cuda", ("0", "1"), prof, data_parallel=True)
+    assert [h.gpu_ids for h in gpu] == [("0",), ("1",)]
+    assert engine_hosts("cuda", ("0", "1"), prof, data_parallel=False)[0].tensor_parallel == 2
+    assert host_engine_kwargs("cpu", prof) == {"enforce_eager": True,
+                                                "kv_cache_memory_bytes": 1 << 30}
+    assert host_engine_kwargs("cuda", prof) == {"enforce_eager": False}
+
+
+def test_auto_backend_says_why(monkeypatch: pytest.MonkeyPatch) -> None:
+    prof = JudgeProfile(name="q", weights="/w")
+    monkeypatch.setattr(F, "gpu_visible", lambda: False)
+    monkeypatch.setattr(F, "vllm_importable", lambda: True)
+    backend, why = F.backend_choice("auto", prof)
+    assert backend == "hf" and "without a GPU" in why and "bench_backends" in why
+    assert F.backend_choice("vllm", prof) == ("vllm", "--backend vllm")  # wherever it imports
+    monkeypatch.setattr(F, "gpu_visible", lambda: True)
+    assert F.backend_choice("auto", prof)[0] == "vllm"
+    pinned = prof.model_copy(update={"backend": "hf"})
+    assert F.backend_choice("auto", pinned) == ("hf", "judge profile 'q' sets backend = hf")
