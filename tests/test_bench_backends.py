@@ -96,3 +96,15 @@ def test_real_hf_and_vllm_agree(tmp_path: Path, demo_cache_dir: Path, vllm_demo)
     assert agr["compared"] > 0
     assert agr["score_share"] >= 0.95, agr["differences"]
     assert proc.returncode == 0
+
+
+def test_logprob_numerics_are_the_same_answer() -> None:
+    """G-Eval's digit probabilities from two engines differ in the 5th decimal: the same
+    answer, listed, but counted as identical (seen on the bundled sample)."""
+    hf = _metric("quality", 0.34045381)
+    vl = _metric("quality", 0.34045502)
+    hf["result"][0]["digit_probabilities"] = {"1": 0.45455919}
+    vl["result"][0]["digit_probabilities"] = {"1": 0.45455708}
+    assert classify(hf, vl) == "same answer, score differs below 5e-4 (logprob numerics)"
+    vl["result"][0]["digit_probabilities"] = {"1": 0.46}
+    assert classify(hf, vl) == "verdict differs"
