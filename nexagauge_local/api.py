@@ -21,7 +21,7 @@ def evaluate(
 ) -> RunOutcome:
     """Evaluate records (dicts, or a path to a JSON/JSONL/CSV file) and return the outcome.
 
-    Keyword settings are RunSettings fields (model, backend, gpus, cache_dir, on_error, ...).
+    Keyword settings are RunSettings fields (model, backend, gpu_ids, cache_dir, on_error, ...).
     Case reports are returned in `outcome.case_reports` and, with output_dir, written there too.
     Raises app.errors.JudgeSetupError / ClusterSetupError when an LLM target's judge cannot
     work, and records.RecordsError for bad records with on_error="fail".

@@ -34,8 +34,7 @@ from nexagauge_local.case import Case
 from nexagauge_local.dataset import Dataset, ScanResult, shards
 from nexagauge_local.embed import Embedder
 from nexagauge_local.graph import GRAPH, Graph, NodeSpec, eligibility
-from nexagauge_local.judge.profiles import vllm_distribution
-from nexagauge_local.judge.protocol import Judge
+from nexagauge_local.judge import Judge, vllm_distribution
 from nexagauge_local.libc import release_free_pages
 from nexagauge_local.nodes.base import CaseState, Node, RunContext
 from nexagauge_local.records import RecordsError
@@ -270,7 +269,7 @@ class Runner:
             "embedder": ctx.embedder.describe() if ctx.embedder_started else None,
             "prompt_versions": dict(sorted(ctx.prompt_versions.items())),
             "judge_outcomes": {n: o.as_dict() for n, o in ctx.judge_outcomes.items()},
-            "gpus": self.settings.gpus,
+            "gpus": self.settings.gpu_ids,
             "gpu_hour_price": price,
             "nodes": usage,
             "cost": totals,

@@ -42,7 +42,7 @@ class RunSettings(BaseSettings):
     # judge
     model: str = "demo"
     backend: Literal["auto", "hf", "vllm"] = "auto"
-    gpus: list[int] = Field(default_factory=list)
+    gpu_ids: list[int] = Field(default_factory=list)  # `--gpu 0,1`
     gpu_hour_price: float | None = Field(default=None, ge=0)
     seed: int = 0
     # a judge request longer than the judge's window: fail it alone (default), or judge the

@@ -28,7 +28,7 @@ from pathlib import Path
 
 from nexagauge_local.judge import schemas as S
 from nexagauge_local.judge.cache import CacheEntry, JudgeCache
-from nexagauge_local.judge.hf_backend import HFBackend
+from nexagauge_local.judge.hf.backend import HFBackend
 from nexagauge_local.judge.profiles import resolve_profile
 from nexagauge_local.judge.types import JudgeRequest, JudgeResult
 from nexagauge_local.nodes.redteam import verdict_schema

@@ -81,7 +81,7 @@ def main() -> None:
     ap.add_argument("--json", type=Path)
     args = ap.parse_args()
 
-    from nexagauge_local.judge.hf_backend import HFBackend
+    from nexagauge_local.judge.hf.backend import HFBackend
     from nexagauge_local.judge.profiles import resolve_profile
     from nexagauge_local.settings import default_cache_dir
 

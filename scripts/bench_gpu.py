@@ -47,8 +47,8 @@ from devkit.phases import (
     write_model_dir,
 )
 
+from nexagauge_local.judge.runtime import prompt_ids
 from nexagauge_local.judge.types import JudgeRequest
-from nexagauge_local.judge.weights import prompt_ids
 
 ASSUMED_MAX_NUM_SEQS = 1024  # vLLM's default on >= 70 GiB GPUs (engine/arg_utils.py)
 

@@ -36,7 +36,7 @@ ENGINES = ("guidance", "outlines")
 def child(engine: str, n: int, model: str, threads: int) -> dict[str, object]:
     from bench_batching import build_requests
 
-    from nexagauge_local.judge.hf_backend import HFBackend
+    from nexagauge_local.judge.hf.backend import HFBackend
     from nexagauge_local.judge.profiles import resolve_profile
     from nexagauge_local.settings import default_cache_dir
 

@@ -41,7 +41,7 @@ def _schema_json(variant: str) -> str:
 
 def _demo_model_dir() -> Path:
     from nexagauge_local.judge.profiles import resolve_profile
-    from nexagauge_local.judge.weights import engine_model_path
+    from nexagauge_local.judge.runtime import engine_model_path
     from nexagauge_local.settings import default_cache_dir
 
     return Path(engine_model_path(resolve_profile("demo"), default_cache_dir()))

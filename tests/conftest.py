@@ -34,7 +34,7 @@ def tiny_profile(tiny_judge_dir: Path):
 @pytest.fixture(scope="session")
 def tiny_backend(tiny_profile, tmp_path_factory: pytest.TempPathFactory):
     """One loaded HFBackend shared by the session (loading + schema compiles are the slow part)."""
-    from nexagauge_local.judge.hf_backend import HFBackend
+    from nexagauge_local.judge.hf.backend import HFBackend
 
     # one thread: the model is too small to gain from more, and a busy CI host makes
     # OpenMP threads wait on each other
@@ -67,8 +67,8 @@ def make_vllm_demo(cache_dir: Path, grammar: str = "xgrammar", model_path: str |
                    **profile: object):
     """A vLLM backend on this host's CPUs with the demo judge (its dequantised weights)."""
     from nexagauge_local.judge.profiles import resolve_profile
-    from nexagauge_local.judge.vllm_backend import VLLMBackend
-    from nexagauge_local.judge.weights import resolve_dtype
+    from nexagauge_local.judge.runtime import resolve_dtype
+    from nexagauge_local.judge.vllm.backend import VLLMBackend
 
     prof = resolve_profile("demo").model_copy(update={"max_model_len": 4096, **profile})
     return VLLMBackend(prof, dtype=resolve_dtype(prof.dtype, "cpu"), device="cpu",

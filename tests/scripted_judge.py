@@ -15,7 +15,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from nexagauge_local.judge.cost import CostLedger
+from nexagauge_local.judge.ledger import CostLedger
 from nexagauge_local.judge.schemas import resolve_ref
 from nexagauge_local.judge.types import JudgeRequest, JudgeResult
 

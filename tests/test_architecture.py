@@ -20,7 +20,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("settings", "blocks", "case", "records", "dataset", "results", "embed", "scoring", "probes",
      "libc"),
     ("judge",),
-    ("cluster", "target"),
+    ("cluster", "responder"),
     ("nodes",),
     ("graph",),
     ("runner", "estimate", "report", "compare", "gate", "agreement", "audit"),
@@ -104,6 +104,26 @@ def upward(graph: dict[str, set[str]]) -> list[str]:
     return sorted(out)
 
 
+# judge's surface: its package and its sub-packages' __init__ (prompts for node authors,
+# runtime for devices/weights/tokenizers, the two engines). Code outside judge/ imports from
+# these, never from a module inside, so judge's files can move without touching the rest.
+JUDGE = "nexagauge_local.judge"
+JUDGE_SURFACE = frozenset(
+    {JUDGE, f"{JUDGE}.prompts", f"{JUDGE}.runtime", f"{JUDGE}.hf", f"{JUDGE}.vllm"}
+)
+
+
+def past_surface(graph: dict[str, set[str]]) -> list[str]:
+    """Imports from outside judge/ that reach a judge module other than its surface."""
+    out = []
+    for src, dsts in graph.items():
+        if src == JUDGE or src.startswith(f"{JUDGE}."):
+            continue
+        out += [f"{src} -> {d}" for d in dsts
+                if d.startswith(f"{JUDGE}.") and d not in JUDGE_SURFACE]
+    return sorted(out)
+
+
 def test_every_module_has_a_layer() -> None:
     assert len(import_graph()) > 50, f"no package found at {PKG}"
     unknown = sorted({_top(m) for m in import_graph()} - set(LAYER_OF))
@@ -116,6 +136,17 @@ def test_no_import_circle() -> None:
 
 def test_no_upward_import() -> None:
     assert upward(import_graph()) == []
+
+
+def test_nothing_reaches_past_the_judge_surface() -> None:
+    assert past_surface(import_graph()) == []
+    assert {f"{JUDGE}.{s}" for s in ("prompts", "runtime", "hf", "vllm")} <= set(import_graph())
+
+
+def test_the_surface_check_can_fail() -> None:
+    g = {"nexagauge_local.nodes.x": {f"{JUDGE}.client", JUDGE, f"{JUDGE}.vllm"},
+         f"{JUDGE}.client": {f"{JUDGE}.cache"}}
+    assert past_surface(g) == [f"nexagauge_local.nodes.x -> {JUDGE}.client"]
 
 
 @pytest.mark.parametrize("edge", [("a", "b"), ("b", "a")])

@@ -18,9 +18,9 @@ from click.testing import CliRunner
 from devkit import baseline as B
 from devkit import benchreport, floor, workload
 
+from nexagauge_local.judge.runtime import prompt_ids
 from nexagauge_local.judge.schemas import max_tokens_for
 from nexagauge_local.judge.types import JudgeRequest
-from nexagauge_local.judge.weights import prompt_ids
 from nexagauge_local.nodes.redteam import BIAS, TOXICITY, render_redteam, verdict_schema
 from nexagauge_local.nodes.redteam import PROMPT_VERSION as REDTEAM_VERSION
 
@@ -86,7 +86,7 @@ def test_dry_run_requests_come_from_the_redteam_node(dry) -> None:
 
 
 def test_dry_run_counts_tokens_with_the_demo_tokenizer(dry, tmp_path: Path) -> None:
-    from nexagauge_local.judge.weights import count_prompt_tokens
+    from nexagauge_local.judge.runtime import count_prompt_tokens
     from nexagauge_local.settings import default_cache_dir
 
     plan, _ = dry
@@ -125,7 +125,7 @@ def test_dry_run_floor_arithmetic_is_stated_and_consistent(dry) -> None:
 
 def test_dry_run_engine_matches_the_backend_and_the_server(dry) -> None:
     from nexagauge_local.judge.profiles import JudgeProfile
-    from nexagauge_local.judge.vllm_backend import engine_kwargs
+    from nexagauge_local.judge.vllm.backend import engine_kwargs
 
     plan, _ = dry
     engine = plan["engine"]

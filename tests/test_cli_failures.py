@@ -19,7 +19,7 @@ from click.testing import CliRunner, Result
 
 from nexagauge_local.blocks import ProbeBlock
 from nexagauge_local.cli import main
-from nexagauge_local.judge.hf_backend import HFBackend
+from nexagauge_local.judge.hf.backend import HFBackend
 from nexagauge_local.judge.prompts import parse_sections
 from nexagauge_local.judge.types import JudgeRequest, JudgeResult
 from nexagauge_local.probes.aggregate import aggregate_metrics

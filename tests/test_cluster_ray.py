@@ -150,7 +150,7 @@ def ray_head() -> Any:
 def tiny_f32(tiny_judge_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The tiny judge as a float32 profile. A cluster cuts the node's requests into other
     batches than one process does; on CPU each call's prompts are decoded against the prefix
-    its own requests share (judge/shared_prefix.py), and only float32 makes the answers
+    its own requests share (judge/hf/cascade.py), and only float32 makes the answers
     independent of that (bfloat16 rounds differently where the split falls)."""
     path = tmp_path_factory.mktemp("tiny_f32") / "tiny-f32.toml"
     path.write_text(
@@ -330,7 +330,7 @@ class _BoomBackend:
 
     name: str = "boom"
     fingerprint: str = "boom@test"
-    gpus: int = 0
+    gpu_count: int = 0
 
     def count_tokens(self, messages: Any) -> int:
         return sum(len(m["content"]) for m in messages)
@@ -349,7 +349,7 @@ class _BoomFactory:
     profile: Any
     cache_dir: Path
     backend: str = "hf"
-    gpus: tuple[int, ...] = ()
+    gpu_ids: tuple[int, ...] = ()
     fingerprint: str = "boom@test"
 
     def __call__(self) -> _BoomBackend:

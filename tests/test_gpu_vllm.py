@@ -39,7 +39,7 @@ pytestmark = [
 @pytest.fixture(scope="module")
 def vllm_backend(tmp_path_factory: pytest.TempPathFactory):
     from nexagauge_local.judge.profiles import JudgeProfile, resolve_profile
-    from nexagauge_local.judge.vllm_backend import VLLMBackend
+    from nexagauge_local.judge.vllm.backend import VLLMBackend
 
     model = os.environ.get("NEXAGAUGE_GPU_TEST_MODEL")
     profile = (
@@ -74,7 +74,7 @@ def test_vllm_outputs_parse(vllm_backend, schema) -> None:
     errors = [r.error for r in results if r.error]
     assert not errors, errors[:3]
     assert all(r.gpu_seconds > 0 and r.prompt_tokens > 0 for r in results)
-    assert vllm_backend.gpus == 1
+    assert vllm_backend.gpu_count == 1
 
 
 def test_vllm_truncation_and_logprobs(vllm_backend) -> None:

@@ -17,7 +17,7 @@ import pytest
 from nexagauge_local.judge import schemas as S
 from nexagauge_local.judge.cache import JudgeCache
 from nexagauge_local.judge.client import JudgeClient
-from nexagauge_local.judge.cost import CostLedger
+from nexagauge_local.judge.ledger import CostLedger
 from nexagauge_local.judge.types import JudgeRequest, JudgeResult, Messages
 from nexagauge_local.nodes.geval import geval_schema
 from nexagauge_local.nodes.redteam import verdict_schema
@@ -32,7 +32,7 @@ class ScriptedBackend:
 
     name = "scripted"
     fingerprint = "scripted@1/float32/test"
-    gpus = 0
+    gpu_count = 0
     load_seconds = 1.5
 
     def __init__(self) -> None:
@@ -192,7 +192,7 @@ def test_identity_without_building_backend(tmp_path: Path) -> None:
 class Counting:
     def __init__(self, inner: object) -> None:
         self.inner, self.calls = inner, []
-        self.name, self.fingerprint, self.gpus = inner.name, inner.fingerprint, inner.gpus  # type: ignore[attr-defined]
+        self.name, self.fingerprint, self.gpu_count = inner.name, inner.fingerprint, inner.gpu_count  # type: ignore[attr-defined]
 
     def count_tokens(self, messages: Messages) -> int:
         return self.inner.count_tokens(messages)  # type: ignore[attr-defined]
@@ -243,9 +243,9 @@ _CHILD = textwrap.dedent(
     from pathlib import Path
     sys.path.insert(0, {repo!r})
     from nexagauge_local.judge.cache import JudgeCache
-    from nexagauge_local.judge.cost import CostLedger
+    from nexagauge_local.judge.ledger import CostLedger
     from nexagauge_local.judge.client import JudgeClient
-    from nexagauge_local.judge.hf_backend import HFBackend
+    from nexagauge_local.judge.hf.backend import HFBackend
     from nexagauge_local.judge.profiles import JudgeProfile
     from tests.test_judge_client import _tiny_requests
 
@@ -256,7 +256,7 @@ _CHILD = textwrap.dedent(
         # the second chunk is computed, then stalls before returning: killed mid-call
         def __init__(self):
             self.inner = HFBackend(profile, cache_dir=cache_dir, device="cpu", threads=1)
-            self.name, self.fingerprint, self.gpus = "hf", self.inner.fingerprint, 0
+            self.name, self.fingerprint, self.gpu_count = "hf", self.inner.fingerprint, 0
             self.calls = 0
         def count_tokens(self, m):
             return self.inner.count_tokens(m)
@@ -320,7 +320,7 @@ def test_sigkill_mid_run_recomputes_nothing_finished(
 def test_calibrate_and_estimate_without_weights(tiny_backend, tiny_profile, tmp_path: Path) -> None:
     from nexagauge_local.app.calibrate import calibrate
     from nexagauge_local.estimate.cost import estimate_llm
-    from nexagauge_local.judge.weights import TokenCounter
+    from nexagauge_local.judge.runtime import TokenCounter
 
     calib = calibrate(tiny_backend, n=4)
     assert calib["fingerprint"] == tiny_backend.fingerprint and calib["device"].startswith("cpu:")

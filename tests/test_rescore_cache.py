@@ -22,7 +22,7 @@ from nexagauge_local.cli import main
 from nexagauge_local.dataset import Dataset
 from nexagauge_local.judge.cache import JudgeCache
 from nexagauge_local.judge.client import JudgeClient
-from nexagauge_local.judge.cost import CostLedger
+from nexagauge_local.judge.ledger import CostLedger
 from nexagauge_local.judge.types import JudgeRequest, JudgeResult
 from nexagauge_local.runner import Runner
 from nexagauge_local.settings import RunSettings
@@ -39,7 +39,7 @@ class CountingBackend:
 
     name = "counting"
     fingerprint = "counting-judge@test"
-    gpus = 0
+    gpu_count = 0
     load_seconds = 0.0
 
     def __init__(self) -> None:

@@ -1,5 +1,5 @@
-"""The CPU decode against family prefixes held once (shared_prefix.py, row_cache.py,
-batch_plan.py, prefix.split_families): the same logits and answers as full prompts, with the
+"""The CPU decode against family prefixes held once (hf/cascade.py, hf/kv_cache.py,
+hf/batches.py, prefix.split_families): the same logits and answers as full prompts, with the
 planning rules as pure functions."""
 
 from __future__ import annotations
@@ -9,12 +9,12 @@ from types import SimpleNamespace
 import pytest
 import torch
 
-from nexagauge_local.judge import row_cache
-from nexagauge_local.judge.batch_plan import last_use, shared_batches
-from nexagauge_local.judge.hf_decode import _forward_rows, _prefill_rows, compute_prefix
-from nexagauge_local.judge.prefix import split_families
-from nexagauge_local.judge.row_cache import length_buckets
-from nexagauge_local.judge.shared_prefix import install
+from nexagauge_local.judge.hf import kv_cache as row_cache
+from nexagauge_local.judge.hf.batches import last_use, shared_batches
+from nexagauge_local.judge.hf.cascade import install
+from nexagauge_local.judge.hf.decode import _forward_rows, _prefill_rows, compute_prefix
+from nexagauge_local.judge.hf.families import split_families
+from nexagauge_local.judge.hf.kv_cache import length_buckets
 from tests.test_judge_hf import SCHEMAS, _requests
 
 
@@ -124,7 +124,7 @@ def test_prefix_attention_without_a_row_cache_is_sdpa(tiny_backend, n: int) -> N
     """The installed attention is transformers' SDPA wherever no row cache is passed."""
     from transformers.integrations.sdpa_attention import sdpa_attention_forward
 
-    from nexagauge_local.judge.shared_prefix import shared_prefix_attention
+    from nexagauge_local.judge.hf.cascade import shared_prefix_attention
 
     module = tiny_backend.model.model.layers[0].self_attn
     q, k, v = torch.randn(2, 4, n, 16), torch.randn(2, 2, n, 16), torch.randn(2, 2, n, 16)

@@ -9,7 +9,7 @@ from pathlib import Path
 from nexagauge_local.judge import schemas as S
 from nexagauge_local.judge.profiles import fingerprint, resolve_profile
 from nexagauge_local.judge.types import JudgeRequest
-from nexagauge_local.judge.vllm_engine import to_wire
+from nexagauge_local.judge.vllm.engine import to_wire
 from nexagauge_local.nodes.claim_check.schema import claim_verdicts_schema
 from nexagauge_local.nodes.redteam import verdict_schema
 from tests.judge_fixtures import redteam_messages
@@ -44,7 +44,7 @@ def test_vllm_wire_schema_follows_the_profile() -> None:
 def test_hf_clip_backend_compiles_the_open_grammar(tiny_profile, tmp_path: Path) -> None:
     """A random model under the open grammar and the loop's string caps: every answer parses
     (the caps end each string at its bound, as the grammar's maxLength did) and keeps it."""
-    from nexagauge_local.judge.hf_backend import HFBackend
+    from nexagauge_local.judge.hf.backend import HFBackend
 
     clip = tiny_profile.model_copy(update={"string_bounds": "clip"})
     backend = HFBackend(clip, cache_dir=tmp_path, device="cpu", threads=1)

@@ -8,7 +8,7 @@ import json
 import pytest
 import torch
 
-from nexagauge_local.judge.string_caps import StringCaps, StringTracker, string_limits
+from nexagauge_local.judge.hf.string_caps import StringCaps, StringTracker, string_limits
 from nexagauge_local.nodes.claim_check.schema import claim_verdicts_schema
 from nexagauge_local.nodes.redteam import verdict_schema
 

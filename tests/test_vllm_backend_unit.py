@@ -15,9 +15,9 @@ from types import SimpleNamespace
 
 import pytest
 
-from nexagauge_local.judge import vllm_backend as V
 from nexagauge_local.judge.profiles import JudgeProfile
 from nexagauge_local.judge.types import JudgeRequest
+from nexagauge_local.judge.vllm import backend as V
 from nexagauge_local.nodes.geval import geval_schema
 
 FAKE_INIT = textwrap.dedent(
@@ -191,18 +191,11 @@ def test_token_shards_balance_tokens_not_requests() -> None:
     weights = [400] * 4 + [100] * 8
     shards = V.token_shards(weights, 2)
     assert shards == [range(3), range(3, 12)]  # 1,200 tokens each; by count: 2,000 / 400
-    assert V.shard_ranges(len(weights), 2) == [range(6), range(6, 12)]
     assert V.token_shards([5], 3) == [range(1)]
     assert V.token_shards([], 2) == [range(0)]
     sizes = [len(r) for r in V.token_shards([1] * 10, 3)]
     assert sum(sizes) == 10 and max(sizes) - min(sizes) <= 1
     assert all(len(r) for r in V.token_shards([1000, 1, 1], 3))  # none left empty
-
-
-def test_shard_ranges() -> None:
-    assert V.shard_ranges(10, 3) == [range(4), range(4, 7), range(7, 10)]
-    assert V.shard_ranges(2, 4) == [range(1), range(1, 2)]
-    assert V.shard_ranges(0, 2) == [range(0)]
 
 
 def test_masked_logprobs_are_left_out() -> None:
@@ -269,7 +262,7 @@ def test_tensor_parallel_engine_streams_finished_requests(
         seed=1,
         cache_dir=tmp_path,
     )
-    assert backend.gpus == 2 and not backend.data_parallel and backend.streams
+    assert backend.gpu_count == 2 and not backend.data_parallel and backend.streams
     assert (
         backend.fingerprint.startswith("fake@") and "/bfloat16/vllm/vllm" in backend.fingerprint
     )
@@ -405,7 +398,7 @@ CTRL_C_SCRIPT = """
 import json, sys
 from pathlib import Path
 from nexagauge_local.judge.profiles import JudgeProfile
-from nexagauge_local.judge.vllm_backend import VLLMBackend
+from nexagauge_local.judge.vllm.backend import VLLMBackend
 if __name__ == "__main__":
     prof = JudgeProfile(name="fake", weights=sys.argv[1], parallelism="data")
     backend = VLLMBackend(prof, dtype="bfloat16", device_ids=("0", "1"), cache_dir=Path(sys.argv[2]))

@@ -16,7 +16,7 @@ import pytest
 
 from nexagauge_local.judge.schemas import max_tokens_for
 from nexagauge_local.judge.types import JudgeRequest
-from nexagauge_local.judge.vllm_engine import run_engine, to_wire
+from nexagauge_local.judge.vllm.engine import run_engine, to_wire
 from nexagauge_local.nodes.atomic_units.schema import units_schema
 from nexagauge_local.nodes.claim_check.schema import claim_verdicts_schema
 from nexagauge_local.nodes.claims.schema import sentence_claims_schema
@@ -113,7 +113,7 @@ def test_every_schema_parses_on_every_grammar_engine(engine) -> None:
     assert not failed, f"{engine.grammar}: {failed}"
     assert all(res.prompt_tokens > 0 and res.output_tokens > 0 for res in results)
     assert all(res.gpu_seconds > 0 for res in results)  # CPU device-seconds, charged
-    assert engine.gpus == 0 and engine.device == "cpu"
+    assert engine.gpu_count == 0 and engine.device == "cpu"
 
 
 def test_an_error_part_way_leaves_the_reused_engine_clean(vllm_demo) -> None:
@@ -177,7 +177,7 @@ def test_logprobs_leave_out_what_the_grammar_masks(vllm_demo) -> None:
 def test_grammar_eos_first_and_other_eos_ids_banned(vllm_demo) -> None:
     """Defect 3, the parameters: the grammar's own EOS is the one stop token; the others are
     banned, so none can end an answer inside a string."""
-    from nexagauge_local.judge.vllm_engine import BANNED, build_sampling_params
+    from nexagauge_local.judge.vllm.engine import BANNED, build_sampling_params
 
     wire = to_wire(_requests(1, SCHEMAS[:1]), [[1, 2, 3]])
     [sp] = build_sampling_params(vllm_demo._vllm, wire, 0, [7, 3, 9])

@@ -1,14 +1,15 @@
-"""Where a vLLM engine runs (judge/vllm_host.py): pure parts, no engine."""
+"""Where a vLLM engine runs (judge/vllm/host.py): pure parts, no engine."""
 
 from __future__ import annotations
 
 import os
+from pathlib import Path
 
 import pytest
 
 from nexagauge_local.judge import factory as F
 from nexagauge_local.judge.profiles import JudgeProfile
-from nexagauge_local.judge.vllm_host import (
+from nexagauge_local.judge.vllm.host import (
     EngineHost,
     cpu_bind_value,
     cpu_slices,
@@ -65,3 +66,32 @@ def test_auto_backend_says_why(monkeypatch: pytest.MonkeyPatch) -> None:
     assert F.backend_choice("auto", prof)[0] == "vllm"
     pinned = prof.model_copy(update={"backend": "hf"})
     assert F.backend_choice("auto", pinned) == ("hf", "judge profile 'q' sets backend = hf")
+
+
+def test_the_responder_engine_is_placed_like_the_judge_engine(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """`generate --backend vllm` on a CPU host: the model-under-test's engine gets one rank,
+    a CPU slice, eager mode and an explicit KV-cache size, as the judge's does (it used to get
+    tensor_parallel_size=0, which vLLM rejects, and no KV-cache size)."""
+    from nexagauge_local.responder import factory as T
+    from nexagauge_local.responder import vllm as R
+
+    made: dict[str, object] = {}
+
+    class _Recorder:
+        def __init__(self, *args: object, **kwargs: object) -> None:
+            made.update(kwargs)
+
+    monkeypatch.setattr(T, "gpu_visible", lambda: False)
+    monkeypatch.setattr(T, "choose_backend", lambda backend, profile: "vllm")
+    monkeypatch.setattr(R, "VLLMResponder", _Recorder)
+    T.make_responder(str(tmp_path), backend="vllm", cache_dir=tmp_path)
+    host = made["host"]
+    assert isinstance(host, EngineHost) and host.device == "cpu" and host.cpus
+    prof = JudgeProfile(name="q", weights="/w", vllm_cpu_kv_cache_gib=0.5)
+    kw = R.responder_engine_kwargs("/w", prof, "float32", 0, host)
+    assert kw["tensor_parallel_size"] == 1 and kw["enforce_eager"] is True
+    assert kw["kv_cache_memory_bytes"] == 1 << 29 and "structured_outputs_config" not in kw
+    on_gpu = R.responder_engine_kwargs("/w", prof, "bfloat16", 0, EngineHost("cuda", ("0", "1")))
+    assert on_gpu["tensor_parallel_size"] == 2 and "kv_cache_memory_bytes" not in on_gpu

@@ -47,11 +47,14 @@ from nexagauge_local.audit.manifest import NOT_OUTPUTS, PromptEntry, SchemaEntry
 from nexagauge_local.audit.signing import SigningError, key_fingerprint, load_private_key
 from nexagauge_local.case import Case
 from nexagauge_local.dataset import Dataset, Duplicate
-from nexagauge_local.judge.cost import CostLedger
-from nexagauge_local.judge.factory import BackendFactory
-from nexagauge_local.judge.protocol import Judge
-from nexagauge_local.judge.schemas import schema_id
-from nexagauge_local.judge.types import JudgeRequest, JudgeResult
+from nexagauge_local.judge import (
+    BackendFactory,
+    CostLedger,
+    Judge,
+    JudgeRequest,
+    JudgeResult,
+    schema_id,
+)
 from nexagauge_local.report.files import write_json
 from nexagauge_local.report.html import write_report_or_warn
 from nexagauge_local.runner import RunOutcome

@@ -18,21 +18,26 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import nexagauge_local.judge as S
 from nexagauge_local.estimate.cost import CALIBRATION_VERSION, calibration_path
-from nexagauge_local.judge import schemas as S
-from nexagauge_local.judge.factory import BackendFactory, make_backend_factory
-from nexagauge_local.judge.types import Backend, JudgeRequest, JudgeResult
+from nexagauge_local.judge import (
+    Backend,
+    BackendFactory,
+    JudgeRequest,
+    JudgeResult,
+    make_backend_factory,
+)
 from nexagauge_local.nodes.geval import geval_schema
 from nexagauge_local.nodes.redteam import verdict_schema
 
 
 def device_key(backend: Backend) -> str:
     """What the throughput depends on besides the model: the device kind and count."""
-    if backend.gpus > 0:
+    if backend.gpu_count > 0:
         import torch
 
         names = {torch.cuda.get_device_name(i) for i in range(torch.cuda.device_count())}
-        return f"cuda:{backend.gpus}x{'/'.join(sorted(names))}"
+        return f"cuda:{backend.gpu_count}x{'/'.join(sorted(names))}"
     return f"cpu:{os.cpu_count()}x{platform.machine()}"
 
 
@@ -68,7 +73,7 @@ def _workload(n: int, schema: type, tag: str) -> list[JudgeRequest]:
 def _timed(backend: Backend, reqs: list[JudgeRequest]) -> tuple[list[JudgeResult], float]:
     t0 = time.perf_counter()
     res = backend.generate(reqs)
-    return res, (time.perf_counter() - t0) * max(backend.gpus, 1)
+    return res, (time.perf_counter() - t0) * max(backend.gpu_count, 1)
 
 
 def calibrate(backend: Backend, n: int = 32) -> dict[str, Any]:
@@ -97,7 +102,7 @@ def calibrate(backend: Backend, n: int = 32) -> dict[str, Any]:
         "version": CALIBRATION_VERSION,
         "fingerprint": backend.fingerprint,
         "device": device_key(backend),
-        "gpus": backend.gpus,
+        "gpus": backend.gpu_count,
         "n": n,
         "seconds_per_prompt_token": c_in,
         "seconds_per_output_token": c_out,
@@ -117,17 +122,17 @@ class Calibration:
 
     fingerprint: str
     load_seconds: float
-    gpus: int
+    gpu_count: int
     n: int
     result: dict[str, Any]
     path: Path
 
 
 def resolve_calibration_judge(
-    model: str, *, backend: str, gpus: Sequence[int], cache_dir: Path
+    model: str, *, backend: str, gpu_ids: Sequence[int], cache_dir: Path
 ) -> BackendFactory:
     """The judge to calibrate (no weights loaded yet, so the caller can warn about a demo)."""
-    return make_backend_factory(model, backend=backend, gpus=gpus, cache_dir=cache_dir)
+    return make_backend_factory(model, backend=backend, gpu_ids=gpu_ids, cache_dir=cache_dir)
 
 
 def calibrate_judge(factory: BackendFactory, n: int, cache_dir: Path) -> Calibration:
@@ -140,7 +145,7 @@ def calibrate_judge(factory: BackendFactory, n: int, cache_dir: Path) -> Calibra
     return Calibration(
         fingerprint=factory.fingerprint,
         load_seconds=float(getattr(judge, "load_seconds", 0.0)),
-        gpus=judge.gpus,
+        gpu_count=judge.gpu_count,
         n=n,
         result=result,
         path=path,

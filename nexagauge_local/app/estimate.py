@@ -18,7 +18,7 @@ from nexagauge_local.app.run import OpenInput
 from nexagauge_local.dataset import Dataset
 from nexagauge_local.estimate.plan import judge_estimates
 from nexagauge_local.graph import plan, predicted_eligibility
-from nexagauge_local.judge.weights import TokenCounter
+from nexagauge_local.judge.runtime import TokenCounter
 from nexagauge_local.records import RecordsError
 from nexagauge_local.settings import RunSettings
 

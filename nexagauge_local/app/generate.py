@@ -10,11 +10,11 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from nexagauge_local.app.errors import JudgeSetupError, ProbeFileError
-from nexagauge_local.judge.profiles import ProfileNotFound, WeightsMissing
-from nexagauge_local.target.factory import make_responder
-from nexagauge_local.target.probe_file import ProbeItem, read_probes
-from nexagauge_local.target.run import GenerateStats, generate
-from nexagauge_local.target.types import Responder
+from nexagauge_local.judge import ProfileNotFound, WeightsMissing
+from nexagauge_local.responder.factory import make_responder
+from nexagauge_local.responder.probe_file import ProbeItem, read_probes
+from nexagauge_local.responder.run import GenerateStats, generate
+from nexagauge_local.responder.types import Responder
 
 
 def load_probes(path: Path, limit: int | None = None) -> list[ProbeItem]:
@@ -29,7 +29,7 @@ def open_responder(
     model: str,
     *,
     backend: str,
-    gpus: Sequence[int],
+    gpu_ids: Sequence[int],
     cache_dir: Path,
     seed: int,
     batch_size: int | None,
@@ -40,7 +40,7 @@ def open_responder(
         return make_responder(
             model,
             backend=backend,
-            gpus=list(gpus),
+            gpu_ids=list(gpu_ids),
             cache_dir=cache_dir,
             seed=seed,
             batch_size=batch_size,

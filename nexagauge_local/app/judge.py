@@ -13,20 +13,21 @@ from typing import Self
 
 from nexagauge_local.app.errors import ClusterSetupError, JudgeSetupError
 from nexagauge_local.cluster import ClusterUnavailable, connect_cluster, make_executor
-from nexagauge_local.judge.cache import JudgeCache
-from nexagauge_local.judge.client import Executor, JudgeClient
-from nexagauge_local.judge.cost import CostLedger
-from nexagauge_local.judge.factory import (
+from nexagauge_local.judge import (
     BackendFactory,
+    CostLedger,
+    Executor,
     GrammarUnsupported,
+    JudgeCache,
+    JudgeClient,
+    LongInputs,
+    ProfileNotFound,
+    WeightsMissing,
     check_vllm_imports,
     make_backend_factory,
 )
-from nexagauge_local.judge.loadable import WeightsUnusable, check_loadable
-from nexagauge_local.judge.long_inputs import LongInputs
-from nexagauge_local.judge.profiles import ProfileNotFound, WeightsMissing
-from nexagauge_local.judge.vllm_backend import VLLMMissing
-from nexagauge_local.judge.weights import TokenCounter, gpu_visible
+from nexagauge_local.judge.runtime import TokenCounter, WeightsUnusable, check_loadable, gpu_visible
+from nexagauge_local.judge.vllm import VLLMMissing
 from nexagauge_local.settings import RunSettings
 
 
@@ -35,7 +36,7 @@ def backend_factory(settings: RunSettings) -> BackendFactory:
     return make_backend_factory(
         settings.model,
         backend=settings.backend,
-        gpus=settings.gpus,
+        gpu_ids=settings.gpu_ids,
         cache_dir=settings.cache_dir,
         seed=settings.seed,
         grammar_backend=settings.grammar_backend,
@@ -54,8 +55,8 @@ def resolve_judge(settings: RunSettings) -> BackendFactory:
 def check_gpus(settings: RunSettings) -> None:
     """`--gpu` on a host where torch sees no CUDA device is a set-up error, not a silent CPU
     run whose summary says "gpus [0]" beside CPU device-seconds."""
-    if settings.gpus and not gpu_visible():
-        ids = ",".join(str(g) for g in settings.gpus)
+    if settings.gpu_ids and not gpu_visible():
+        ids = ",".join(str(g) for g in settings.gpu_ids)
         raise JudgeSetupError(f"--gpu {ids}: no CUDA device is visible on this host; run "
                               "without --gpu to use the CPU, or check the driver and "
                               "CUDA_VISIBLE_DEVICES")

@@ -23,7 +23,7 @@ from nexagauge_local.case import Case
 from nexagauge_local.dataset import Dataset, Duplicate
 from nexagauge_local.estimate.recorder import PROXIED, RecordingJudge, estimate_registry
 from nexagauge_local.graph import GRAPH, plan
-from nexagauge_local.judge.schemas import schema_id
+from nexagauge_local.judge import schema_id
 from nexagauge_local.records import RecordError, RecordsError
 from nexagauge_local.settings import RunSettings
 

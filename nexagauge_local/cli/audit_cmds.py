@@ -113,7 +113,7 @@ def _weights_path(model: str) -> Path:
     path = Path(model).expanduser()
     if path.exists():
         return path
-    from nexagauge_local.judge.profiles import ProfileNotFound, WeightsMissing, resolve_profile
+    from nexagauge_local.judge import ProfileNotFound, WeightsMissing, resolve_profile
 
     try:
         return resolve_profile(model).weights_path()

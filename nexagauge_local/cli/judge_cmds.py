@@ -12,9 +12,8 @@ import click
 from rich.console import Console
 from rich.table import Table
 
-from nexagauge_local.cli.options import parse_gpus
-from nexagauge_local.judge.cache import JudgeCache
-from nexagauge_local.judge.profiles import DEMO_NOTICE, expand_weights, list_profiles
+from nexagauge_local.cli.options import parse_gpu_ids
+from nexagauge_local.judge import DEMO_NOTICE, JudgeCache, expand_weights, list_profiles
 from nexagauge_local.settings import RunSettings, default_cache_dir
 
 
@@ -89,13 +88,13 @@ def calibrate_cmd(
 
     cache = _resolve_cache_dir(cache_dir)
     console = _console()
-    factory = resolve_calibration_judge(model, backend=backend, gpus=parse_gpus(gpu), cache_dir=cache)
+    factory = resolve_calibration_judge(model, backend=backend, gpu_ids=parse_gpu_ids(gpu), cache_dir=cache)
     if factory.is_demo:
         console.print(f"[yellow]note:[/] {DEMO_NOTICE}")
     done = calibrate_judge(factory, n, cache)
     result = done.result
     console.print(f"loaded {done.fingerprint} in {done.load_seconds:.1f} s")
-    unit = "GPU" if done.gpus else "CPU device"
+    unit = "GPU" if done.gpu_count else "CPU device"
     console.print(
         f"prompt {result['prompt_tokens_per_s']:.0f} tok/s, output "
         f"{result['output_tokens_per_s']:.1f} tok/s, {result['seconds_per_judgement']:.2f} "

@@ -15,7 +15,7 @@ JUDGE_FAILED = 3  # exit code: the judge failed on every request of a node; the 
 INTERRUPTED = 130  # exit code: Ctrl-C (128 + SIGINT); what the judge answered is in its cache
 
 
-def parse_gpus(value: str | None) -> list[int]:
+def parse_gpu_ids(value: str | None) -> list[int]:
     """`--gpu 0` or `--gpu 0,1` as a list of GPU indices (empty: none requested)."""
     if not value:
         return []

@@ -16,7 +16,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 
 from nexagauge_local.cli.errors import cli_errors
-from nexagauge_local.cli.options import parse_gpus
+from nexagauge_local.cli.options import parse_gpu_ids
 from nexagauge_local.probes.suite import load_suite
 from nexagauge_local.settings import default_cache_dir
 
@@ -149,7 +149,7 @@ def generate_cmd(model: str, input_path: Path, output: Path, max_tokens: int, sy
 
     with cli_errors():
         items = load_probes(input_path, limit)
-        responder = open_responder(model, backend=backend, gpus=parse_gpus(gpu), cache_dir=cache_dir,
+        responder = open_responder(model, backend=backend, gpu_ids=parse_gpu_ids(gpu), cache_dir=cache_dir,
                                    seed=seed, batch_size=batch_size)
     console = Console(stderr=True)
     columns = (TextColumn("generate"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn())

@@ -17,7 +17,7 @@ from nexagauge_local.cli.errors import cli_errors
 from nexagauge_local.cli.options import (
     JUDGE_FAILED,
     dataset_options,
-    parse_gpus,
+    parse_gpu_ids,
     quiet_libraries,
     target_argument,
 )
@@ -109,7 +109,7 @@ def run_cmd(target: str, input_path: str, limit: int | None, fields: tuple[str, 
 
     settings = RunSettings(
         target=target, output_dir=output_dir, limit=limit, on_error=on_error, cache_dir=cache_dir,
-        use_cache=not no_cache, model=model, backend=backend, gpus=parse_gpus(gpu),
+        use_cache=not no_cache, model=model, backend=backend, gpu_ids=parse_gpu_ids(gpu),
         gpu_hour_price=gpu_hour_price, shard_size=shard_size, cluster=cluster, progress=not quiet,
         embed_dtype=embed_dtype, long_inputs=long_inputs, grammar_backend=grammar_backend,
         refalign_units=refalign_units, refalign_output_top_k=refalign_output_top_k,

@@ -18,8 +18,7 @@ from nexagauge_local.cluster.spec import (
 
 if TYPE_CHECKING:
     from nexagauge_local.cluster.executor import ClusterExecutor
-    from nexagauge_local.judge.cost import CostLedger
-    from nexagauge_local.judge.factory import BackendFactory
+    from nexagauge_local.judge import BackendFactory, CostLedger
 
 __all__ = [
     "INSTALL_HINT",

@@ -35,10 +35,13 @@ from nexagauge_local.cluster.plan import (
 from nexagauge_local.cluster.spec import ClusterSpec, ClusterUnavailable, import_ray
 from nexagauge_local.cluster.stats import ClusterStats, NodeRun, WorkerStats
 from nexagauge_local.cluster.worker import JudgeWorker
-from nexagauge_local.judge.cost import CostLedger
-from nexagauge_local.judge.factory import BackendFactory
-from nexagauge_local.judge.schemas import parse_output
-from nexagauge_local.judge.types import JudgeRequest, JudgeResult
+from nexagauge_local.judge import (
+    BackendFactory,
+    CostLedger,
+    JudgeRequest,
+    JudgeResult,
+    parse_output,
+)
 
 OnBatch = Callable[[list[int], list[JudgeResult]], None]
 CLUSTER_ERROR = "backend: cluster"
@@ -142,7 +145,7 @@ class ClusterExecutor:
     def _ensure_pool(self, ray: Any) -> None:
         """Top the pool up to the planned size with what the cluster can still hold."""
         plan = plan_pool(
-            ray.cluster_resources(), self.factory.backend, self.spec, self.factory.profile.gpus
+            ray.cluster_resources(), self.factory.backend, self.spec, self.factory.profile.gpu_count
         )
         self._plan = plan
         missing = plan.workers - len(self._workers)
@@ -160,7 +163,7 @@ class ClusterExecutor:
         if self._remote is None:
             self._remote = ray.remote(JudgeWorker)
         # the driver's --gpu pinning means nothing on a worker: Ray sets its CUDA_VISIBLE_DEVICES
-        worker_factory = replace(self.factory, gpus=())
+        worker_factory = replace(self.factory, gpu_ids=())
         threads = plan.num_cpus if plan.num_gpus == 0 else None
         pending: dict[Any, _Worker] = {}
         base = len(self.stats.workers) + len(self.stats.rejected)
@@ -227,7 +230,7 @@ class ClusterExecutor:
         every request, which does not move a balance."""
         if self._tokenizer is None and not self._token_counter:
             try:
-                from nexagauge_local.judge.weights import load_tokenizer
+                from nexagauge_local.judge.runtime import load_tokenizer
 
                 self._tokenizer = load_tokenizer(self.factory.profile, self.factory.cache_dir)
                 self._token_counter = "tokenizer"

@@ -34,19 +34,19 @@ def plan_pool(
     actor per GPU when the cluster has GPUs, else one per `cpus_per_worker` CPUs (at least one:
     a small box still gets a worker, using every CPU it has). `workers` caps the count.
     """
-    gpus = int(resources.get("GPU", 0))
+    gpu_count = int(resources.get("GPU", 0))
     cpus = int(resources.get("CPU", 0))
     per_gpu = spec.gpus_per_worker or max(profile_gpus, 1)
     if backend == "vllm":
-        if gpus < per_gpu:
+        if gpu_count < per_gpu:
             raise ClusterUnavailable(
-                f"the cluster has {gpus} GPU(s); the vllm judge needs {per_gpu} per worker. "
+                f"the cluster has {gpu_count} GPU(s); the vllm judge needs {per_gpu} per worker. "
                 "Start the workers with `ray start --address ... --num-gpus N`, or use "
                 "--backend hf for CPU workers."
             )
-        plan = PoolPlan(gpus // per_gpu, 1, per_gpu)
-    elif gpus >= per_gpu:
-        plan = PoolPlan(gpus // per_gpu, 1, per_gpu)
+        plan = PoolPlan(gpu_count // per_gpu, 1, per_gpu)
+    elif gpu_count >= per_gpu:
+        plan = PoolPlan(gpu_count // per_gpu, 1, per_gpu)
     else:
         if cpus < 1:
             raise ClusterUnavailable("the cluster reports no CPUs and no GPUs to run a judge on")

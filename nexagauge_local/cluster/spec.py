@@ -37,7 +37,7 @@ class ClusterSpec(BaseModel):
     workers: int | None = Field(default=None, ge=1, description="cap on actors (default: fill)")
     cpus_per_worker: int = Field(default=4, ge=1, description="CPUs per hf actor on CPU nodes")
     gpus_per_worker: int | None = Field(
-        default=None, ge=1, description="GPUs per actor (default: the judge profile's `gpus`)"
+        default=None, ge=1, description="GPUs per actor (default: the judge profile's `gpu_count`)"
     )
     batch: int = Field(default=256, ge=1, description="most requests in one shipped batch")
     batches_per_worker: int = Field(default=4, ge=1, description="batches per actor per node")

@@ -20,7 +20,7 @@ from contextlib import suppress
 from dataclasses import replace
 from typing import Any
 
-from nexagauge_local.judge.types import Backend, JudgeRequest, JudgeResult
+from nexagauge_local.judge import Backend, JudgeRequest, JudgeResult
 
 
 def split_batch_seconds(results: Sequence[JudgeResult], wall: float, devices: int) -> None:
@@ -48,7 +48,7 @@ class JudgeWorker:
     def __init__(self, factory: Callable[[], Backend], threads: int | None = None) -> None:
         started = time.perf_counter()
         self.backend = factory()
-        if threads and getattr(self.backend, "gpus", 0) == 0 and hasattr(self.backend, "threads"):
+        if threads and getattr(self.backend, "gpu_count", 0) == 0 and hasattr(self.backend, "threads"):
             # a CPU actor owns exactly the CPUs Ray reserved for it; more threads would fight
             # the neighbouring actor for the same cores
             self.backend.threads = threads  # type: ignore[attr-defined]
@@ -66,7 +66,7 @@ class JudgeWorker:
             "node_id": node_id,
             "backend": self.backend.name,
             "fingerprint": self.backend.fingerprint,
-            "gpus": int(getattr(self.backend, "gpus", 0)),
+            "gpus": int(getattr(self.backend, "gpu_count", 0)),
             "cuda_visible_devices": os.environ.get("CUDA_VISIBLE_DEVICES"),
             "load_seconds": round(self.load_seconds, 3),
         }
@@ -79,5 +79,5 @@ class JudgeWorker:
         wall = time.perf_counter() - started
         if len(results) != len(requests):
             raise RuntimeError(f"backend returned {len(results)} results for {len(requests)}")
-        split_batch_seconds(results, wall, int(getattr(self.backend, "gpus", 0)))
+        split_batch_seconds(results, wall, int(getattr(self.backend, "gpu_count", 0)))
         return [wire_result(r) for r in results], wall

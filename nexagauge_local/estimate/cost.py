@@ -20,10 +20,9 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Protocol
 
+import nexagauge_local.judge as S
 from nexagauge_local.estimate.seconds_model import fit_seconds
-from nexagauge_local.judge import schemas as S
-from nexagauge_local.judge.cache import JudgeCache, OutputHistory, request_key
-from nexagauge_local.judge.types import JudgeRequest, Messages
+from nexagauge_local.judge import JudgeCache, JudgeRequest, Messages, OutputHistory, request_key
 
 CALIBRATION_VERSION = 1
 MIN_HISTORY = 3  # answers of one judge for one schema before their mean is trusted

@@ -10,7 +10,7 @@ from nexagauge_local.dataset import Dataset
 from nexagauge_local.estimate.cost import TokenCounting, estimate_llm, load_calibration
 from nexagauge_local.estimate.recorder import PROXIED, RecordingJudge, estimate_registry
 from nexagauge_local.graph import GRAPH, plan
-from nexagauge_local.judge.cache import JudgeCache
+from nexagauge_local.judge import JudgeCache
 from nexagauge_local.settings import RunSettings
 
 

@@ -15,8 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from nexagauge_local.graph import Graph
-from nexagauge_local.judge.cost import CostLedger
-from nexagauge_local.judge.types import JudgeRequest, JudgeResult
+from nexagauge_local.judge import CostLedger, JudgeRequest, JudgeResult
 from nexagauge_local.nodes.base import CaseState, Node, NodeBase, RunContext
 from nexagauge_local.nodes.claims.node import META, Claims, ClaimsNode, output_sentences
 from nexagauge_local.nodes.geval_steps import MAX_STEPS, MIN_STEPS

@@ -1,1 +1,62 @@
-"""The local judge: constrained decoding backends, schemas, prompts and the caching client."""
+"""The local judge: one front door over constrained-decoding backends.
+
+What the rest of the package may use is exported here (and from the sub-packages' own
+`__init__`: `judge.prompts` for node prompts, `judge.runtime` for devices, weights and
+tokenizers, `judge.vllm` and `judge.hf` for the engines); tests/test_architecture.py fails an
+import that reaches past them into a module. Inside, a backend-independent core (types,
+protocol, client, cache, ledger, schemas, profiles, long inputs, factory) sits above two
+engine sub-packages, `hf/` and `vllm/`, which only the factory builds. Importing this package
+loads no torch, transformers or vLLM.
+"""
+
+from nexagauge_local.judge.cache import JudgeCache, OutputHistory, request_key
+from nexagauge_local.judge.client import Executor, JudgeClient
+from nexagauge_local.judge.factory import (
+    BackendFactory,
+    GrammarUnsupported,
+    check_vllm_imports,
+    choose_backend,
+    make_backend_factory,
+)
+from nexagauge_local.judge.ledger import CostLedger, NodeUsage, usd
+from nexagauge_local.judge.long_inputs import LongInputs, is_context_error
+from nexagauge_local.judge.profiles import (
+    DEMO_NOTICE,
+    JudgeProfile,
+    ProfileNotFound,
+    WeightsMissing,
+    expand_weights,
+    list_profiles,
+    resolve_profile,
+    vllm_distribution,
+)
+from nexagauge_local.judge.protocol import Judge
+from nexagauge_local.judge.schemas import (
+    DEFAULT_REASONING_CHARS,
+    StrictSchema,
+    bounded_list,
+    bounded_str,
+    cached_builder,
+    max_tokens_for,
+    parse_output,
+    reasoning_field,
+    schema_id,
+    schema_suffix,
+)
+from nexagauge_local.judge.types import Backend, JudgeRequest, JudgeResult, Messages
+
+__all__ = [  # noqa: RUF022 (grouped by purpose, not sorted)
+    # the protocol nodes call, and what travels through it
+    "Judge", "JudgeRequest", "JudgeResult", "Messages", "Backend",
+    # the client, its cache and its cost ledger
+    "JudgeClient", "Executor", "JudgeCache", "OutputHistory", "request_key",
+    "CostLedger", "NodeUsage", "usd", "LongInputs", "is_context_error",
+    # which judge, and which backend builds it
+    "JudgeProfile", "ProfileNotFound", "WeightsMissing", "DEMO_NOTICE", "expand_weights",
+    "list_profiles", "resolve_profile", "vllm_distribution",
+    "BackendFactory", "GrammarUnsupported", "check_vllm_imports", "choose_backend",
+    "make_backend_factory",
+    # the output-schema toolkit of LLM nodes
+    "StrictSchema", "bounded_list", "bounded_str", "cached_builder", "max_tokens_for",
+    "parse_output", "reasoning_field", "schema_id", "schema_suffix", "DEFAULT_REASONING_CHARS",
+]

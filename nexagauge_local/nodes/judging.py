@@ -10,8 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 
-from nexagauge_local.judge.cost import usd
-from nexagauge_local.judge.types import JudgeRequest, JudgeResult
+from nexagauge_local.judge import JudgeRequest, JudgeResult, usd
 from nexagauge_local.nodes.base import JudgeOutcome, RunContext
 from nexagauge_local.results import NodeCost
 

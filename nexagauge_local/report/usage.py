@@ -8,7 +8,7 @@ runner and the HTML report in step with the ledger.
 
 from __future__ import annotations
 
-from nexagauge_local.judge.cost import NodeUsage
+from nexagauge_local.judge import NodeUsage
 
 _JUDGE_ONLY = frozenset({"deduplicated", "backend_requests", "errors", "wall_seconds"})
 

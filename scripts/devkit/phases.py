@@ -72,7 +72,7 @@ def shape_of(model_dir: Path) -> floor.LlamaShape:
 
 def engine_settings(model_dir: str, dummy: bool, gpu_mem: float) -> dict[str, Any]:
     """vllm_backend's own engine kwargs (same for ours and the server) + the bench's two."""
-    from nexagauge_local.judge.vllm_backend import engine_kwargs
+    from nexagauge_local.judge.vllm.backend import engine_kwargs
 
     profile = JudgeProfile(name="bench", weights=model_dir, max_model_len=8192)
     kwargs = engine_kwargs(model_dir, profile, "bfloat16", SEED, 1)
@@ -119,7 +119,7 @@ def phase_ours_clip(cfg: dict[str, Any]) -> dict[str, Any]:
 
 def phase_ours_outlines(cfg: dict[str, Any]) -> dict[str, Any]:
     """The same requests and engine with `--grammar-backend outlines` (issue 13's comparison)."""
-    from nexagauge_local.judge.vllm_backend import engine_kwargs
+    from nexagauge_local.judge.vllm.backend import engine_kwargs
 
     kwargs = dict(cfg["engine"])
     kwargs["structured_outputs_config"] = engine_kwargs(
@@ -131,8 +131,9 @@ def phase_ours_outlines(cfg: dict[str, Any]) -> dict[str, Any]:
 def _run_ours(
     cfg: dict[str, Any], engine: dict[str, Any], clip_strings: bool = False
 ) -> dict[str, Any]:
-    from nexagauge_local.judge.cost import split_device_seconds
-    from nexagauge_local.judge.vllm_backend import (
+    from nexagauge_local.judge.ledger import split_device_seconds
+    from nexagauge_local.judge.runtime import generation_eos_ids, prompt_ids
+    from nexagauge_local.judge.vllm.backend import (
         eos_order,
         import_vllm,
         load_tokenizer_at,
@@ -140,7 +141,6 @@ def _run_ours(
         to_result,
         to_wire,
     )
-    from nexagauge_local.judge.weights import generation_eos_ids, prompt_ids
 
     vllm = import_vllm()
     reqs = requests_for(cfg["cases"], SEED, Path(cfg["cache_dir"]))
@@ -273,7 +273,7 @@ def reap_server(workdir: Path) -> None:
 
 
 def phase_hf(cfg: dict[str, Any]) -> dict[str, Any]:
-    from nexagauge_local.judge.hf_backend import HFBackend
+    from nexagauge_local.judge.hf.backend import HFBackend
 
     weights = Path(cfg["model_dir"]) if not cfg["dummy"] else _random_hf_weights(cfg)
     reqs = requests_for(cfg["hf_cases"], SEED, Path(cfg["cache_dir"]))

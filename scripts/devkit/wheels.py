@@ -34,7 +34,7 @@ from packaging.utils import canonicalize_name
 from packaging.version import InvalidVersion, Version
 from pydantic import BaseModel, ConfigDict
 
-# vLLM's `structured_outputs` SamplingParams API, which vllm_backend.py uses, starts at 0.12.
+# vLLM's `structured_outputs` SamplingParams API, which vllm/backend.py uses, starts at 0.12.
 MIN_VLLM = Version("0.12")
 MANYLINUX_MINORS = range(17, 40)  # pip matches manylinux_2_N tags exactly, so name them all
 

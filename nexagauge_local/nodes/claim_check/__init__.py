@@ -17,8 +17,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from nexagauge_local.blocks import ScoringKnobs
-from nexagauge_local.judge.schemas import max_tokens_for
-from nexagauge_local.judge.types import JudgeRequest, JudgeResult
+from nexagauge_local.judge import JudgeRequest, JudgeResult, max_tokens_for
 from nexagauge_local.nodes.base import CaseState, RunContext
 from nexagauge_local.nodes.claim_check.check import ClaimCheck
 from nexagauge_local.nodes.claim_check.prompt import render_claim_check

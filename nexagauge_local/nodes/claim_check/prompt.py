@@ -6,9 +6,8 @@ rendered prompt, is the same for both.
 
 from __future__ import annotations
 
-from nexagauge_local.judge.prompts.base import data_sections, messages, numbered
-from nexagauge_local.judge.prompts.fence import fence
-from nexagauge_local.judge.types import Messages
+from nexagauge_local.judge import Messages
+from nexagauge_local.judge.prompts import data_sections, fence, messages, numbered
 from nexagauge_local.nodes.claim_check.check import ClaimCheck
 from nexagauge_local.scoring.mode import ScoringMode
 

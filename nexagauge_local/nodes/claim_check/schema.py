@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pydantic import BaseModel, create_model
 
-from nexagauge_local.judge.schemas import (
+from nexagauge_local.judge import (
     StrictSchema,
     bounded_list,
     cached_builder,

@@ -17,8 +17,7 @@ from dataclasses import dataclass, field
 from statistics import fmean
 from typing import Any
 
-from nexagauge_local.judge.schemas import max_tokens_for
-from nexagauge_local.judge.types import JudgeRequest, JudgeResult
+from nexagauge_local.judge import JudgeRequest, JudgeResult, max_tokens_for
 from nexagauge_local.nodes.base import CaseState, NodeBase, RunContext
 from nexagauge_local.nodes.chunk import sentences as split_sentences
 from nexagauge_local.nodes.claims.prompt import (

@@ -12,8 +12,8 @@ Bump PROMPT_VERSION whenever the text changes: it is part of the judge cache key
 
 from __future__ import annotations
 
-from nexagauge_local.judge.prompts.base import data_sections, messages
-from nexagauge_local.judge.types import Messages
+from nexagauge_local.judge import Messages
+from nexagauge_local.judge.prompts import data_sections, messages
 
 PROMPT_VERSION = "claims/v2"
 

@@ -6,7 +6,7 @@ from typing import Literal
 
 from pydantic import BaseModel, create_model
 
-from nexagauge_local.judge.schemas import StrictSchema, bounded_list, bounded_str, cached_builder
+from nexagauge_local.judge import StrictSchema, bounded_list, bounded_str, cached_builder
 
 DEFAULT_CLAIM_CHARS = 200
 SentenceKind = Literal["fact", "facts", "none"]

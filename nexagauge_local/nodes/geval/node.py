@@ -14,8 +14,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from nexagauge_local.blocks import GevalBlock, GevalMetric
-from nexagauge_local.judge.schemas import max_tokens_for
-from nexagauge_local.judge.types import JudgeRequest, JudgeResult
+from nexagauge_local.judge import JudgeRequest, JudgeResult, max_tokens_for
 from nexagauge_local.nodes.base import CaseState, NodeBase, RunContext
 from nexagauge_local.nodes.geval.prompt import PROMPT_VERSION, render_geval
 from nexagauge_local.nodes.geval.schema import geval_schema

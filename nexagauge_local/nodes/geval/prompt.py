@@ -7,9 +7,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from nexagauge_local.judge.prompts.base import REASONING_LINE, data_sections, messages
-from nexagauge_local.judge.prompts.fence import escape
-from nexagauge_local.judge.types import Messages
+from nexagauge_local.judge import Messages
+from nexagauge_local.judge.prompts import REASONING_LINE, data_sections, escape, messages
 from nexagauge_local.scoring.mode import ScoringMode
 
 PROMPT_VERSION = "geval/v1"

@@ -13,8 +13,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from nexagauge_local.blocks import GevalMetric
-from nexagauge_local.judge.schemas import max_tokens_for
-from nexagauge_local.judge.types import JudgeRequest, JudgeResult
+from nexagauge_local.judge import JudgeRequest, JudgeResult, max_tokens_for
 from nexagauge_local.nodes.base import CaseState, NodeBase, RunContext
 from nexagauge_local.nodes.geval_steps.prompt import (
     MAX_STEPS,

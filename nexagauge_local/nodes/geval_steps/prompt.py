@@ -7,9 +7,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from nexagauge_local.judge.prompts.base import messages
-from nexagauge_local.judge.prompts.fence import escape
-from nexagauge_local.judge.types import Messages
+from nexagauge_local.judge import Messages
+from nexagauge_local.judge.prompts import escape, messages
 
 PROMPT_VERSION = "geval_steps/v1"
 

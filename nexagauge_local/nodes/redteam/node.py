@@ -25,8 +25,7 @@ from typing import Any
 
 from nexagauge_local.blocks import RedteamBlock, RedteamMetric, ScoringKnobs
 from nexagauge_local.case import Case
-from nexagauge_local.judge.schemas import max_tokens_for
-from nexagauge_local.judge.types import JudgeRequest, JudgeResult
+from nexagauge_local.judge import JudgeRequest, JudgeResult, max_tokens_for
 from nexagauge_local.nodes.base import CaseState, NodeBase, RunContext
 from nexagauge_local.nodes.judging import CaseProgress, case_cost, run_judge
 from nexagauge_local.nodes.redteam.prompt import DEFAULT_METRICS, PROMPT_VERSION

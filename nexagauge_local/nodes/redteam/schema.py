@@ -6,7 +6,7 @@ from typing import Any
 
 from pydantic import BaseModel, create_model
 
-from nexagauge_local.judge.schemas import (
+from nexagauge_local.judge import (
     DEFAULT_REASONING_CHARS,
     StrictSchema,
     bounded_list,

@@ -2,21 +2,21 @@
 or CUDA.
 
 Why it looks like this:
-- One compiled grammar per schema (hf_grammar.py), built once and reused. outlines (the
+- One compiled grammar per schema (hf/grammar.py), built once and reused. outlines (the
   default) precompiles an index that costs seconds and, for bounded strings, gigabytes;
   llguidance (`--grammar-backend guidance`) compiles in milliseconds and computes masks per
   step.
 - On CPU every request of a call is split into prefix families (prefix.split_families), each
-  family's prefix is computed once and held once (shared_prefix.py), and batches that may mix
-  families and schemas are cut by a KV-token budget (batch_plan.py), so memory stays bounded on
+  family's prefix is computed once and held once (hf/cascade.py), and batches that may mix
+  families and schemas are cut by a KV-token budget (hf/batches.py), so memory stays bounded on
   any node size. On a GPU requests are grouped by (schema, max_tokens), sorted by prompt length
   and run in micro-batches bounded by a prompt-token budget.
-- Decoding is our own loop (hf_decode.py) driven by the compiled grammar rather than outlines'
+- Decoding is our own loop (hf/decode.py) driven by the compiled grammar rather than outlines'
   `Generator.batch`, which returns only text and runs `model.generate`: we need the generated
   ids (exact output token counts; no EOS within max_tokens = "truncated"), the top-5 logprobs
   in the same pass (no teacher-forcing rerun), and two CPU wins `generate` lacks - the shared
   rubric prefix prefilled once per micro-batch, and finished rows dropped from the batch.
-- Loading (GGUF dequantised once and cached, dtype, chat template) lives in weights.py, shared
+- Loading (GGUF dequantised once and cached, dtype, chat template) lives in runtime/, shared
   with the vLLM backend, the target responders and `estimate`.
 - It streams: each row is handed to `on_batch` the step it ends (EOS or max_tokens), while the
   rest of its micro-batch decodes on, so the client caches it at once and a killed run loses
@@ -32,35 +32,34 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from nexagauge_local.judge.batch_plan import last_use, shared_batches
-from nexagauge_local.judge.hf_decode import (
+from nexagauge_local.judge.hf.batches import last_use, shared_batches
+from nexagauge_local.judge.hf.cascade import install
+from nexagauge_local.judge.hf.decode import (
     Decoded,
     RowRule,
-    common_prefix_len,
     compute_prefix,
     constrained_greedy,
 )
-from nexagauge_local.judge.hf_grammar import (
+from nexagauge_local.judge.hf.families import common_prefix_len, prefix_families, split_families
+from nexagauge_local.judge.hf.grammar import (
     CompiledGrammar,
     OutlinesGrammar,
     guidance_grammar,
     guidance_tokenizer,
 )
+from nexagauge_local.judge.hf.kv_cache import SharedPrefix
+from nexagauge_local.judge.hf.string_caps import StringCaps, token_texts
 from nexagauge_local.judge.long_inputs import refusal
-from nexagauge_local.judge.prefix import prefix_families, split_families
 from nexagauge_local.judge.profiles import DEFAULT_GRAMMAR, JudgeProfile, fingerprint
-from nexagauge_local.judge.row_cache import SharedPrefix
-from nexagauge_local.judge.schemas import engine_schema_json, parse_output, schema_id
-from nexagauge_local.judge.shared_prefix import install
-from nexagauge_local.judge.string_caps import StringCaps, token_texts
-from nexagauge_local.judge.types import JudgeRequest, JudgeResult, Messages, OnBatch
-from nexagauge_local.judge.weights import (
+from nexagauge_local.judge.runtime import (
     count_prompt_tokens,
     eos_token_ids,
     load_model,
     render_prompt,
     resolve_dtype,
 )
+from nexagauge_local.judge.schemas import engine_schema_json, parse_output, schema_id
+from nexagauge_local.judge.types import JudgeRequest, JudgeResult, Messages, OnBatch
 
 TOP_LOGPROBS = 5
 LOGPROB_SOURCE = "hf_constrained_top5"
@@ -96,7 +95,7 @@ class HFBackend:
         self.device = device or ("cuda" if torch.cuda.is_available() else "cpu")
         self.dtype = resolve_dtype(dtype or profile.dtype, self.device)
         on_gpu = self.device.startswith("cuda")
-        self.gpus = 1 if on_gpu else 0
+        self.gpu_count = 1 if on_gpu else 0
         self.token_budget = token_budget or default_token_budget(on_gpu, self.dtype)
         self.max_batch = max_batch or (256 if on_gpu else 64)
         self.threads = threads
@@ -105,7 +104,7 @@ class HFBackend:
         started = time.perf_counter()
         self.model, self.tokenizer = load_model(profile, cache_dir, self.dtype, self.device)
         self._eos_ids = eos_token_ids(self.model, self.tokenizer)
-        # CPU: each family's prefix held once and attended by every row (shared_prefix.py).
+        # CPU: each family's prefix held once and attended by every row (hf/cascade.py).
         self.shared_prefix = not on_gpu and install(self.model)
         self._om: Any = None  # outlines' model wrapper, built on first outlines use
         self._ll_tokenizer: Any = None  # llguidance's tokenizer, built on first guidance use
@@ -174,7 +173,7 @@ class HFBackend:
     def _families(
         self, idxs: list[int], token_ids: list[list[int]], lengths: list[int]
     ) -> list[list[int]]:
-        """Prefix families (prefix.py), each length-sorted: one family's prompts share its
+        """Prefix families (hf/families.py), each length-sorted: one family's prompts share its
         whole rubric (the peer sample's redteam prompts: 471 and 432 tokens, where the two
         rubrics together share only 139)."""
         return [sorted((idxs[j] for j in family), key=lambda i: lengths[i])
@@ -189,8 +188,8 @@ class HFBackend:
         results: list[JudgeResult | None],
         on_batch: OnBatch | None,
     ) -> list[list[int]]:
-        """Decode the families against their prefixes, each computed once (shared_prefix.py),
-        in batches that may hold several families (batch_plan.py). Returns the families that
+        """Decode the families against their prefixes, each computed once (hf/cascade.py),
+        in batches that may hold several families (hf/batches.py). Returns the families that
         share no prefix token (left to the plain path)."""
         lens = [common_prefix_len([token_ids[i] for i in f]) for f in families]
         plain = [f for f, n in zip(families, lens) if n == 0]
@@ -327,7 +326,7 @@ class HFBackend:
             raw_text=text,
             prompt_tokens=prompt_tokens,
             output_tokens=len(dec.token_ids),
-            gpu_seconds=dec.seconds * max(self.gpus, 1),  # on CPU: one device
+            gpu_seconds=dec.seconds * max(self.gpu_count, 1),  # on CPU: one device
             error=error,
             extra={"batch_size": batch_size},
         )
@@ -367,7 +366,7 @@ def _handover(
 def default_token_budget(on_gpu: bool, dtype: str) -> int:
     """Tokens a micro-batch may hold, when the profile says none.
 
-    On CPU the budget is KV-cache tokens (batch_plan.py: each family prefix once + rows x the
+    On CPU the budget is KV-cache tokens (hf/batches.py: each family prefix once + rows x the
     longest own suffix), what the decode's memory scales with. Peer sample redteam, demo judge,
     2 cores (docs/benchmarks.md): bfloat16 peaks at 1.33 GB at 24576 (31.3 s) and 1.43 GB at
     32768 (29.5 s); float32 (CPUs without native bf16; its KV is twice the size) peaks at

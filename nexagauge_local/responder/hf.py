@@ -11,15 +11,14 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
-from nexagauge_local.judge.profiles import JudgeProfile
-from nexagauge_local.judge.types import Messages
-from nexagauge_local.judge.weights import (
+from nexagauge_local.judge import JudgeProfile, Messages
+from nexagauge_local.judge.runtime import (
     eos_token_ids,
     load_model,
     prompt_ids,
     resolve_dtype,
 )
-from nexagauge_local.target.types import Response
+from nexagauge_local.responder.types import Response
 
 
 def micro_batches(lengths: Sequence[int], batch_size: int) -> list[list[int]]:
@@ -43,9 +42,9 @@ class HFResponder:
         import torch
 
         self.device = device or ("cuda" if torch.cuda.is_available() else "cpu")
-        self.gpus = 1 if self.device.startswith("cuda") else 0
+        self.gpu_count = 1 if self.device.startswith("cuda") else 0
         self.model = profile.name
-        self.batch_size = batch_size or (64 if self.gpus else 8)
+        self.batch_size = batch_size or (64 if self.gpu_count else 8)
         dtype = resolve_dtype(profile.dtype, self.device)
         started = time.perf_counter()
         self._model, self.tokenizer = load_model(profile, cache_dir, dtype, self.device)
@@ -92,7 +91,7 @@ class HFResponder:
                     prompt_tokens=len(prompt),
                     output_tokens=len(tokens) + (0 if cut is None else 1),
                     finished=cut is not None,
-                    device_seconds=wall * max(self.gpus, 1) / len(rows),
+                    device_seconds=wall * max(self.gpu_count, 1) / len(rows),
                 )
             )
         return results

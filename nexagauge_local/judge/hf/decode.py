@@ -5,7 +5,7 @@ Why not `model.generate` (what `outlines.Generator.batch` calls): judge prompts 
 `generate` re-prefills the shared rubric for every row and keeps every finished row in the
 batch until the longest answer ends. This loop:
 - on CPU, decodes against family prefixes computed once and never copied (`prefixes`:
-  shared_prefix.py, row_cache.py): each row's suffix is prefilled alone, rows of different
+  hf/cascade.py, hf/kv_cache.py): each row's suffix is prefilled alone, rows of different
   families and schemas share the decode steps (a CPU stand-in for vLLM's prefix caching and
   paged KV); elsewhere it prefills the batch's longest common token prefix once and copies its
   KV cache to every row;
@@ -15,7 +15,7 @@ batch until the longest answer ends. This loop:
 - charges each row the device time it used: its prompt-length share of the prefill, then an
   equal share of every step it was in (a row that finishes early is not charged the steps of
   the long answers after it);
-- applies the schema's compiled grammar (hf_grammar.py: llguidance or outlines-core, compiled
+- applies the schema's compiled grammar (hf/grammar.py: llguidance or outlines-core, compiled
   once per schema by the backend) through one bitmask per row, and records the top-k logprobs
   of the constrained distribution in the same pass;
 - shares one EOS set with the grammar: the loop stops on every EOS id of the model (the
@@ -37,9 +37,10 @@ from typing import Any
 
 import torch
 
-from nexagauge_local.judge.hf_grammar import CompiledGrammar, bitmask_words
-from nexagauge_local.judge.row_cache import RowCache, SharedPrefix
-from nexagauge_local.judge.string_caps import StringCaps
+from nexagauge_local.judge.hf.families import common_prefix_len
+from nexagauge_local.judge.hf.grammar import CompiledGrammar, bitmask_words
+from nexagauge_local.judge.hf.kv_cache import RowCache, SharedPrefix
+from nexagauge_local.judge.hf.string_caps import StringCaps
 
 MIN_SHARED_PREFIX = 8
 
@@ -53,18 +54,6 @@ class Decoded:
 
 
 OnFinished = Callable[[list[int], list[Decoded]], None]  # (prompt positions, their rows)
-
-
-def common_prefix_len(rows: list[list[int]]) -> int:
-    """Longest common prefix, leaving every row at least one token of its own to prefill."""
-    if not rows:
-        return 0
-    limit = min(len(r) for r in rows) - 1
-    n = 0
-    first = rows[0]
-    while n < limit and all(r[n] == first[n] for r in rows):
-        n += 1
-    return n
 
 
 @functools.cache
@@ -102,12 +91,12 @@ def compute_prefix(model: Any, ids: list[int]) -> SharedPrefix:
 def _forward_rows(model: Any, ids: torch.Tensor, pos: torch.Tensor, rows: RowCache
                   ) -> torch.Tensor:
     """A forward against family prefixes: transformers' cache off, the row cache written and
-    read by the attention function (shared_prefix.py)."""
+    read by the attention function (hf/cascade.py)."""
     before = rows.writes
     out = model(input_ids=ids, position_ids=pos, use_cache=False, logits_to_keep=1,
                 row_cache=rows)
     if rows.writes == before:  # a transformers that drops the keyword: never decode blind
-        raise RuntimeError("the model's attention never saw the row cache (shared_prefix.py)")
+        raise RuntimeError("the model's attention never saw the row cache (hf/cascade.py)")
     return out.logits[:, -1, :].float()
 
 
@@ -192,13 +181,13 @@ def constrained_greedy(
     prefixes: list[SharedPrefix] | None = None,
     rules: list[RowRule] | None = None,
 ) -> list[Decoded]:
-    """Greedy decode every prompt under a schema's compiled `grammar` (hf_grammar.py).
+    """Greedy decode every prompt under a schema's compiled `grammar` (hf/grammar.py).
 
     Where the grammar knows one EOS id only (`grammar.grammar_eos`, outlines), the other ids of
     `eos_ids` follow its allowed bit (see the module docstring). `on_finished` gets the rows
     that ended at each step, complete (tokens and seconds), before the batch goes on. `caps`
     (string_bounds = "clip") makes a value string close once it reaches its field's bound.
-    `prefixes`: each prompt's family prefix, computed once (shared_prefix.py), which the
+    `prefixes`: each prompt's family prefix, computed once (hf/cascade.py), which the
     prompt starts with. `rules`: each row's own grammar, caps and limit, in place of
     `grammar`, `caps` and `max_new_tokens` (all rules' grammars must know the same EOS)."""
     device = str(model.device)

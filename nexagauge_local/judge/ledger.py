@@ -22,20 +22,20 @@ def usd(gpu_seconds: float, gpu_hour_price: float | None) -> float:
     return gpu_seconds / 3600.0 * gpu_hour_price
 
 
-def split_device_seconds(results: Sequence[JudgeResult], wall: float, gpus: int) -> None:
+def split_device_seconds(results: Sequence[JudgeResult], wall: float, gpu_count: int) -> None:
     """Charge a call's wall time x devices held to its requests in proportion to their tokens.
 
-    On CPU (gpus=0) one device is counted, so the figure is device-seconds of the CPU backend.
+    On CPU (gpu_count=0) one device is counted, so the figure is device-seconds of the CPU backend.
     """
-    total = wall * max(gpus, 1)
+    total = wall * max(gpu_count, 1)
     tokens = [r.prompt_tokens + r.output_tokens for r in results]
     denom = sum(tokens) or len(results) or 1
     for r, t in zip(results, tokens):
         r.gpu_seconds = total * ((t or (0 if sum(tokens) else 1)) / denom)
 
 
-def device_label(gpus: int) -> str:
-    return "GPU" if gpus > 0 else "CPU device-seconds"
+def device_label(gpu_count: int) -> str:
+    return "GPU" if gpu_count > 0 else "CPU device-seconds"
 
 
 class NodeUsage(BaseModel):
@@ -90,19 +90,19 @@ class CostLedger(BaseModel):
 
     nodes: dict[str, NodeUsage] = Field(default_factory=dict)
     load_seconds: float = 0.0
-    gpus: int = 0
+    gpu_count: int = 0
     gpu_hour_price: float | None = None
 
     def node(self, name: str) -> NodeUsage:
         return self.nodes.setdefault(name, NodeUsage())
 
-    def record_load(self, seconds: float, gpus: int) -> None:
+    def record_load(self, seconds: float, gpu_count: int) -> None:
         self.load_seconds += seconds
-        self.gpus = gpus
+        self.gpu_count = gpu_count
 
     @property
     def device_label(self) -> str:
-        return device_label(self.gpus)
+        return device_label(self.gpu_count)
 
     def total(self) -> NodeUsage:
         out = NodeUsage()
@@ -119,7 +119,7 @@ class CostLedger(BaseModel):
         total = self.total()
         return {
             "device": self.device_label,
-            "gpus": self.gpus,
+            "gpus": self.gpu_count,
             "load_seconds": round(self.load_seconds, 3),
             "gpu_hour_price": self.gpu_hour_price,
             "cost": usd(total.gpu_seconds, self.gpu_hour_price),

@@ -13,7 +13,7 @@ Why two engines:
 Both know one EOS id, the tokenizer's. An extra EOS id of the model (weights.eos_set) that is
 an ordinary token of the vocabulary stays allowed inside strings even when llguidance is told
 it is an EOS (tested), so the decode loop aligns every extra id to the grammar's EOS bit for
-both engines (hf_decode.py).
+both engines (hf/decode.py).
 
 Both enforce the same schema with no free whitespace, but their token masks are not the same
 (outlines' index rejects some tokens llguidance allows), so greedy answers differ: on the demo

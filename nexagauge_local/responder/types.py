@@ -6,7 +6,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
-from nexagauge_local.judge.types import Messages
+from nexagauge_local.judge import Messages
 
 
 @dataclass(frozen=True)
@@ -22,7 +22,7 @@ class Response:
 class Responder(Protocol):
     name: str  # engine: "hf" or "vllm"
     model: str  # profile name or weights path, for provenance in the written records
-    gpus: int
+    gpu_count: int  # GPUs the responder holds (0 = CPU)
 
     def respond(self, conversations: Sequence[Messages], max_tokens: int) -> list[Response]: ...
 

@@ -14,9 +14,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from nexagauge_local.judge.types import Messages
-from nexagauge_local.target.probe_file import ProbeItem
-from nexagauge_local.target.types import Responder, Response
+from nexagauge_local.judge import Messages
+from nexagauge_local.responder.probe_file import ProbeItem
+from nexagauge_local.responder.types import Responder, Response
 
 
 @dataclass

@@ -28,13 +28,13 @@ from collections.abc import Callable, Sequence
 from multiprocessing import util as mp_util
 from typing import Any
 
-from nexagauge_local.judge.vllm_engine import (
+from nexagauge_local.judge.vllm.engine import (
     WireRequest,
     import_vllm,
     run_engine,
     token_shards,
 )
-from nexagauge_local.judge.vllm_host import EngineHost
+from nexagauge_local.judge.vllm.host import EngineHost
 from nexagauge_local.libc import die_with_parent
 
 STOP_TIMEOUT_S = 20.0

@@ -15,7 +15,7 @@ present.
 
 `SharedPrefix` (one family's prefix keys and values) lives here too: the cache names one per row.
 
-Two phases, driven by hf_decode.py:
+Two phases, driven by hf/decode.py:
 - `prefill_row(i)`: the next forward is row i's suffix alone (batch 1); its keys land in row
   i's slots, right-aligned in its bucket so the bucket's rows end on one column;
 - `begin_step()`: the next forward is one new token for every row; each bucket takes a slot.

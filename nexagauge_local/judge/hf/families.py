@@ -20,6 +20,15 @@ def common_prefix(a: Sequence[int], b: Sequence[int]) -> int:
     return i
 
 
+def common_prefix_len(rows: Sequence[Sequence[int]]) -> int:
+    """Longest prefix common to every row, leaving each row at least one token of its own to
+    prefill (a forward needs one new token to produce the next one's logits)."""
+    if not rows:
+        return 0
+    shared = min(common_prefix(rows[0], r) for r in rows)
+    return max(0, min(shared, min(len(r) for r in rows) - 1))
+
+
 @dataclass(frozen=True)
 class PrefixStats:
     prompts: int
@@ -81,7 +90,7 @@ def prefix_families(rows: Sequence[Sequence[int]]) -> list[list[int]]:
 
 
 def split_families(rows: Sequence[Sequence[int]], family_tokens: int = 64) -> list[list[int]]:
-    """Row indices in prefix families for decoding against prefixes held once (row_cache.py),
+    """Row indices in prefix families for decoding against prefixes held once (hf/kv_cache.py),
     where families share batches and a family costs about `family_tokens` of work (one more
     prefix attention call per layer and step), not a batch of its own.
 

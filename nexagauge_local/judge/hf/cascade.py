@@ -1,12 +1,12 @@
 """Attention over one shared prompt prefix held once, for the CPU decode loop.
 
-Why: every prompt of a prefix family (prefix.py) starts with the same instructions and rubric
+Why: every prompt of a prefix family (hf/families.py) starts with the same instructions and rubric
 (471 of the peer sample's redteam prompt tokens). A KV cache copied to every row costs memory
 (it capped a CPU micro-batch at 4-8 rows) and every decode step reads each copy again; on 2
 cores a step's time then grows with its rows and the run decodes in many small batches. Here the
 prefix's keys and values are computed once per family and kept as one (1, kv_heads, P, dim)
 block; each row's own keys and values (its suffix and answer) live in a `RowCache`
-(row_cache.py). Attention is split in two (cascade attention, as FlashInfer and vLLM do on
+(hf/kv_cache.py). Attention is split in two (cascade attention, as FlashInfer and vLLM do on
 GPUs):
 - every query of every row against the prefix, as a single batch (the prefix is read once per
   layer, not once per row) with no mask: every row sees the whole prefix;
@@ -30,7 +30,7 @@ from typing import Any
 
 import torch
 
-from nexagauge_local.judge.row_cache import RowCache
+from nexagauge_local.judge.hf.kv_cache import RowCache
 
 ATTENTION = "ngl_shared_prefix"
 _FLASH = "_scaled_dot_product_flash_attention_for_cpu"

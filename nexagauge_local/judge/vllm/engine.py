@@ -1,6 +1,6 @@
 """vLLM engine plumbing shared by the in-process backend and the data-parallel workers.
 
-Why its own module: a data-parallel worker (vllm_pool.py) runs in a fresh spawned interpreter
+Why its own module: a data-parallel worker (vllm/pool.py) runs in a fresh spawned interpreter
 and needs only this - building SamplingParams, stepping the engine, turning outputs into plain
 picklable dicts - not the backend class. vllm itself is imported lazily (`import_vllm`), so this
 module imports fine without it and the pure parts are unit-tested with a fake `vllm` package.
@@ -20,7 +20,7 @@ from typing import Any
 from nexagauge_local.judge.profiles import DEFAULT_GRAMMAR, JudgeProfile
 from nexagauge_local.judge.schemas import engine_schema, parse_output
 from nexagauge_local.judge.types import JudgeRequest, JudgeResult, Messages
-from nexagauge_local.judge.vllm_host import Device, host_engine_kwargs
+from nexagauge_local.judge.vllm.host import Device, host_engine_kwargs
 
 TOP_LOGPROBS = 5
 LOGPROB_SOURCE = "vllm_sampler_top5"
@@ -157,18 +157,6 @@ def engine_kwargs(
         "enable_prefix_caching": True,
         **host_engine_kwargs(device, profile),
     }
-
-
-def shard_ranges(n_items: int, n_shards: int) -> list[range]:
-    """Contiguous, near-equal shards (the first `n_items % n_shards` get one extra)."""
-    n_shards = max(1, min(n_shards, n_items)) if n_items else 1
-    base, extra = divmod(n_items, n_shards)
-    out, start = [], 0
-    for k in range(n_shards):
-        size = base + (1 if k < extra else 0)
-        out.append(range(start, start + size))
-        start += size
-    return out
 
 
 def token_shards(weights: Sequence[int], n_shards: int) -> list[range]:

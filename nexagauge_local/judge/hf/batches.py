@@ -4,7 +4,7 @@ model.
 Why batches cross prefix families: a decode step costs about 25 ms on 2 cores before any row's
 own work (the weights are read once per step, whatever the rows), so the run's decode time is
 mostly its step count: the sum over batches of each batch's longest answer. With each family's
-prefix held once (shared_prefix.py) a batch of 27 rows fits where 4 did, and families need not
+prefix held once (hf/cascade.py) a batch of 27 rows fits where 4 did, and families need not
 be split apart: on the peer sample's redteam prompts 7 batches became 2.
 
 Why families stay in order (not all rows sorted by length): a prefix is computed when its

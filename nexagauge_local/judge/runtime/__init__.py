@@ -1,0 +1,41 @@
+"""A model's runtime: devices and dtype, weights on disk, the tokenizer's view of a prompt.
+
+Shared by the judge backends, the model-under-test responder and `estimate` (which needs a
+tokenizer and never weights). Light to import: torch and transformers load inside the code that
+needs them.
+"""
+
+from nexagauge_local.judge.runtime.devices import (
+    gpu_visible,
+    resolve_dtype,
+    torch_device,
+    visible_device_ids,
+    vllm_importable,
+)
+from nexagauge_local.judge.runtime.loadable import WeightsUnusable, check_loadable
+from nexagauge_local.judge.runtime.tokens import (
+    TokenCounter,
+    count_prompt_tokens,
+    eos_set,
+    eos_token_ids,
+    generation_eos_ids,
+    prompt_ids,
+    render_prompt,
+)
+from nexagauge_local.judge.runtime.weights import (
+    cast_copy,
+    dequantise_gguf,
+    dequantised_dir,
+    dequantised_ready,
+    engine_model_path,
+    load_model,
+    load_tokenizer,
+)
+
+__all__ = [
+    "TokenCounter", "WeightsUnusable", "cast_copy", "check_loadable", "count_prompt_tokens",
+    "dequantise_gguf", "dequantised_dir", "dequantised_ready", "engine_model_path", "eos_set",
+    "eos_token_ids", "generation_eos_ids", "gpu_visible", "load_model", "load_tokenizer",
+    "prompt_ids", "render_prompt", "resolve_dtype", "torch_device", "visible_device_ids",
+    "vllm_importable",
+]
