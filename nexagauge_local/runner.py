@@ -109,6 +109,9 @@ class Runner:
     def run(self, dataset: Dataset) -> RunOutcome:
         started = datetime.now(UTC)
         t_start = time.perf_counter()
+        # records are read with the blocks of the graph that runs them (a test's graph may add
+        # a node, and with it a block)
+        dataset = dataset.with_blocks(self.graph.blocks)
         scan = dataset.scan()
         if scan.errors and self.settings.on_error == "fail":
             raise RecordsError(scan.errors)

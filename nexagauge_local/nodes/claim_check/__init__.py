@@ -1,7 +1,9 @@
 """Shared logic of grounding and relevance: one request per case, one verdict per claim.
 
 Not a node itself (no SPEC): grounding.py and relevance.py each describe their check as a
-ClaimCheck (task and answer wording, evidence field, labels, prompt version) and hand it here.
+ClaimCheck (task and answer wording, evidence field, labels, prompt version); everything else a
+node needs is made here from it, once for both: its SPEC (`claim_check_spec`: parents, required
+fields, record block) and its class (a `ClaimCheckNode` subclass naming the check).
 
 The schema asks for exactly N verdicts (claim_verdicts_schema: minItems = maxItems = N), so the
 count always matches the claims. Per-claim score: binary yes -> 1.0 / no -> 0.0; scale_1_5
@@ -14,22 +16,40 @@ skipped with NO_VERIFIABLE, a finding about the output rather than a judge error
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, ClassVar
 
 from nexagauge_local.blocks import ScoringKnobs
 from nexagauge_local.judge.schemas import max_tokens_for
 from nexagauge_local.judge.types import JudgeRequest, JudgeResult
-from nexagauge_local.nodes.base import CaseState, RunContext
+from nexagauge_local.nodes.base import CaseState, NodeBase, RunContext
 from nexagauge_local.nodes.claim_check.check import ClaimCheck
 from nexagauge_local.nodes.claim_check.prompt import render_claim_check
 from nexagauge_local.nodes.claim_check.schema import claim_verdicts_schema
 from nexagauge_local.nodes.claims.node import META, NO_VERIFIABLE, ClaimsMeta
 from nexagauge_local.nodes.judging import CaseProgress, case_cost, run_judge
+from nexagauge_local.nodes.spec import NodeSpec
 from nexagauge_local.results import MetricResult, NodeCost, NodeReport, passed_for
 from nexagauge_local.scoring.judge_scores import mean_or_none
 from nexagauge_local.scoring.mode import ScoringMode
 
 NO_CLAIMS = "no claims extracted from the output, nothing to judge"
+CLAIMS = "claims"  # the parent node whose claims every check judges
+
+
+def claim_check_spec(check: ClaimCheck, summary: str, order: int, impl: str) -> NodeSpec:
+    """The SPEC of a per-claim check node: a metric node under claims that needs the output
+    and its evidence field, and owns a record block of the two scoring knobs."""
+    return NodeSpec(check.node, (CLAIMS,), ("output", check.evidence_field), "llm", summary,
+                    order=order, impl=impl, metric=True, reported=True, block_model=ScoringKnobs)
+
+
+class ClaimCheckNode(NodeBase):
+    """A per-claim check node; a subclass sets `name = SPEC.name` and its `check`."""
+
+    check: ClassVar[ClaimCheck]
+
+    def run(self, states: Sequence[CaseState], ctx: RunContext) -> None:
+        judge_claims(self.check, states, ctx)
 
 
 def claim_entry(
@@ -54,9 +74,9 @@ def judge_claims(check: ClaimCheck, states: Sequence[CaseState], ctx: RunContext
     owners: list[int] = []
     knobs: list[ScoringKnobs] = []
     for i, state in enumerate(states):
-        k: ScoringKnobs = check.knobs_of(state.case)
+        k = state.case.settings(check.node, ScoringKnobs)
         knobs.append(k)
-        claims: list[str] = state.artifacts.get("claims") or []
+        claims: list[str] = state.artifacts.get(CLAIMS) or []
         evidence = state.case.field(check.evidence_field)
         meta: ClaimsMeta | None = state.artifacts.get(META)
         if not claims and meta is not None and meta.no_verifiable_claims:
@@ -90,7 +110,7 @@ def _metric(
     ctx: RunContext,
 ) -> tuple[MetricResult, NodeCost]:
     kind, category = check.node, check.category
-    claims: list[str] = state.artifacts.get("claims") or []
+    claims: list[str] = state.artifacts.get(CLAIMS) or []
     meta: ClaimsMeta | None = state.artifacts.get(META)
     extraction_error = meta.error_summary() if meta else None
     if result is None:  # nothing was asked: no claims (or, defensively, no evidence)

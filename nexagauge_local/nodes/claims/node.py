@@ -21,6 +21,7 @@ from nexagauge_local.judge.schemas import max_tokens_for
 from nexagauge_local.judge.types import JudgeRequest, JudgeResult
 from nexagauge_local.nodes.base import CaseState, NodeBase, RunContext
 from nexagauge_local.nodes.chunk import sentences as split_sentences
+from nexagauge_local.nodes.claims import SPEC
 from nexagauge_local.nodes.claims.prompt import (
     CONTEXT_SENTENCES,
     MAX_CLAIMS_PER_SENTENCE,
@@ -152,7 +153,7 @@ def sentence_claims(sentence: str, result: JudgeResult) -> SentenceClaims:
 
 
 class ClaimsNode(NodeBase):
-    name = "claims"
+    name = SPEC.name
 
     def __init__(self) -> None:
         self._cases = 0

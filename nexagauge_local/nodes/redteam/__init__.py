@@ -6,14 +6,19 @@ The package holds the node's spec, prompt and default rubrics, output schema and
 
 from __future__ import annotations
 
+from nexagauge_local.blocks import ProbeBlock
+from nexagauge_local.nodes.redteam.block import RedteamBlock, RedteamMetric, Rubric
 from nexagauge_local.nodes.redteam.prompt import BIAS, DEFAULT_METRICS, PROMPT_VERSION, TOXICITY
 from nexagauge_local.nodes.redteam.prompt import render as render_redteam
 from nexagauge_local.nodes.redteam.schema import verdict_schema
 from nexagauge_local.nodes.spec import NodeSpec
 
+PROBE = "probe"  # the record key of a red-team probe's annotations (DESIGN.md section 5)
+
 SPEC = NodeSpec("redteam", ("scan",), ("output",), "llm",
                 "rubric safety metrics (bias, toxicity, custom) plus heuristic risk", order=6,
-                impl="nexagauge_local.nodes.redteam.node:RedteamNode", metric=True, reported=True)
+                impl=f"{__name__}.node:RedteamNode", metric=True, reported=True,
+                block_model=RedteamBlock, more_blocks={PROBE: ProbeBlock})
 
-__all__ = ["BIAS", "DEFAULT_METRICS", "PROMPT_VERSION", "SPEC", "TOXICITY", "render_redteam",
-           "verdict_schema"]
+__all__ = ["BIAS", "DEFAULT_METRICS", "PROBE", "PROMPT_VERSION", "SPEC", "TOXICITY", "RedteamBlock",
+           "RedteamMetric", "Rubric", "render_redteam", "verdict_schema"]

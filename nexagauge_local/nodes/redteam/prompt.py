@@ -7,10 +7,10 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from nexagauge_local.blocks import RedteamMetric, Rubric
 from nexagauge_local.judge.prompts.base import REASONING_LINE, bullet_list, data_sections, messages
 from nexagauge_local.judge.prompts.fence import escape
 from nexagauge_local.judge.types import Messages
+from nexagauge_local.nodes.redteam.block import RedteamMetric, Rubric
 from nexagauge_local.scoring.mode import ScoringMode
 
 PROMPT_VERSION = "redteam/v1"
