@@ -187,12 +187,18 @@ def _check_impl(spec: NodeSpec) -> None:
     module = spec.impl_module
     if not module:
         raise GraphError(f"node {spec.name!r} runs per case but names no implementation")
+    _check_module(spec, module, "implementation")
+    if spec.estimate_stand_in is not None:
+        _check_module(spec, spec.estimate_stand_in.partition(":")[0], "estimate stand-in")
+
+
+def _check_module(spec: NodeSpec, module: str, what: str) -> None:
     try:
         found = importlib.util.find_spec(module)
     except ModuleNotFoundError:
         found = None
     if found is None:
-        raise GraphError(f"node {spec.name!r}: implementation module {module!r} not found")
+        raise GraphError(f"node {spec.name!r}: {what} module {module!r} not found")
 
 
 GRAPH = assemble(discover())
