@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from nexagauge_local.nodes.claim_check import ClaimCheck, ClaimCheckNode, claim_check_spec
+from nexagauge_local.nodes.claim_check import ClaimCheck, claim_check_node
 
 CHECK = ClaimCheck(
     node="grounding",
@@ -22,11 +22,5 @@ CHECK = ClaimCheck(
     prompt_version="grounding/v1",
 )
 PROMPT_VERSION = CHECK.prompt_version
-
-SPEC = claim_check_spec(CHECK, "per claim: is it supported by the context", order=5,
-                        impl=f"{__name__}:GroundingNode")
-
-
-class GroundingNode(ClaimCheckNode):
-    name = SPEC.name
-    check = CHECK
+SPEC, GroundingNode = claim_check_node(CHECK, "per claim: is it supported by the context", order=5,
+                                      module=__name__)

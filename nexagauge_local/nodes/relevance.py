@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from nexagauge_local.nodes.claim_check import ClaimCheck, ClaimCheckNode, claim_check_spec
+from nexagauge_local.nodes.claim_check import ClaimCheck, claim_check_node
 
 CHECK = ClaimCheck(
     node="relevance",
@@ -20,11 +20,5 @@ CHECK = ClaimCheck(
     prompt_version="relevance/v1",
 )
 PROMPT_VERSION = CHECK.prompt_version
-
-SPEC = claim_check_spec(CHECK, "per claim: does it address the input", order=4,
-                        impl=f"{__name__}:RelevanceNode")
-
-
-class RelevanceNode(ClaimCheckNode):
-    name = SPEC.name
-    check = CHECK
+SPEC, RelevanceNode = claim_check_node(CHECK, "per claim: does it address the input", order=4,
+                                      module=__name__)

@@ -2,8 +2,8 @@
 
 Not a node itself (no SPEC): grounding.py and relevance.py each describe their check as a
 ClaimCheck (task and answer wording, evidence field, labels, prompt version); everything else a
-node needs is made here from it, once for both: its SPEC (`claim_check_spec`: parents, required
-fields, record block) and its class (a `ClaimCheckNode` subclass naming the check).
+node needs is made here from it, once for both (`claim_check_node`): its SPEC (parents,
+required fields, record block) and its class (a `ClaimCheckNode` subclass naming the check).
 
 The schema asks for exactly N verdicts (claim_verdicts_schema: minItems = maxItems = N), so the
 count always matches the claims. Per-claim score: binary yes -> 1.0 / no -> 0.0; scale_1_5
@@ -36,20 +36,33 @@ NO_CLAIMS = "no claims extracted from the output, nothing to judge"
 CLAIMS = "claims"  # the parent node whose claims every check judges
 
 
-def claim_check_spec(check: ClaimCheck, summary: str, order: int, impl: str) -> NodeSpec:
-    """The SPEC of a per-claim check node: a metric node under claims that needs the output
-    and its evidence field, and owns a record block of the two scoring knobs."""
-    return NodeSpec(check.node, (CLAIMS,), ("output", check.evidence_field), "llm", summary,
-                    order=order, impl=impl, metric=True, reported=True, block_model=ScoringKnobs)
-
-
 class ClaimCheckNode(NodeBase):
-    """A per-claim check node; a subclass sets `name = SPEC.name` and its `check`."""
+    """A per-claim check node: `claim_check_node` makes one subclass per check."""
 
     check: ClassVar[ClaimCheck]
 
     def run(self, states: Sequence[CaseState], ctx: RunContext) -> None:
         judge_claims(self.check, states, ctx)
+
+
+def claim_check_node(
+    check: ClaimCheck, summary: str, order: int, module: str
+) -> tuple[NodeSpec, type[ClaimCheckNode]]:
+    """The SPEC and the class of a per-claim check node, both from `check`.
+
+    The SPEC: a metric node under claims that needs the output and its evidence field, and
+    owns a record block of the two scoring knobs. The class is named after the node
+    (grounding -> GroundingNode); the caller's `module` must export it under that name, which
+    is what the SPEC's `impl` points at (a mismatch fails when the node is loaded).
+    """
+    cls_name = "".join(part.title() for part in check.node.split("_")) + "Node"
+    spec = NodeSpec(check.node, (CLAIMS,), ("output", check.evidence_field), "llm", summary,
+                    order=order, impl=f"{module}:{cls_name}", metric=True, reported=True,
+                    block_model=ScoringKnobs)
+    node_cls = type(cls_name, (ClaimCheckNode,),
+                    {"name": check.node, "check": check, "__module__": module,
+                     "__doc__": f"{check.node}: {summary} (see claim_check)."})
+    return spec, node_cls
 
 
 def claim_entry(
