@@ -79,7 +79,8 @@ class RefinerNode(NodeBase):
             chunks = state.artifacts["chunk"]
             # refalign.refine_top_k caps the REFERENCE side only, as nexa-gauge's reference
             # refiner does; the output keeps every distinct chunk.
-            top_k = {"output": None, "reference": state.case.settings("refalign", RefalignBlock).refine_top_k}
+            ref_k = state.case.settings("refalign", RefalignBlock).refine_top_k
+            top_k = {"output": None, "reference": ref_k}
             out: dict[str, Refined] = {}
             for side in ("output", "reference"):
                 n = len(chunks[side])

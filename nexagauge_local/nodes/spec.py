@@ -9,10 +9,11 @@ The implementation is named as "module:Class" and resolved only when a run build
 assembling the graph (listings, planning, estimates) imports no node logic and no heavy library.
 
 A node also owns what the layers around it need to know about it, so adding one edits nothing
-outside its folder: its record blocks (`block_model`, `more_blocks`: the models the record reader validates with,
-handed down by the graph), its estimate stand-in (`estimate_stand_in`: what `estimate` runs in
-its place when later nodes need its judge answers), and its report hooks (`report_panel`, a
-section of report.html; `row_extras`, per-case columns of its export rows).
+outside its folder: its record blocks (`block_model`, `more_blocks`: the models the record
+reader validates with, handed down by the graph), its estimate stand-in (`estimate_stand_in`:
+what `estimate` runs in its place when later nodes need its judge answers), and its report
+hooks (`report_panel`, a section of report.html; `row_extras`, per-case columns of its export
+rows).
 """
 
 from __future__ import annotations
