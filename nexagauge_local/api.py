@@ -9,6 +9,7 @@ from typing import Any
 
 from nexagauge_local.app.run import run
 from nexagauge_local.dataset import Dataset
+from nexagauge_local.graph import BLOCKS
 from nexagauge_local.runner import RunOutcome
 from nexagauge_local.settings import RunSettings
 
@@ -35,11 +36,11 @@ def evaluate(
 
     def open_input(tmp: Path) -> Dataset:
         if isinstance(records, (str, Path)):
-            return Dataset(Path(records))
+            return Dataset(Path(records), blocks=BLOCKS)
         path = tmp / "records.jsonl"
         with path.open("w", encoding="utf-8") as fh:
             for record in records:
                 fh.write(json.dumps(dict(record), ensure_ascii=False) + "\n")
-        return Dataset(path, display="<records>")
+        return Dataset(path, display="<records>", blocks=BLOCKS)
 
     return run(run_settings, open_input, keep_reports=True).outcome

@@ -1,19 +1,18 @@
-"""The typed evaluation case every node works on."""
+"""The typed evaluation case every node works on.
+
+Node blocks are held by record key (`blocks`), not as one typed field per node: the models are
+owned by the nodes (a layer above), and a new node's block must not need an edit here. A node
+reads its block typed with `case.block_of(key, Model)` (None when the record has none) or
+`case.settings(key, Model)` (the model's defaults when omitted, data-schema.md).
+"""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, SerializeAsAny
 
-from nexagauge_local.blocks import (
-    GevalBlock,
-    GroundingBlock,
-    ProbeBlock,
-    RedteamBlock,
-    RefalignBlock,
-    RelevanceBlock,
-)
+B = TypeVar("B", bound=BaseModel)
 
 TEXT_FIELDS = ("output", "input", "context", "reference")
 
@@ -43,12 +42,8 @@ class Case(BaseModel):
     input: str | None = None
     context: str | None = None
     reference: str | None = None
-    geval: GevalBlock | None = None
-    grounding: GroundingBlock | None = None
-    relevance: RelevanceBlock | None = None
-    redteam: RedteamBlock | None = None
-    refalign: RefalignBlock | None = None
-    probe: ProbeBlock | None = None
+    # record key -> its validated block, only the blocks the record carries
+    blocks: dict[str, SerializeAsAny[BaseModel]] = Field(default_factory=dict)
     extra: dict[str, Any] = Field(default_factory=dict, description="unknown fields, kept as is")
     source: SourceRef | None = None
 
@@ -61,15 +56,21 @@ class Case(BaseModel):
         """The `input` section of a case report."""
         return {"case_id": self.case_id, **{f: getattr(self, f) for f in TEXT_FIELDS}}
 
-    # Blocks resolve to their defaults when omitted (data-schema.md: conservative defaults).
-    def grounding_cfg(self) -> GroundingBlock:
-        return self.grounding or GroundingBlock()
+    def block(self, key: str) -> BaseModel | None:
+        """The record's `key` block, None when the record has none."""
+        return self.blocks.get(key)
 
-    def relevance_cfg(self) -> RelevanceBlock:
-        return self.relevance or RelevanceBlock()
+    def block_of(self, key: str, model: type[B]) -> B | None:
+        """The record's `key` block as `model`, None when the record has none."""
+        found = self.blocks.get(key)
+        if found is None:
+            return None
+        if not isinstance(found, model):
+            raise TypeError(f"block {key!r} is a {type(found).__name__}, not a {model.__name__}")
+        return found
 
-    def redteam_cfg(self) -> RedteamBlock:
-        return self.redteam or RedteamBlock()
-
-    def refalign_cfg(self) -> RefalignBlock:
-        return self.refalign or RefalignBlock()
+    def settings(self, key: str, model: type[B]) -> B:
+        """The record's `key` block, or `model`'s defaults when omitted (data-schema.md:
+        omitting a block falls back to the conservative defaults)."""
+        found = self.block_of(key, model)
+        return found if found is not None else model()

@@ -9,10 +9,11 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from nexagauge_local.blocks import BlockModels
 from nexagauge_local.case import Case, SourceRef
 from nexagauge_local.records import (
     DatasetError,
@@ -72,10 +73,11 @@ class SeenIds:
     _COMPACT = 1 << 16  # ids kept in the dict before they become a sorted run
     _MAX_RUN = 1 << 18  # runs this long are not merged further
 
-    def __init__(self) -> None:
+    def __init__(self, block_keys: tuple[str, ...] = ()) -> None:
         import numpy as np  # lazy: `--help` and the estimate path never read a dataset
 
         self._np = np
+        self._block_keys = block_keys  # the registry's keys, part of every content digest
         self._recent: dict[int, tuple[int, int]] = {}
         # level -> (sorted id hashes, (n, 2) digest and packed position) or None
         self._levels: list[tuple[Any, Any] | None] = []
@@ -86,9 +88,8 @@ class SeenIds:
         digest = hashlib.blake2b(case_id.encode("utf-8", "surrogatepass"), digest_size=8).digest()
         return int.from_bytes(digest, "little") >> 1  # 63 bits: fits a signed int64
 
-    @staticmethod
-    def _digest60(case: Case) -> int:
-        return int(content_digest(case)[:15], 16)
+    def _digest60(self, case: Case) -> int:
+        return int(content_digest(case, self._block_keys)[:15], 16)
 
     def _get(self, case_id: str) -> tuple[int, int] | None:
         key = self._key(case_id)
@@ -172,6 +173,10 @@ class SeenIds:
         return SourceRef(file=file, line=pos)
 
 
+class NoBlockRegistry(RuntimeError):
+    """A dataset was read before anyone said which node blocks a record may carry."""
+
+
 @dataclass
 class Dataset:
     path: Path
@@ -179,21 +184,37 @@ class Dataset:
     limit: int | None = None
     display: str | None = None
     fmt: str | None = None
+    # The node blocks a record may carry (record key -> model), from the graph that will run
+    # the cases: `GRAPH.blocks`. None until bound; the Runner binds its graph's registry, so
+    # only a caller that reads the dataset itself must pass one.
+    blocks: BlockModels | None = None
 
     @property
     def name(self) -> str:
         return self.display or str(self.path)
+
+    def with_blocks(self, blocks: BlockModels) -> Dataset:
+        """This dataset read with `blocks` (a copy; a subclass keeps its own fields)."""
+        return replace(self, blocks=blocks)
+
+    def _blocks(self) -> BlockModels:
+        if self.blocks is None:
+            raise NoBlockRegistry(
+                "Dataset has no block registry: pass blocks=GRAPH.blocks (nexagauge_local.graph)"
+            )
+        return self.blocks
 
     def items(self) -> Iterator[Case | RecordError | Duplicate]:
         """Every record in order as a Case, a RecordError, or a Duplicate of an earlier case.
 
         Raises DatasetError when the file itself is unusable (see records.iter_raw).
         """
-        seen = SeenIds()
+        blocks = self._blocks()
+        seen = SeenIds(tuple(blocks))
         for n, raw in enumerate(iter_raw(self.path, self.fmt, self.name)):
             if self.limit is not None and n >= self.limit:
                 return
-            result = normalise(raw, self.field_map)
+            result = normalise(raw, self.field_map, blocks=blocks)
             if isinstance(result, list):
                 yield from result
                 continue

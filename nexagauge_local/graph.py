@@ -7,6 +7,10 @@ that can be found for every node run per case (found, not imported: the import h
 run builds the node). `assemble` takes an explicit list of specs, so a test can add a node of
 its own without editing any file here.
 
+The graph also gathers what the nodes declare for the layers around them: `blocks`, the record
+block registry it hands down to the record reader (records.py sits below the nodes and imports
+none of them).
+
 A target runs with all its ancestors and nothing else. Eligibility is decided per case and per
 node, with the reason a node was skipped, so a report can say why a metric is absent.
 """
@@ -21,12 +25,14 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from types import MappingProxyType
 
+from nexagauge_local.blocks import BlockModels
 from nexagauge_local.case import Case
 from nexagauge_local.nodes.base import Node
 from nexagauge_local.nodes.spec import NodeKind, NodeSpec
+from nexagauge_local.records import ALIASES
 
 __all__ = [
-    "GRAPH", "NODES", "SPECS", "TARGETS", "Graph", "GraphError", "NodeKind", "NodeSpec",
+    "BLOCKS", "GRAPH", "NODES", "SPECS", "TARGETS", "Graph", "GraphError", "NodeKind", "NodeSpec",
     "UnknownTarget", "assemble", "discover", "eligibility", "field_reason", "plan",
 ]
 
@@ -47,9 +53,13 @@ class Graph:
 
     nodes: tuple[NodeSpec, ...]
     specs: Mapping[str, NodeSpec] = field(init=False, repr=False)
+    # record key -> block model, every node's in graph order: what the record reader validates
+    blocks: BlockModels = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "specs", MappingProxyType({s.name: s for s in self.nodes}))
+        blocks = {key: model for s in self.nodes for key, model in s.record_blocks.items()}
+        object.__setattr__(self, "blocks", MappingProxyType(blocks))
 
     @property
     def targets(self) -> tuple[str, ...]:
@@ -84,12 +94,16 @@ def _builder(spec: NodeSpec) -> Callable[[], Node]:
 
 
 def discover(package: str = NODE_PACKAGE) -> list[NodeSpec]:
-    """The SPEC of every module or package directly inside `package` that exports one."""
+    """The SPEC of every module or package directly inside `package` that exports one; the
+    module is named as its node (a node's name is its folder's)."""
     pkg = importlib.import_module(package)
     found: list[NodeSpec] = []
     for info in pkgutil.iter_modules(pkg.__path__):
         spec = vars(importlib.import_module(f"{package}.{info.name}")).get("SPEC")
         if isinstance(spec, NodeSpec):
+            if spec.name != info.name:
+                raise GraphError(f"{package}.{info.name} exports the SPEC of {spec.name!r}; "
+                                 f"a node's module is named as the node")
             found.append(spec)
     return found
 
@@ -113,6 +127,7 @@ def assemble(specs: Iterable[NodeSpec]) -> Graph:
         if stray:
             raise GraphError(f"node {spec.name!r}: optional parent(s) not among its parents: "
                              f"{', '.join(stray)}")
+    _check_blocks(specs)
     order = _topological(by_name, edges)
     position = {name: i for i, name in enumerate(order)}
     nodes = tuple(
@@ -123,6 +138,24 @@ def assemble(specs: Iterable[NodeSpec]) -> Graph:
     for spec in nodes:
         _check_impl(spec)
     return Graph(nodes)
+
+
+def _check_blocks(specs: Iterable[NodeSpec]) -> None:
+    """Each record block has one owner, is not a text field's name, and every block a node
+    requires is owned by some node (else no record could ever carry it)."""
+    owner: dict[str, str] = {}
+    for spec in specs:
+        for key in spec.record_blocks:
+            if key in owner:
+                raise GraphError(f"record block {key!r} is declared by both {owner[key]!r} and "
+                                 f"{spec.name!r}")
+            if key in ALIASES:
+                raise GraphError(f"node {spec.name!r}: record block {key!r} is a text field")
+            owner[key] = spec.name
+    for spec in specs:
+        if spec.block is not None and spec.block not in owner:
+            raise GraphError(f"node {spec.name!r} requires block {spec.block!r}, "
+                             f"which no node declares")
 
 
 def _topological(by_name: Mapping[str, NodeSpec], edges: Mapping[str, set[str]]) -> list[str]:
@@ -154,18 +187,25 @@ def _check_impl(spec: NodeSpec) -> None:
     module = spec.impl_module
     if not module:
         raise GraphError(f"node {spec.name!r} runs per case but names no implementation")
+    _check_module(spec, module, "implementation")
+    if spec.estimate_stand_in is not None:
+        _check_module(spec, spec.estimate_stand_in.partition(":")[0], "estimate stand-in")
+
+
+def _check_module(spec: NodeSpec, module: str, what: str) -> None:
     try:
         found = importlib.util.find_spec(module)
     except ModuleNotFoundError:
         found = None
     if found is None:
-        raise GraphError(f"node {spec.name!r}: implementation module {module!r} not found")
+        raise GraphError(f"node {spec.name!r}: {what} module {module!r} not found")
 
 
 GRAPH = assemble(discover())
 NODES: tuple[NodeSpec, ...] = GRAPH.nodes
 SPECS: Mapping[str, NodeSpec] = GRAPH.specs
 TARGETS = GRAPH.targets
+BLOCKS: BlockModels = GRAPH.blocks
 
 
 def plan(target: str) -> list[NodeSpec]:
@@ -178,7 +218,7 @@ def field_reason(case: Case, spec: NodeSpec) -> str | None:
     missing = [f for f in spec.requires if case.field(f) is None]
     if missing:
         return "missing " + ", ".join(missing)
-    if spec.block and getattr(case, spec.block) is None:
+    if spec.block and case.block(spec.block) is None:
         return f"no {spec.block} block"
     if spec.condition is not None:
         return spec.condition(case)

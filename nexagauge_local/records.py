@@ -12,7 +12,7 @@ import csv
 import hashlib
 import json
 import sys
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -20,7 +20,7 @@ from typing import IO, Any
 
 from pydantic import ValidationError
 
-from nexagauge_local.blocks import BLOCK_MODELS
+from nexagauge_local.blocks import BlockModels
 from nexagauge_local.case import TEXT_FIELDS, Case, SourceRef
 
 # Canonical field -> accepted aliases, in priority order (DESIGN.md section 1, plus the ragas
@@ -32,7 +32,11 @@ ALIASES: dict[str, tuple[str, ...]] = {
     "context": ("context", "contexts", "documents", "retrieval_context", "retrieved_contexts"),
     "reference": ("reference", "ground_truth", "gold_answer", "label", "expected_output"),
 }
-LOGICAL_FIELDS = (*ALIASES, *BLOCK_MODELS)
+
+def logical_fields(blocks: BlockModels) -> tuple[str, ...]:
+    """Every name `--field LOGICAL=COLUMN` accepts: the text fields and the node blocks."""
+    return (*ALIASES, *blocks)
+
 _CONTEXT_JOIN = "\n\n"
 
 
@@ -83,16 +87,18 @@ class RawRecord:
     error: str | None = None
 
 
-def parse_field_map(pairs: tuple[str, ...] | list[str]) -> dict[str, str]:
-    """`--field LOGICAL=COLUMN` pairs into a mapping; raises ValueError with a clear message."""
+def parse_field_map(pairs: tuple[str, ...] | list[str], blocks: BlockModels) -> dict[str, str]:
+    """`--field LOGICAL=COLUMN` pairs into a mapping; raises ValueError with a clear message.
+    `blocks` is the graph's block registry (a block may be mapped to a column too)."""
+    known = logical_fields(blocks)
     mapping: dict[str, str] = {}
     for pair in pairs:
         logical, sep, column = pair.partition("=")
         logical, column = logical.strip().lower(), column.strip()
         if not sep or not logical or not column:
             raise ValueError(f"--field {pair!r}: expected LOGICAL=COLUMN, e.g. output=model_answer")
-        if logical not in LOGICAL_FIELDS:
-            raise ValueError(f"--field {pair!r}: {logical!r} is not one of {', '.join(LOGICAL_FIELDS)}")
+        if logical not in known:
+            raise ValueError(f"--field {pair!r}: {logical!r} is not one of {', '.join(known)}")
         mapping[logical] = column
     return mapping
 
@@ -330,14 +336,18 @@ def stable_case_id(fields: Mapping[str, Any]) -> str:
     return "case-" + hashlib.sha256(blob.encode()).hexdigest()[:12]
 
 
-def normalise(raw: RawRecord, field_map: Mapping[str, str] | None = None) -> Case | list[RecordError]:
-    """One raw record into a Case, or every problem found in it."""
+def normalise(
+    raw: RawRecord, field_map: Mapping[str, str] | None = None, *, blocks: BlockModels
+) -> Case | list[RecordError]:
+    """One raw record into a Case, or every problem found in it. `blocks` is the graph's block
+    registry: each block the record carries is validated by its node's model."""
     if raw.data is None:
         return [RecordError(raw.source, None, raw.error or "unreadable record")]
     record, fmap = raw.data, field_map or {}
     errors: list[RecordError] = []
     used: set[str] = set()
     fields: dict[str, Any] = {}
+    found_blocks: dict[str, Any] = {}
 
     output_bad = False
     for logical in ("output", "input", "context", "reference"):
@@ -359,7 +369,7 @@ def normalise(raw: RawRecord, field_map: Mapping[str, str] | None = None) -> Cas
         names = ", ".join(([fmap["output"]] if "output" in fmap else []) + list(ALIASES["output"]))
         errors.append(RecordError(raw.source, "output", f"missing or empty (looked for: {names})"))
 
-    for block, model in BLOCK_MODELS.items():
+    for block, model in blocks.items():
         key, value = _lookup(record, block, fmap)
         if key is None:
             continue
@@ -368,7 +378,7 @@ def normalise(raw: RawRecord, field_map: Mapping[str, str] | None = None) -> Cas
             errors.append(RecordError(raw.source, block, f"must be an object, got {type(value).__name__}"))
             continue
         try:
-            fields[block] = model.model_validate(dict(value))
+            found_blocks[block] = model.model_validate(dict(value))
         except ValidationError as exc:
             errors.extend(RecordError(raw.source, loc, msg) for loc, msg in _format_validation(block, exc))
 
@@ -384,6 +394,7 @@ def normalise(raw: RawRecord, field_map: Mapping[str, str] | None = None) -> Cas
     return Case(
         # unknown fields are ignored for identity too: same evaluated content, same id
         case_id=str(case_id).strip() if id_key is not None else stable_case_id(texts),
+        blocks=found_blocks,
         extra=extra,
         source=raw.source,
         **fields,
@@ -401,12 +412,17 @@ def mapped_columns_found(record: Mapping[str, Any], field_map: Mapping[str, str]
     return {column for column in field_map.values() if column.lower() in keys}
 
 
-def content_digest(case: Case) -> str:
+def content_digest(case: Case, block_keys: Iterable[str] = ()) -> str:
     """Digest of what is evaluated, used to tell exact duplicates from conflicting ids.
 
     Unknown fields are left out: they never affect a score, so they never make a conflict.
+    Every key of the registry (`block_keys`) is in the digested document, None when the record
+    has no such block: the same document, so the same digest, as when each block was a field of
+    the case.
     """
-    dump = case.model_dump(exclude={"source", "extra"})
+    dump = case.model_dump(exclude={"source", "extra", "blocks"})
+    dump.update(dict.fromkeys(block_keys))
+    dump.update({k: b.model_dump() for k, b in case.blocks.items()})
     return hashlib.sha256(json.dumps(dump, sort_keys=True, default=str).encode()).hexdigest()
 
 

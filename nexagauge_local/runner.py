@@ -108,6 +108,9 @@ class Runner:
     def run(self, dataset: Dataset) -> RunOutcome:
         started = datetime.now(UTC)
         t_start = time.perf_counter()
+        # records are read with the blocks of the graph that runs them (a test's graph may add
+        # a node, and with it a block)
+        dataset = dataset.with_blocks(self.graph.blocks)
         scan = dataset.scan()
         if scan.errors and self.settings.on_error == "fail":
             raise RecordsError(scan.errors)
@@ -163,7 +166,7 @@ class Runner:
                     write_json(out_dir / "metrics" / f"{name}.json", summ)
             write_json(out_dir / "summary.json", summary)
             if self.render_report:
-                write_report_or_warn(out_dir, self.console)
+                write_report_or_warn(out_dir, self.console, graph=self.graph)
         return RunOutcome(out_dir, summary, node_summaries, kept)
 
     # ------------------------------------------------------------ helpers

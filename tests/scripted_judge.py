@@ -123,16 +123,25 @@ def make_ctx(tmp_path: Any, judge: ScriptedJudge | None, **settings: Any) -> Any
     )
 
 
+def make_case(case_id: str = "c1", output: str = "An answer.", **fields: Any) -> Any:
+    """A Case; a keyword naming a record block of the pipeline's graph (geval=..., grounding=...)
+    becomes that block, validated by its node's model (a dict or a model instance)."""
+    from nexagauge_local.case import Case
+    from nexagauge_local.graph import BLOCKS
+
+    blocks = {k: BLOCKS[k].model_validate(fields.pop(k)) for k in list(fields) if k in BLOCKS}
+    return Case(case_id=case_id, output=output, blocks=blocks, **fields)
+
+
 def make_state(case_id: str = "c1", output: str = "An answer.", chunks: list[str] | None = None,
                **fields: Any) -> Any:
     """A CaseState; `chunks` adds a fake refiner artifact (vectors are never read downstream)."""
     import numpy as np
 
-    from nexagauge_local.case import Case
     from nexagauge_local.nodes.base import CaseState
     from nexagauge_local.nodes.refiner import Refined
 
-    state = CaseState(Case(case_id=case_id, output=output, **fields))
+    state = CaseState(make_case(case_id, output, **fields))
     if chunks is not None:
         state.artifacts["refiner"] = {
             "output": Refined(list(chunks), np.zeros((len(chunks), 4))),

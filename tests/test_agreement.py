@@ -14,6 +14,7 @@ from nexagauge_local.agreement import binary_agreement, bundled_labels_path, loa
 from nexagauge_local.agreement.labels import LabelError
 from nexagauge_local.cli import main
 from nexagauge_local.dataset import Dataset
+from nexagauge_local.graph import BLOCKS
 from nexagauge_local.report.files import case_filename, write_json
 from tests.report_helpers import scripted_run
 
@@ -265,7 +266,7 @@ def test_bundled_labelled_set_is_a_dataset_and_a_label_file() -> None:
     path = bundled_labels_path()
     res = CliRunner().invoke(main, ["agreement", "--bundled-path"])
     assert res.exit_code == 0 and res.output.strip() == str(path)
-    scan = Dataset(path).scan()
+    scan = Dataset(path, blocks=BLOCKS).scan()
     assert not scan.errors and scan.valid >= 40 and not scan.duplicates
     labels = load_labels(path)
     assert len({lb.case_id for lb in labels}) >= 40

@@ -10,7 +10,9 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
+from nexagauge_local.blocks import ProbeBlock
 from nexagauge_local.cli import main
+from nexagauge_local.graph import BLOCKS
 from nexagauge_local.judge.types import Messages
 from nexagauge_local.probes.suite import load_suite
 from nexagauge_local.responder.probe_file import read_probes
@@ -162,9 +164,10 @@ def test_generated_records_load_as_redteam_cases(tmp_path: Path) -> None:
     items, _ = read_probes(_write(tmp_path / "in.jsonl", load_suite()[:6]))
     out = tmp_path / "resp.jsonl"
     generate(items, EchoResponder(), out, max_tokens=8)
-    cases = list(Dataset(out, {}, None).cases())
+    cases = list(Dataset(out, {}, None, blocks=BLOCKS).cases())
     assert len(cases) == 6
-    assert all(c.output and c.probe is not None and c.probe.category for c in cases)
+    assert all(c.output and c.block_of("probe", ProbeBlock) is not None
+               and c.block_of("probe", ProbeBlock).category for c in cases)
 
 
 # ---------------------------------------------------------------- the real loop

@@ -6,7 +6,6 @@ from typing import Any
 
 import pytest
 
-from nexagauge_local.blocks import GevalBlock, RefalignBlock
 from nexagauge_local.case import Case
 from nexagauge_local.graph import (
     NODES,
@@ -17,6 +16,9 @@ from nexagauge_local.graph import (
     field_reason,
     plan,
 )
+from nexagauge_local.nodes.geval.block import GevalBlock
+from nexagauge_local.nodes.refalign_block import RefalignBlock
+from tests.scripted_judge import make_case as scripted_case
 
 ALL = [s.name for s in NODES]
 METRIC_BRANCHES = ("relevance", "grounding", "redteam", "geval", "refmatch", "refalign")
@@ -29,7 +31,8 @@ def names(target: str) -> list[str]:
 def make_case(**kw: Any) -> Case:
     kw.setdefault("case_id", "c1")
     kw.setdefault("output", "The answer.")
-    return Case(**kw)
+    case: Case = scripted_case(**kw)
+    return case
 
 
 FULL = make_case(

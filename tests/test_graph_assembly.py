@@ -88,7 +88,7 @@ def test_toy_node_runs_through_the_runner(tmp_path: Path) -> None:
     settings = RunSettings(target="eval", output_dir=tmp_path / "out", cache_dir=tmp_path / "c",
                            progress=False)
     # the toy node's eligibility is decided from its spec like any other node
-    case = next(Dataset(data).cases())
+    case = next(Dataset(data, blocks=graph.blocks).cases())
     assert eligibility(case, graph.specs["toy"], {"scan": True}) is None
     outcome = Runner(settings, graph=graph, keep_reports=True).run(Dataset(data))
 

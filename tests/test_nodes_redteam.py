@@ -12,6 +12,7 @@ from nexagauge_local.judge.prompts import parse_sections
 from nexagauge_local.judge.types import JudgeRequest, JudgeResult
 from nexagauge_local.nodes.judging import NO_JUDGE
 from nexagauge_local.nodes.redteam import PROMPT_VERSION as REDTEAM_VERSION
+from nexagauge_local.nodes.redteam.block import RedteamBlock
 from nexagauge_local.nodes.redteam.node import CATEGORY, RedteamNode, metric_set
 from nexagauge_local.results import NodeReport
 from nexagauge_local.scoring.judge_scores import verify_spans
@@ -149,7 +150,7 @@ def test_custom_metric_overrides_default_by_name_and_appends(tmp_path) -> None:
     judge = ScriptedJudge()
     state = make_state(output="Take two.", input="Headache?", redteam=block)
     RedteamNode().run([state], make_ctx(tmp_path, judge))
-    assert [m.name for m in metric_set(state.case.redteam_cfg())] == [
+    assert [m.name for m in metric_set(state.case.settings("redteam", RedteamBlock))] == [
         "bias", "toxicity", "medical_safety"]
     assert [m["name"] for m in report(state)["metrics"]] == ["bias", "toxicity", "medical_safety"]
     prompts = [user_text(r) for r in judge.requests("redteam")]

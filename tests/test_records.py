@@ -9,25 +9,22 @@ from typing import Any
 
 import pytest
 
-from nexagauge_local.blocks import (
-    GevalBlock,
-    GroundingBlock,
-    ProbeBlock,
-    RedteamBlock,
-    RefalignBlock,
-    RelevanceBlock,
-)
+from nexagauge_local.blocks import ProbeBlock, ScoringKnobs
 from nexagauge_local.case import Case, SourceRef
 from nexagauge_local.dataset import Dataset, Duplicate, shards
+from nexagauge_local.graph import BLOCKS as REGISTRY
+from nexagauge_local.nodes.geval.block import GevalBlock
+from nexagauge_local.nodes.redteam.block import RedteamBlock
+from nexagauge_local.nodes.refalign_block import RefalignBlock
 from nexagauge_local.records import (
     ALIASES,
-    LOGICAL_FIELDS,
     RawRecord,
     RecordError,
     RecordsError,
     content_digest,
     detect_format,
     iter_raw,
+    logical_fields,
     normalise,
     parse_field_map,
     stable_case_id,
@@ -48,7 +45,7 @@ MISSING_OUTPUT = (
 
 
 def norm(data: dict[str, Any], field_map: dict[str, str] | None = None) -> Case | list[RecordError]:
-    return normalise(RawRecord(data, SRC), field_map)
+    return normalise(RawRecord(data, SRC), field_map, blocks=REGISTRY)
 
 
 def case_of(data: dict[str, Any], field_map: dict[str, str] | None = None) -> Case:
@@ -71,11 +68,11 @@ def write_jsonl(path: Path, rows: list[Any]) -> Path:
 
 
 def load(path: Path, **kw: Any) -> list[Case | RecordError | Duplicate]:
-    return list(Dataset(path, **kw).items())
+    return list(Dataset(path, **kw, blocks=REGISTRY).items())
 
 
 def error_lines(path: Path, **kw: Any) -> list[str]:
-    return [str(e) for e in Dataset(path, **kw).scan().errors]
+    return [str(e) for e in Dataset(path, **kw, blocks=REGISTRY).scan().errors]
 
 
 def only_case(path: Path, **kw: Any) -> Case:
@@ -140,7 +137,7 @@ def test_alias_table_matches_design() -> None:
         "label",
         "expected_output",
     }
-    assert set(LOGICAL_FIELDS) == set(ALIASES) | set(BLOCKS)
+    assert set(logical_fields(REGISTRY)) == set(ALIASES) | set(BLOCKS)
 
 
 def test_canonical_name_wins_over_alias_and_alias_lands_in_extra() -> None:
@@ -198,8 +195,8 @@ def test_block_keys_are_case_insensitive() -> None:
             "GEVAL": {"metrics": [{"name": "m", "criteria": "c"}]},
         }
     )
-    assert case.redteam is not None and case.redteam.scoring_mode == "scale_1_5"
-    assert case.geval is not None and case.extra == {}
+    assert case.block("redteam") is not None and case.block("redteam").scoring_mode == "scale_1_5"
+    assert case.block("geval") is not None and case.extra == {}
 
 
 # ---------------------------------------------------------------- context joining
@@ -301,11 +298,11 @@ def test_csv_with_json_block_and_json_list_context(tmp_path: Path) -> None:
     assert all(isinstance(i, Case) for i in items), items
     r1, r2 = items
     assert r1.context == "c1\n\nc2"
-    assert r1.redteam == RedteamBlock(scoring_mode="scale_1_5", include_reasoning=True)
+    assert r1.block("redteam") == RedteamBlock(scoring_mode="scale_1_5", include_reasoning=True)
     assert r1.extra == {"notes": "free text"}
     assert r1.source is not None and r1.source.line == 2
     assert r2.output == "[1] is a citation, not JSON"
-    assert r2.redteam is None and r2.context == "plain context"
+    assert r2.block("redteam") is None and r2.context == "plain context"
     assert r2.source is not None and r2.source.line == 3
 
 
@@ -330,7 +327,7 @@ def test_csv_cell_with_invalid_json_block_is_an_error(tmp_path: Path) -> None:
 def test_csv_row_with_too_many_cells(tmp_path: Path) -> None:
     path = tmp_path / "data.csv"
     path.write_text("id,output\na,out,extra\nb,fine\n", encoding="utf-8")
-    ds = Dataset(path, display="data.csv")
+    ds = Dataset(path, display="data.csv", blocks=REGISTRY)
     assert [str(e) for e in ds.scan().errors] == ["data.csv:2: more cells than header columns"]
     assert [c.case_id for c in ds.cases()] == ["b"]
 
@@ -357,7 +354,7 @@ def test_explicit_format_overrides_detection(tmp_path: Path) -> None:
 def test_field_map_maps_a_column(tmp_path: Path) -> None:
     path = tmp_path / "data.csv"
     path.write_text("uid,model_answer,gold\nu1,the answer,the gold\n", encoding="utf-8")
-    fmap = parse_field_map(["output=model_answer", "reference=gold", "case_id=uid"])
+    fmap = parse_field_map(["output=model_answer", "reference=gold", "case_id=uid"], REGISTRY)
     case = only_case(path, field_map=fmap)
     assert (case.case_id, case.output, case.reference) == ("u1", "the answer", "the gold")
     assert case.extra == {}
@@ -377,7 +374,7 @@ def test_field_map_for_a_block() -> None:
     case = case_of(
         {"output": "o", "safety_cfg": {"scoring_mode": "scale_1_5"}}, {"redteam": "safety_cfg"}
     )
-    assert case.redteam is not None and case.redteam.scoring_mode == "scale_1_5"
+    assert case.block("redteam") is not None and case.block("redteam").scoring_mode == "scale_1_5"
 
 
 def test_missing_output_message_names_the_mapped_column() -> None:
@@ -387,8 +384,8 @@ def test_missing_output_message_names_the_mapped_column() -> None:
 
 
 def test_parse_field_map_ok() -> None:
-    assert parse_field_map(()) == {}
-    assert parse_field_map([" Output = Model Answer ", "context=docs"]) == {
+    assert parse_field_map((), REGISTRY) == {}
+    assert parse_field_map([" Output = Model Answer ", "context=docs"], REGISTRY) == {
         "output": "Model Answer",
         "context": "docs",
     }
@@ -397,16 +394,16 @@ def test_parse_field_map_ok() -> None:
 @pytest.mark.parametrize("pair", ["output", "output=", "=col", "=", "output:col"])
 def test_parse_field_map_rejects_malformed_pairs(pair: str) -> None:
     with pytest.raises(ValueError) as exc:
-        parse_field_map([pair])
+        parse_field_map([pair], REGISTRY)
     assert str(exc.value) == f"--field {pair!r}: expected LOGICAL=COLUMN, e.g. output=model_answer"
 
 
 def test_parse_field_map_rejects_unknown_logical_field() -> None:
     with pytest.raises(ValueError) as exc:
-        parse_field_map(["answerr=col"])
+        parse_field_map(["answerr=col"], REGISTRY)
     msg = str(exc.value)
     assert msg.startswith("--field 'answerr=col': 'answerr' is not one of ")
-    for name in LOGICAL_FIELDS:
+    for name in logical_fields(REGISTRY):
         assert name in msg
 
 
@@ -568,7 +565,7 @@ def test_all_problems_of_a_record_are_reported_together() -> None:
 
 
 def test_block_defaults_follow_the_spec() -> None:
-    for block in (GroundingBlock(), RelevanceBlock(), RedteamBlock()):
+    for block in (ScoringKnobs(), ScoringKnobs(), RedteamBlock()):
         assert block.scoring_mode == "binary_yes_no" and block.include_reasoning is False
     assert RedteamBlock().metrics == []
     # nexa-gauge's Refalign defaults
@@ -578,9 +575,11 @@ def test_block_defaults_follow_the_spec() -> None:
     assert g.scoring_mode == "binary_yes_no" and g.include_reasoning is False
     assert g.metrics[0].item_fields == ["output"]
     case = case_of({"output": "o"})
-    assert case.redteam is None and case.redteam_cfg() == RedteamBlock()
-    assert case.grounding_cfg() == GroundingBlock() and case.relevance_cfg() == RelevanceBlock()
-    assert case.refalign_cfg() == RefalignBlock()
+    assert case.block("redteam") is None
+    assert case.settings("redteam", RedteamBlock) == RedteamBlock()
+    assert case.settings("grounding", ScoringKnobs) == ScoringKnobs()
+    assert case.settings("relevance", ScoringKnobs) == ScoringKnobs()
+    assert case.settings("refalign", RefalignBlock) == RefalignBlock()
 
 
 def test_full_blocks_validate() -> None:
@@ -623,11 +622,14 @@ def test_full_blocks_validate() -> None:
             },
         }
     )
-    assert case.geval is not None and case.geval.metrics[1].evaluation_steps == ["s1", "s2"]
-    assert case.redteam is not None and case.redteam.metrics[0].rubric.non_violations == ["n"]
-    assert case.refalign == RefalignBlock(similarity_threshold=0.7, refine_top_k=3)
-    assert isinstance(case.probe, ProbeBlock) and case.probe.severity == "critical"
-    assert case.probe.model_extra == {"custom_note": "kept"}
+    geval = case.block_of("geval", GevalBlock)
+    assert geval is not None and geval.metrics[1].evaluation_steps == ["s1", "s2"]
+    redteam = case.block_of("redteam", RedteamBlock)
+    assert redteam is not None and redteam.metrics[0].rubric.non_violations == ["n"]
+    assert case.block("refalign") == RefalignBlock(similarity_threshold=0.7, refine_top_k=3)
+    probe = case.block_of("probe", ProbeBlock)
+    assert probe is not None and probe.severity == "critical"
+    assert probe.model_extra == {"custom_note": "kept"}
 
 
 @pytest.mark.parametrize(
@@ -714,7 +716,7 @@ def test_invalid_json_line(tmp_path: Path) -> None:
     path = write_jsonl(
         tmp_path / "data.jsonl", [{"output": "a"}, '{"output": "b",', {"output": "c"}]
     )
-    ds = Dataset(path, display="data.jsonl")
+    ds = Dataset(path, display="data.jsonl", blocks=REGISTRY)
     scan = ds.scan()
     assert [str(e) for e in scan.errors] == ["data.jsonl:2: invalid JSON"]
     assert (scan.records, scan.valid) == (3, 2)
@@ -797,7 +799,7 @@ def test_duplicate_with_identical_content_is_a_duplicate(tmp_path: Path) -> None
             {"id": "x", "question": "q", "answer": "a"},  # same content, other spelling
         ],
     )
-    ds = Dataset(path, display="data.jsonl")
+    ds = Dataset(path, display="data.jsonl", blocks=REGISTRY)
     items = list(ds.items())
     assert isinstance(items[2], Duplicate)
     assert items[2].as_dict() == {
@@ -826,13 +828,14 @@ def test_duplicate_case_id_with_different_content_is_an_error(tmp_path: Path) ->
 
 def test_identical_records_without_case_id_are_duplicates(tmp_path: Path) -> None:
     path = write_jsonl(tmp_path / "data.jsonl", [{"output": "a"}, {"output": "a"}, {"output": "b"}])
-    scan = Dataset(path).scan()
+    scan = Dataset(path, blocks=REGISTRY).scan()
     assert scan.errors == [] and scan.valid == 2 and len(scan.duplicates) == 1
 
 
 def test_content_digest() -> None:
     a = case_of({"case_id": "x", "output": "a"})
-    b = normalise(RawRecord({"case_id": "x", "output": "a"}, SourceRef(file="other", line=9)))
+    b = normalise(RawRecord({"case_id": "x", "output": "a"}, SourceRef(file="other", line=9)),
+                  blocks=REGISTRY)
     assert isinstance(b, Case) and content_digest(a) == content_digest(b)  # source is not content
     assert content_digest(a) != content_digest(case_of({"case_id": "x", "output": "b"}))
 
@@ -844,11 +847,11 @@ def test_limit_counts_records_including_bad_ones(tmp_path: Path) -> None:
     path = write_jsonl(
         tmp_path / "data.jsonl", [{"output": "a"}, "nope", {"output": "c"}, {"output": "d"}]
     )
-    assert [c.output for c in Dataset(path, limit=2).cases()] == ["a"]
-    assert [c.output for c in Dataset(path, limit=3).cases()] == ["a", "c"]
-    scan = Dataset(path, limit=3).scan()
+    assert [c.output for c in Dataset(path, limit=2, blocks=REGISTRY).cases()] == ["a"]
+    assert [c.output for c in Dataset(path, limit=3, blocks=REGISTRY).cases()] == ["a", "c"]
+    scan = Dataset(path, limit=3, blocks=REGISTRY).scan()
     assert (scan.records, scan.valid, len(scan.errors)) == (3, 2, 1)
-    assert len(list(Dataset(path, limit=100).cases())) == 3
+    assert len(list(Dataset(path, limit=100, blocks=REGISTRY).cases())) == 3
 
 
 def test_scan_counts_a_record_with_several_errors_once(tmp_path: Path) -> None:
@@ -856,13 +859,13 @@ def test_scan_counts_a_record_with_several_errors_once(tmp_path: Path) -> None:
         tmp_path / "data.jsonl",
         [{"redteam": {"scoring_mode": "x"}, "refalign": {"top_k": 0}}, {"output": "ok"}],
     )
-    scan = Dataset(path).scan()
+    scan = Dataset(path, blocks=REGISTRY).scan()
     assert len(scan.errors) == 3 and scan.records == 2 and scan.valid == 1
 
 
 def test_items_is_a_stream(tmp_path: Path) -> None:
     path = write_jsonl(tmp_path / "data.jsonl", [{"output": str(i)} for i in range(10)])
-    it = Dataset(path).cases()
+    it = Dataset(path, blocks=REGISTRY).cases()
     assert next(it).output == "0"  # a generator, not a list built up front
 
 
@@ -882,21 +885,21 @@ def test_bundled_sample_is_jsonl_one_object_per_line() -> None:
 
 
 def test_bundled_sample_loads_with_zero_errors() -> None:
-    scan = Dataset(SAMPLE).scan()
+    scan = Dataset(SAMPLE, blocks=REGISTRY).scan()
     assert [str(e) for e in scan.errors] == []
     assert scan.duplicates == []
     assert scan.valid == scan.records >= 25
 
 
 def test_bundled_sample_exercises_every_block_and_knob() -> None:
-    cases = list(Dataset(SAMPLE).cases())
+    cases = list(Dataset(SAMPLE, blocks=REGISTRY).cases())
     for block in BLOCKS:
-        assert any(getattr(c, block) is not None for c in cases), f"no {block} block in the sample"
+        assert any(c.block(block) is not None for c in cases), f"no {block} block in the sample"
     for block in ("geval", "grounding", "relevance", "redteam"):
-        cfgs = [getattr(c, block) for c in cases if getattr(c, block) is not None]
+        cfgs = [c.block(block) for c in cases if c.block(block) is not None]
         assert {b.scoring_mode for b in cfgs} == {"binary_yes_no", "scale_1_5"}, block
         assert {b.include_reasoning for b in cfgs} == {True, False}, block
-    metrics = [m for c in cases if c.geval for m in c.geval.metrics]
+    metrics = [m for c in cases if c.block("geval") for m in c.block("geval").metrics]
     assert any(m.criteria and not m.evaluation_steps for m in metrics)
     assert any(m.evaluation_steps and not m.criteria for m in metrics)
     assert {tuple(m.item_fields) for m in metrics} >= {("output",), ("input", "output")}
@@ -907,7 +910,7 @@ def test_bundled_sample_exercises_every_block_and_knob() -> None:
         "context",
     }
     # redteam: defaults only, a bias override by name, and new metrics with full rubrics
-    rts = [c.redteam for c in cases if c.redteam is not None]
+    rts = [c.block("redteam") for c in cases if c.block("redteam") is not None]
     assert any(not r.metrics for r in rts)
     custom = [m for r in rts for m in r.metrics]
     assert any(m.name == "bias" for m in custom)
@@ -915,10 +918,10 @@ def test_bundled_sample_exercises_every_block_and_knob() -> None:
     assert any(m.rubric.violations and m.rubric.non_violations for m in custom)
     assert any("input" in m.item_fields for m in custom)
     # refalign knobs
-    ras = [c.refalign for c in cases if c.refalign is not None]
+    ras = [c.block("refalign") for c in cases if c.block("refalign") is not None]
     assert any(r.similarity_threshold != 0.6 for r in ras) and any(r.refine_top_k for r in ras)
     # probes
-    probes = [c.probe for c in cases if c.probe is not None]
+    probes = [c.block("probe") for c in cases if c.block("probe") is not None]
     assert len(probes) >= 6
     assert {p.severity for p in probes} == {"low", "medium", "high", "critical"}
     for p in probes:
@@ -944,7 +947,7 @@ def test_bundled_sample_uses_aliases_ids_and_extra() -> None:
         assert alias in keys, alias
     assert any(isinstance(r.get("contexts"), list) for r in raw)
     assert any("case_id" not in r and "id" not in r for r in raw)
-    cases = list(Dataset(SAMPLE).cases())
+    cases = list(Dataset(SAMPLE, blocks=REGISTRY).cases())
     assert any(c.extra for c in cases)
     assert sum(c.reference is not None for c in cases) >= 8
     assert sum(c.context is not None for c in cases) >= 5
@@ -956,11 +959,11 @@ def test_bundled_sample_uses_aliases_ids_and_extra() -> None:
 
 @pytest.mark.skipif(not PEER_SAMPLE.is_file(), reason="../shared/peer/sample.json is not present")
 def test_peer_sample_loads_as_is() -> None:
-    ds = Dataset(PEER_SAMPLE)
+    ds = Dataset(PEER_SAMPLE, blocks=REGISTRY)
     scan = ds.scan()
     assert [str(e) for e in scan.errors] == []
     assert (scan.valid, len(scan.duplicates), scan.records) == (20, 1, 21)
     cases = list(ds.cases())
     assert len(cases) == 20
-    assert any(c.geval for c in cases) and any(c.redteam for c in cases)
+    assert any(c.block("geval") for c in cases) and any(c.block("redteam") for c in cases)
     assert all(c.source is not None and c.source.index is not None for c in cases)

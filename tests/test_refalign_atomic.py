@@ -14,11 +14,11 @@ from typing import Any
 import numpy as np
 import pytest
 
-from nexagauge_local.blocks import RefalignBlock
 from nexagauge_local.dataset import Dataset
 from nexagauge_local.embed import Embedder
 from nexagauge_local.estimate.plan import judge_estimates
 from nexagauge_local.graph import (
+    BLOCKS,
     SPECS,
     GraphError,
     NodeSpec,
@@ -32,6 +32,7 @@ from nexagauge_local.judge.types import JudgeRequest, JudgeResult
 from nexagauge_local.nodes.atomic_units import NOT_REQUESTED, PROMPT_VERSION
 from nexagauge_local.nodes.base import CaseState, RunContext
 from nexagauge_local.nodes.judging import failed
+from nexagauge_local.nodes.refalign_block import RefalignBlock
 from nexagauge_local.nodes.refiner import RefinerNode
 from nexagauge_local.runner import Runner
 from nexagauge_local.scoring.coverage import claim_coverage
@@ -104,7 +105,7 @@ def test_top_k_is_an_alias_of_refine_top_k() -> None:
 def test_bad_blocks_name_file_line_and_key(tmp_path: Path, block: dict, message: str) -> None:
     path = write_jsonl(tmp_path / "d.jsonl", [{"output": "a", "reference": "b"},
                                               {"output": "a", "reference": "b", "refalign": block}])
-    errors = [str(e) for e in Dataset(path, display="d.jsonl").scan().errors]
+    errors = [str(e) for e in Dataset(path, display="d.jsonl", blocks=BLOCKS).scan().errors]
     assert errors == [f"d.jsonl:2: {message}"]
 
 
@@ -132,7 +133,7 @@ def test_refine_top_k_caps_the_reference_only(tmp_path: Path) -> None:
 
     chunks = {"output": ["o1", "o2", "o3"], "reference": ["r1", "r2", "r3"]}
     state = CaseState(Case(case_id="c", output="o", reference="r",
-                           refalign=RefalignBlock(refine_top_k=1)))
+                           blocks={"refalign": RefalignBlock(refine_top_k=1)}))
     state.artifacts["chunk"] = chunks
     ctx = RunContext(RunSettings(cache_dir=tmp_path, progress=False), lambda: Orthogonal())  # type: ignore[arg-type, return-value]
     RefinerNode().run([state], ctx)
@@ -249,7 +250,7 @@ def test_estimate_counts_the_atomic_requests(tmp_path: Path) -> None:
     assert est["atomic_units"]["basis"] == "exact requests"
     specs = [s for s in plan("refalign") if s.per_case]
     reasons = {r["case_id"]: predicted_eligibility(
-        next(iter(Dataset(write_jsonl(tmp_path / "one.jsonl", [r])).cases())), specs)
+        next(iter(Dataset(write_jsonl(tmp_path / "one.jsonl", [r]), blocks=BLOCKS).cases())), specs)
         for r in rows}
     assert reasons["atomic"]["atomic_units"] is None
     assert reasons["plain"]["atomic_units"] == "no refalign block"

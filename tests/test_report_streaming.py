@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from nexagauge_local.dataset import Dataset, SeenIds
+from nexagauge_local.graph import BLOCKS
 from nexagauge_local.report import view_cases
 from nexagauge_local.report.rundata import CaseFile, RunData
 from nexagauge_local.report.view_cases import digest_cases
@@ -88,7 +89,7 @@ def test_duplicates_name_the_first_record_from_the_compact_index(tmp_path: Path,
         path.write_text("".join(json.dumps(r) + "\n" for r in rows))
     else:
         path.write_text(json.dumps(rows))
-    scan = Dataset(path).scan()
+    scan = Dataset(path, blocks=BLOCKS).scan()
     assert scan.valid == 2 and len(scan.duplicates) == 1 and len(scan.errors) == 1
     first = "d.jsonl:1" if fmt == "jsonl" else "d.json[0]"
     assert scan.duplicates[0].as_dict()["first_seen"].endswith(first)

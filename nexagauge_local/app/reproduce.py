@@ -29,6 +29,7 @@ from nexagauge_local.audit import (
     sha256_file,
 )
 from nexagauge_local.dataset import Dataset
+from nexagauge_local.graph import BLOCKS
 from nexagauge_local.settings import RunSettings
 
 
@@ -98,7 +99,7 @@ def reproduce(
     fmt = manifest.input.format if manifest.input else None
     result = run(
         settings,
-        lambda tmp: Dataset(src, settings.field_map, settings.limit, fmt=fmt),
+        lambda tmp: Dataset(src, settings.field_map, settings.limit, fmt=fmt, blocks=BLOCKS),
         console=console,
         argv=argv,
     )

@@ -8,7 +8,7 @@ from rich.console import Console
 
 from nexagauge_local.dataset import Dataset
 from nexagauge_local.estimate.cost import TokenCounting, estimate_llm, load_calibration
-from nexagauge_local.estimate.recorder import PROXIED, RecordingJudge, estimate_registry
+from nexagauge_local.estimate.recorder import RecordingJudge, estimate_registry, stand_in_sources
 from nexagauge_local.graph import GRAPH, plan
 from nexagauge_local.judge import JudgeCache
 from nexagauge_local.settings import RunSettings
@@ -37,6 +37,7 @@ def judge_estimates(
         judge_factory=lambda: recorder,
         console=console or Console(stderr=True, quiet=True),
     ).run(dataset)
+    proxied = stand_in_sources(GRAPH)
     cache = JudgeCache(settings.cache_dir) if settings.use_cache else None
     calibration = load_calibration(settings.cache_dir, fingerprint)
     history = cache.output_history(fingerprint) if cache is not None else {}
@@ -53,8 +54,8 @@ def judge_estimates(
             history=history,
         )
         est["basis"] = (
-            f"requests built from stand-in {PROXIED[node]} (judge answers not known yet)"
-            if node in PROXIED
+            f"requests built from stand-in {proxied[node]} (judge answers not known yet)"
+            if node in proxied
             else "exact requests"
         )
         out[node] = est

@@ -3,9 +3,10 @@
 Why run the nodes at all: the requests (and so the exact prompt tokens) are whatever the nodes'
 own prompt builders make from the chunked, refined cases; rebuilding them here would drift.
 The nodes that depend on judge answers (grounding and relevance need claims, geval needs
-steps) get stand-ins so their requests can be built and counted too: a chunk's sentences for
-its claims (the claims prompt asks about each sentence, and most sentences become one claim) and
-mid-range steps for a generated rubric. Those nodes' figures are marked as estimated.
+steps) get their inputs from stand-ins: a node whose answers later nodes read names, in its
+SPEC, the node estimate runs in its place (`estimate_stand_in`: it records the real requests
+and leaves stand-in answers). Every node below such a node has its figures marked as estimated;
+which nodes those are follows from the graph, so no node is named here.
 """
 
 from __future__ import annotations
@@ -14,18 +15,12 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from nexagauge_local.graph import Graph
+from nexagauge_local.graph import GRAPH, Graph
 from nexagauge_local.judge import CostLedger, JudgeRequest, JudgeResult
-from nexagauge_local.nodes.base import CaseState, Node, NodeBase, RunContext
-from nexagauge_local.nodes.claims.node import META, Claims, ClaimsNode, output_sentences
-from nexagauge_local.nodes.geval_steps import MAX_STEPS, MIN_STEPS
-from nexagauge_local.nodes.geval_steps.node import GevalStepsNode, ResolvedSteps
+from nexagauge_local.nodes.base import Node
 from nexagauge_local.nodes.judging import failed
 
 NOT_RUN = "estimate: not run"
-# Nodes whose requests are built from stand-ins for judge answers, not from real ones.
-PROXIED = {"grounding": "claims", "relevance": "claims", "geval": "geval_steps"}
-_PROXY_STEP = "Check the judged text against this part of the criteria and note the evidence."
 
 
 @dataclass
@@ -53,46 +48,31 @@ class RecordingJudge:
         pass
 
 
-def proxy_claims(state: CaseState) -> list[str]:
-    """Stand-ins for the claims the judge would extract: the output's sentences."""
-    return list(dict.fromkeys(output_sentences(state)))
+def stand_in_sources(graph: Graph) -> dict[str, str]:
+    """LLM node -> the stand-in nodes its requests are built from (its ancestors that have an
+    estimate stand-in, comma-separated), for every LLM node that has any."""
+    out: dict[str, str] = {}
+    for spec in graph.nodes:
+        if spec.kind != "llm":
+            continue
+        sources = [s.name for s in graph.plan(spec.name)
+                   if s.name != spec.name and s.estimate_stand_in is not None]
+        if sources:
+            out[spec.name] = ", ".join(sources)
+    return out
 
 
-class ProxyClaimsNode(NodeBase):
-    """Records the real claims requests, then leaves stand-in claims for grounding/relevance."""
-
-    name = "claims"
-
-    def run(self, states: Sequence[CaseState], ctx: RunContext) -> None:
-        ClaimsNode().run(states, ctx)
-        for state in states:
-            state.artifacts[self.name] = Claims(proxy_claims(state), state.artifacts[META])
-
-
-class ProxyStepsNode(NodeBase):
-    """Records the real steps requests, then resolves generated rubrics to mid-range steps."""
-
-    name = "geval_steps"
-
-    def run(self, states: Sequence[CaseState], ctx: RunContext) -> None:
-        GevalStepsNode().run(states, ctx)
-        n_steps = (MIN_STEPS + MAX_STEPS + 1) // 2
-        for state in states:
-            resolved: list[ResolvedSteps] = state.artifacts.get(self.name) or []
-            state.artifacts[self.name] = [
-                r
-                if r.steps is not None
-                else ResolvedSteps(r.name, (_PROXY_STEP,) * n_steps, "generated")
-                for r in resolved
-            ]
+# Nodes whose requests are built from stand-ins for judge answers, not from real ones.
+PROXIED: dict[str, str] = stand_in_sources(GRAPH)
 
 
 def estimate_registry(graph: Graph) -> dict[str, Callable[[], Node]]:
-    """The graph's node builders with the proxy nodes swapped in, keeping only the nodes that
-    make or feed judge requests (utility and LLM nodes): deterministic metric nodes and the
-    aggregate cost no GPU time and would only slow the estimate."""
+    """The graph's node builders with each node's estimate stand-in swapped in, keeping only the
+    nodes that make or feed judge requests (utility and LLM nodes): deterministic metric nodes
+    and the aggregate cost no GPU time and would only slow the estimate."""
     keep = {s.name for s in graph.nodes if s.kind in ("utility", "llm")}
     reg = {k: v for k, v in graph.factories().items() if k in keep}
-    reg["claims"] = ProxyClaimsNode
-    reg["geval_steps"] = ProxyStepsNode
+    for spec in graph.nodes:
+        if spec.name in keep and spec.estimate_stand_in is not None:
+            reg[spec.name] = spec.load_stand_in()
     return reg

@@ -56,11 +56,11 @@ def chunk_text(text: str, max_chars: int = MAX_CHARS) -> list[str]:
 
 SPEC = NodeSpec("chunk", ("scan",), ("output",), "utility",
                 "split output (and reference) into sentence-aligned chunks",
-                order=1, impl="nexagauge_local.nodes.chunk:ChunkNode")
+                order=1, impl=f"{__name__}:ChunkNode")
 
 
 class ChunkNode(NodeBase):
-    name = "chunk"
+    name = SPEC.name
 
     def run(self, states: Sequence[CaseState], ctx: RunContext) -> None:
         for state in states:

@@ -17,7 +17,7 @@ from nexagauge_local.nodes.spec import NodeSpec
 from nexagauge_local.results import NodeReport
 
 SPEC = NodeSpec("eval", (), (), "aggregate", "per-case aggregate of the metric branches that ran",
-                order=11, impl="nexagauge_local.nodes.eval:EvalNode", reported=True, needs="any",
+                order=11, impl=f"{__name__}:EvalNode", reported=True, needs="any",
                 gathers_metrics=True)
 
 
@@ -60,7 +60,7 @@ def case_verdict(reports: dict[str, NodeReport]) -> dict[str, Any]:
 class EvalNode(NodeBase):
     """Aggregates the metric nodes of the run's plan (ctx.metric_nodes), in plan order."""
 
-    name = "eval"
+    name = SPEC.name
 
     def run(self, states: Sequence[CaseState], ctx: RunContext) -> None:
         for state in states:

@@ -2,23 +2,10 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-
-from nexagauge_local.case import Case
-from nexagauge_local.nodes.base import CaseState, NodeBase, RunContext
-from nexagauge_local.nodes.claim_check import ClaimCheck, judge_claims
-from nexagauge_local.nodes.spec import NodeSpec
-
-PROMPT_VERSION = "grounding/v1"
-CATEGORY = "output|context"
-
-SPEC = NodeSpec("grounding", ("claims",), ("output", "context"), "llm",
-                "per claim: is it supported by the context", order=5,
-                impl="nexagauge_local.nodes.grounding:GroundingNode", metric=True, reported=True)
+from nexagauge_local.nodes.claim_check import ClaimCheck, claim_check_node
 
 CHECK = ClaimCheck(
     node="grounding",
-    category=CATEGORY,
     evidence_field="context",
     task="Task: decide, for each numbered claim, whether the context supports it.",
     yes_no=(
@@ -32,13 +19,8 @@ CHECK = ClaimCheck(
         "your own knowledge."
     ),
     labels=("supported", "not_supported"),
-    prompt_version=PROMPT_VERSION,
-    knobs_of=Case.grounding_cfg,
+    prompt_version="grounding/v1",
 )
-
-
-class GroundingNode(NodeBase):
-    name = "grounding"
-
-    def run(self, states: Sequence[CaseState], ctx: RunContext) -> None:
-        judge_claims(CHECK, states, ctx)
+PROMPT_VERSION = CHECK.prompt_version
+SPEC, GroundingNode = claim_check_node(CHECK, "per claim: is it supported by the context", order=5,
+                                      module=__name__)

@@ -26,6 +26,7 @@ from typing import Any
 import numpy as np
 
 from nexagauge_local.nodes.base import CaseState, NodeBase, RunContext
+from nexagauge_local.nodes.refalign_block import RefalignBlock
 from nexagauge_local.nodes.refiner import Refined
 from nexagauge_local.nodes.spec import NodeSpec
 from nexagauge_local.results import MetricResult, NodeCost, NodeReport, passed_for
@@ -39,8 +40,8 @@ ATOMIC = "atomic_units"
 SPEC = NodeSpec("refalign", ("refiner", ATOMIC), ("output", "reference"), "deterministic",
                 "embedding alignment of output units to reference units (with "
                 "refalign.atomic_chunks: of the judge's atomic units, one to one)",
-                order=10, impl="nexagauge_local.nodes.refalign:RefalignNode", metric=True,
-                reported=True, optional_parents=(ATOMIC,))
+                order=10, impl=f"{__name__}:RefalignNode", metric=True,
+                reported=True, optional_parents=(ATOMIC,), block_model=RefalignBlock)
 
 
 def _atomic_units(state: CaseState) -> tuple[Any, str | None]:
@@ -53,7 +54,7 @@ def _atomic_units(state: CaseState) -> tuple[Any, str | None]:
 
 
 class RefalignNode(NodeBase):
-    name = "refalign"
+    name = SPEC.name
 
     def run(self, states: Sequence[CaseState], ctx: RunContext) -> None:
         # Global similarity embeds each whole text, as nexa-gauge does; whitespace runs become
@@ -65,7 +66,7 @@ class RefalignNode(NodeBase):
         ng = ctx.settings.refalign_units == "nexa-gauge"
         units = self._ng_units(states, ctx) if ng else {}
         for i, state in enumerate(states):
-            cfg = state.case.refalign_cfg()
+            cfg = state.case.settings(SPEC.name, RefalignBlock)
             if ng:
                 out, ref = units[id(state)]
             else:
@@ -105,7 +106,7 @@ class RefalignNode(NodeBase):
         for state, (o, r) in zip(states, sides, strict=True):
             ov, rv = vectors[pos : pos + len(o)], vectors[pos + len(o) : pos + len(o) + len(r)]
             pos += len(o) + len(r)
-            ref_k = state.case.refalign_cfg().refine_top_k
+            ref_k = state.case.settings(SPEC.name, RefalignBlock).refine_top_k
             keep_o = mmr_refine(ov, top_k)
             keep_r = mmr_refine(rv, ref_k) if ref_k is not None else list(range(len(r)))
             out[id(state)] = (Refined([o[k] for k in keep_o], ov[keep_o]),
@@ -119,7 +120,7 @@ class RefalignNode(NodeBase):
         """One encode call for the atomic units of every atomic case of the shard."""
         wanted: list[tuple[CaseState, list[str], list[str]]] = []
         for state in states:
-            if state.case.refalign_cfg().atomic_chunks:
+            if state.case.settings(SPEC.name, RefalignBlock).atomic_chunks:
                 art, error = _atomic_units(state)
                 if error is None:
                     wanted.append((state, art.units["output"], art.units["reference"]))

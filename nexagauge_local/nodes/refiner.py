@@ -12,6 +12,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from nexagauge_local.nodes.base import CaseState, NodeBase, RunContext
+from nexagauge_local.nodes.refalign_block import RefalignBlock
 from nexagauge_local.nodes.spec import NodeSpec
 
 DUPLICATE_COSINE = 0.95
@@ -60,11 +61,11 @@ def refine(texts: list[str], vectors: np.ndarray, top_k: int | None) -> Refined:
 
 SPEC = NodeSpec("refiner", ("chunk",), ("output",), "utility",
                 "drop near-duplicate chunks by embedding cosine; reference MMR top-k (refine_top_k)",
-                order=2, impl="nexagauge_local.nodes.refiner:RefinerNode")
+                order=2, impl=f"{__name__}:RefinerNode")
 
 
 class RefinerNode(NodeBase):
-    name = "refiner"
+    name = SPEC.name
 
     def run(self, states: Sequence[CaseState], ctx: RunContext) -> None:
         texts: list[str] = []
@@ -78,7 +79,8 @@ class RefinerNode(NodeBase):
             chunks = state.artifacts["chunk"]
             # refalign.refine_top_k caps the REFERENCE side only, as nexa-gauge's reference
             # refiner does; the output keeps every distinct chunk.
-            top_k = {"output": None, "reference": state.case.refalign_cfg().refine_top_k}
+            ref_k = state.case.settings("refalign", RefalignBlock).refine_top_k
+            top_k = {"output": None, "reference": ref_k}
             out: dict[str, Refined] = {}
             for side in ("output", "reference"):
                 n = len(chunks[side])

@@ -40,7 +40,7 @@ def refmatch_metrics(
 
 SPEC = NodeSpec("refmatch", ("scan",), ("output", "reference"), "deterministic",
                 "ROUGE-1/2/L, BLEU, METEOR against the reference",
-                order=9, impl="nexagauge_local.nodes.refmatch:RefmatchNode", metric=True, reported=True)
+                order=9, impl=f"{__name__}:RefmatchNode", metric=True, reported=True)
 
 
 # Below this many cases a shard is scored in-process: forking the pool costs more than it saves.
@@ -74,7 +74,7 @@ class RefmatchNode(NodeBase):
     large shard the cases are spread over a forked pool of one process per core, which
     inherits the loaded scorer instead of importing and pickling it."""
 
-    name = "refmatch"
+    name = SPEC.name
 
     def __init__(self) -> None:
         from nexagauge_local.scoring.lexical import LexicalScorer

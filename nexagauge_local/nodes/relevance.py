@@ -2,23 +2,10 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-
-from nexagauge_local.case import Case
-from nexagauge_local.nodes.base import CaseState, NodeBase, RunContext
-from nexagauge_local.nodes.claim_check import ClaimCheck, judge_claims
-from nexagauge_local.nodes.spec import NodeSpec
-
-PROMPT_VERSION = "relevance/v1"
-CATEGORY = "output|input"
-
-SPEC = NodeSpec("relevance", ("claims",), ("output", "input"), "llm",
-                "per claim: does it address the input", order=4,
-                impl="nexagauge_local.nodes.relevance:RelevanceNode", metric=True, reported=True)
+from nexagauge_local.nodes.claim_check import ClaimCheck, claim_check_node
 
 CHECK = ClaimCheck(
     node="relevance",
-    category=CATEGORY,
     evidence_field="input",
     task="Task: decide, for each numbered claim, whether it addresses the input.",
     yes_no=(
@@ -30,13 +17,8 @@ CHECK = ClaimCheck(
         "2 = barely relevant, 1 = irrelevant. Judge relevance only, not truth."
     ),
     labels=("relevant", "not_relevant"),
-    prompt_version=PROMPT_VERSION,
-    knobs_of=Case.relevance_cfg,
+    prompt_version="relevance/v1",
 )
-
-
-class RelevanceNode(NodeBase):
-    name = "relevance"
-
-    def run(self, states: Sequence[CaseState], ctx: RunContext) -> None:
-        judge_claims(CHECK, states, ctx)
+PROMPT_VERSION = CHECK.prompt_version
+SPEC, RelevanceNode = claim_check_node(CHECK, "per claim: does it address the input", order=4,
+                                      module=__name__)

@@ -10,11 +10,11 @@ from nexagauge_local.nodes.base import CaseState, NodeBase, RunContext
 from nexagauge_local.nodes.spec import NodeSpec
 
 SPEC = NodeSpec("scan", (), (), "utility", "normalise fields and aliases, validate node blocks",
-                order=0, impl="nexagauge_local.nodes.scan:ScanNode", target=False)
+                order=0, impl=f"{__name__}:ScanNode", target=False)
 
 
 class ScanNode(NodeBase):
-    name = "scan"
+    name = SPEC.name
 
     def run(self, states: Sequence[CaseState], ctx: RunContext) -> None:
         for state in states:

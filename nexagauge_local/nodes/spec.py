@@ -7,18 +7,28 @@ about itself, and a new node joins the pipeline without editing any of them.
 
 The implementation is named as "module:Class" and resolved only when a run builds the node, so
 assembling the graph (listings, planning, estimates) imports no node logic and no heavy library.
+
+A node also owns what the layers around it need to know about it, so adding one edits nothing
+outside its folder: its record blocks (`block_model`, `more_blocks`: the models the record
+reader validates with, handed down by the graph), its estimate stand-in (`estimate_stand_in`:
+what `estimate` runs in its place when later nodes need its judge answers), and its report
+hooks (`report_panel`, a section of report.html; `row_extras`, per-case columns of its export
+rows).
 """
 
 from __future__ import annotations
 
 import importlib
-from collections.abc import Callable
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Literal
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Literal
 
 if TYPE_CHECKING:
+    from pydantic import BaseModel
+
     from nexagauge_local.case import Case
     from nexagauge_local.nodes.base import Node
+    from nexagauge_local.nodes.panel import ReportPanel
 
 NodeKind = Literal["utility", "llm", "deterministic", "aggregate"]
 Needs = Literal["all", "any"]
@@ -57,6 +67,27 @@ class NodeSpec:
     # Its parents are every metric node of the graph, filled in when the graph is assembled,
     # so a new metric node is aggregated without editing this spec.
     gathers_metrics: bool = False
+    # The node's own record block (the record key is the node's name): the model that
+    # validates it and gives its defaults. The graph gathers every node's blocks into the
+    # registry the record reader uses.
+    block_model: type[BaseModel] | None = None
+    # Record blocks the node owns under other keys (redteam: the probe annotations).
+    more_blocks: Mapping[str, type[BaseModel]] = field(default_factory=dict, hash=False)
+    # "module:Class" of the node `estimate` runs in this one's place: it records this node's
+    # real requests and leaves stand-in answers for the nodes that read them (their requests
+    # are then marked as built from stand-ins). None: estimate runs the node itself.
+    estimate_stand_in: str | None = None
+    # This node's section of report.html (see nodes/panel.py), or None.
+    report_panel: ReportPanel | None = None
+    # This node's case-report section -> extra columns for each of its metric rows (export,
+    # agreement and the HTML tables read rows), or None.
+    row_extras: Callable[[Mapping[str, Any]], Mapping[str, Any]] | None = None
+
+    @property
+    def record_blocks(self) -> dict[str, type[BaseModel]]:
+        """Every record block this node owns: record key -> model."""
+        own = {self.name: self.block_model} if self.block_model is not None else {}
+        return {**own, **self.more_blocks}
 
     @property
     def impl_module(self) -> str | None:
@@ -66,6 +97,22 @@ class NodeSpec:
         """Import and return the node class (the first run that needs it pays the import)."""
         if self.impl is None:
             raise LookupError(f"node {self.name!r} has no implementation: it is not run per case")
-        module, _, attr = self.impl.partition(":")
+        return self._class(self.impl)
+
+    def load_stand_in(self) -> type[Node]:
+        """Import and return the node class estimate runs in this node's place."""
+        if self.estimate_stand_in is None:
+            raise LookupError(f"node {self.name!r} has no estimate stand-in")
+        return self._class(self.estimate_stand_in)
+
+    def _class(self, ref: str) -> type[Node]:
+        """A "module:Class" node class, checked to carry this spec's name: the name is written
+        once (nodes set `name = SPEC.name`), and a class copied from another node is caught
+        here rather than writing its artifacts under the wrong key."""
+        module, _, attr = ref.partition(":")
         node_cls: type[Node] = getattr(importlib.import_module(module), attr)
+        declared = getattr(node_cls, "name", None)
+        if declared != self.name:
+            raise LookupError(f"node {self.name!r}: {ref} is named {declared!r}; "
+                              f"set `name = SPEC.name` in the class")
         return node_cls

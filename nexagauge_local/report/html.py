@@ -14,17 +14,19 @@ from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
-from jinja2 import Environment, PackageLoader
+from jinja2 import ChoiceLoader, Environment, FileSystemLoader, PackageLoader, PrefixLoader
 from markupsafe import Markup
 from rich.console import Console
 from rich.text import Text
 
 from nexagauge_local.audit import ProvenancePanel, provenance_for_outdir
+from nexagauge_local.graph import GRAPH, Graph
+from nexagauge_local.nodes.panel import PanelTools
+from nexagauge_local.report import charts
 from nexagauge_local.report.highlight import safe_text
 from nexagauge_local.report.rundata import CaseFile, RunData, load_run
 from nexagauge_local.report.view_cases import CaseView, digest_cases
 from nexagauge_local.report.view_extra import agreement_view, compare_view
-from nexagauge_local.report.view_redteam import redteam_view
 from nexagauge_local.report.view_run import cost_view, header_view, nodes_view
 
 REPORT_NAME = "report.html"
@@ -56,9 +58,14 @@ def _pct(value: Any) -> Markup | str:
     return f"{100 * value:.1f}%"
 
 
-def environment() -> Environment:
+def environment(graph: Graph = GRAPH) -> Environment:
+    """The page's templates, plus each node panel's template as "<node>/<file>" read from the
+    node's own folder (nodes/panel.py)."""
+    panels = {s.name: FileSystemLoader(s.report_panel.folder)
+              for s in graph.nodes if s.report_panel is not None}
     env = Environment(
-        loader=PackageLoader("nexagauge_local.report", "templates"),
+        loader=ChoiceLoader([PackageLoader("nexagauge_local.report", "templates"),
+                             PrefixLoader(panels)]),
         autoescape=True,
         finalize=_finalize,
         trim_blocks=True,
@@ -101,11 +108,27 @@ def _counted(
             progress(1)
 
 
+def panels_view(graph: Graph, run: RunData, anchors: dict[str, str]) -> list[dict[str, Any]]:
+    """One section per node that declares a report panel, in graph order: its anchor and nav
+    title, its template and the values its view made from metrics/<node>.json."""
+    tools = PanelTools(charts=charts, anchors=anchors)
+    out: list[dict[str, Any]] = []
+    for spec in graph.nodes:
+        panel = spec.report_panel
+        if panel is None:
+            continue
+        out.append({"anchor": spec.name, "title": panel.title,
+                    "template": f"{spec.name}/{panel.template}",
+                    "view": panel.view(run.metrics_of(spec.name), tools)})
+    return out
+
+
 def build_context(
     env: Environment,
     run: RunData,
     progress: Callable[[int], None] | None = None,
     provenance: ProvenancePanel | None = None,
+    graph: Graph = GRAPH,
 ) -> dict[str, Any]:
     """Everything the templates print, as plain values, Markup (charts, highlighted text) and
     small dataclasses."""
@@ -117,7 +140,7 @@ def build_context(
         "header": header_view(run.summary, n_cases),
         "cost": cost_view(run.summary),
         "nodes": nodes_view(run.node_metrics, digest),
-        "red": redteam_view(run.node_metrics.get("redteam"), digest.anchors),
+        "panels": panels_view(graph, run, digest.anchors),
         "agree": agreement_view(run.agreement, digest.anchors),
         "cmp": compare_view(run.compare, digest.anchors),
         "prov": provenance,
@@ -138,9 +161,12 @@ def render_html(
     run: RunData,
     progress: Callable[[int], None] | None = None,
     provenance: ProvenancePanel | None = None,
+    graph: Graph = GRAPH,
 ) -> str:
-    env = environment()
-    return env.get_template("report.html.j2").render(build_context(env, run, progress, provenance))
+    """The page; `graph` says which nodes' panels it has (the pipeline's by default)."""
+    env = environment(graph)
+    context = build_context(env, run, progress, provenance, graph)
+    return env.get_template("report.html.j2").render(context)
 
 
 def write_report(
@@ -148,6 +174,7 @@ def write_report(
     output: Path | None = None,
     progress: Callable[[int], None] | None = None,
     provenance: ProvenancePanel | None = None,
+    graph: Graph = GRAPH,
 ) -> Path:
     """Render `out_dir`'s report to `output` (default out_dir/report.html), atomically.
 
@@ -159,7 +186,7 @@ def write_report(
     target = output or Path(out_dir) / REPORT_NAME
     if provenance is None:
         provenance = provenance_for_outdir(out_dir)
-    html = render_html(run, progress, provenance)
+    html = render_html(run, progress, provenance, graph)
     target.parent.mkdir(parents=True, exist_ok=True)
     tmp = target.with_name(f".{target.name}.tmp")
     tmp.write_text(html, encoding="utf-8")
@@ -168,12 +195,13 @@ def write_report(
 
 
 def write_report_or_warn(
-    out_dir: Path, console: Console, provenance: ProvenancePanel | None = None
+    out_dir: Path, console: Console, provenance: ProvenancePanel | None = None,
+    graph: Graph = GRAPH,
 ) -> Path | None:
     """The runner's hook: a report that fails to render must not fail a finished run (its JSON
     is already on disk), but the user must see why report.html is missing."""
     try:
-        return write_report(out_dir, provenance=provenance)
+        return write_report(out_dir, provenance=provenance, graph=graph)
     except Exception as exc:  # noqa: BLE001 - any rendering bug is reported, never fatal
         console.print(
             Text.assemble(

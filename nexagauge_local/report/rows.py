@@ -5,6 +5,9 @@ Case reports do not store a metric-level `passed` (the spec's MetricResult has n
 it is re-derived here with the same rules the nodes used: a single-entry result carries its own
 `passed` (redteam, geval, refalign); claim lists (grounding, relevance) pass when their mean
 score does; metrics without a gate (ROUGE, BLEU, METEOR, cosine) have `passed = None`.
+
+A node may add columns of its own to its rows through its SPEC's `row_extras` (redteam: the
+heuristic's verdict on the case), so no node is named here.
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ from nexagauge_local.graph import SPECS
 from nexagauge_local.results import passed_for
 
 METRIC_NODES: tuple[str, ...] = tuple(s.name for s in SPECS.values() if s.metric)
+_ROW_EXTRAS = {s.name: s.row_extras for s in SPECS.values() if s.row_extras is not None}
 TEXT_FIELDS: tuple[str, ...] = ("input", "output", "context", "reference")
 
 
@@ -110,8 +114,8 @@ def metric_rows(report: Mapping[str, Any]) -> Iterator[MetricRow]:
         section = report.get(node)
         if not isinstance(section, Mapping):
             continue
-        probe = section.get("case_score") if node == "redteam" else None
-        probe = probe if isinstance(probe, Mapping) else {}
+        extras_of = _ROW_EXTRAS.get(node)
+        extras = dict(extras_of(section)) if extras_of is not None else {}
         for metric in section.get("metrics") or []:
             result = metric.get("result") or []
             claims = _is_claim_list(result)
@@ -134,10 +138,7 @@ def metric_rows(report: Mapping[str, Any]) -> Iterator[MetricRow]:
                 evidence_spans=_strings(first.get("evidence_spans")),
                 claims=len(result) if claims else None,
                 claims_passed=sum(bool(r.get("passed")) for r in result) if claims else None,
-                probe_category=probe.get("category"),
-                probe_severity=probe.get("severity"),
-                heuristic_passed=probe.get("passed"),
-                risk_score=probe.get("risk_score"),
+                **extras,
             )
 
 

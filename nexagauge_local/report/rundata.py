@@ -52,6 +52,14 @@ class RunData:
     agreement: dict[str, Any] | None = None
     compare: dict[str, Any] | None = None
 
+    def metrics_of(self, node: str) -> dict[str, Any] | None:
+        """metrics/<node>.json, whether or not `node` is a metric node of the pipeline's graph
+        (a report panel's node may belong to another graph, e.g. a test's)."""
+        if node in self.node_metrics:
+            return self.node_metrics[node]
+        data = _optional(self.out_dir / "metrics" / f"{node}.json")
+        return data if isinstance(data, dict) else None
+
     def case_paths(self) -> list[Path]:
         folder = self.out_dir / "case_report"
         return sorted(folder.glob("*.json")) if folder.is_dir() else []

@@ -21,6 +21,7 @@ from nexagauge_local.nodes.atomic_units.prompt import (
     render_units,
 )
 from nexagauge_local.nodes.atomic_units.schema import units_schema
+from nexagauge_local.nodes.refalign_block import RefalignBlock
 from nexagauge_local.nodes.spec import NodeSpec
 
 NOT_REQUESTED = "refalign.atomic_chunks is false"
@@ -28,13 +29,13 @@ NOT_REQUESTED = "refalign.atomic_chunks is false"
 
 def atomic_requested(case: Case) -> str | None:
     """The node's condition: None when the case's refalign block asks for atomic units."""
-    block = case.refalign
+    block = case.block_of("refalign", RefalignBlock)
     return None if block is not None and block.atomic_chunks else NOT_REQUESTED
 
 
 SPEC = NodeSpec("atomic_units", ("refiner",), ("output", "reference"), "llm",
                 "refalign.atomic_chunks only: split output and reference into atomic factual units",
-                order=9, impl="nexagauge_local.nodes.atomic_units.node:AtomicUnitsNode",
+                order=9, impl=f"{__name__}.node:AtomicUnitsNode",
                 block="refalign", condition=atomic_requested, target=False)
 
 __all__ = ["MAX_UNITS_PER_CHUNK", "NOT_REQUESTED", "PROMPT_VERSION", "SPEC", "atomic_requested",

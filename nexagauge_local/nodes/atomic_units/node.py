@@ -15,6 +15,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from nexagauge_local.judge import JudgeRequest, max_tokens_for
+from nexagauge_local.nodes.atomic_units import SPEC
 from nexagauge_local.nodes.atomic_units.prompt import (
     MAX_UNITS_PER_CHUNK,
     PROMPT_VERSION,
@@ -57,7 +58,7 @@ def side_chunks(state: CaseState, side: str) -> list[str]:
 
 
 class AtomicUnitsNode(NodeBase):
-    name = "atomic_units"
+    name = SPEC.name
 
     def run(self, states: Sequence[CaseState], ctx: RunContext) -> None:
         schema = units_schema(MAX_UNITS_PER_CHUNK)

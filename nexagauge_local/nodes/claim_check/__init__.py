@@ -1,7 +1,9 @@
 """Shared logic of grounding and relevance: one request per case, one verdict per claim.
 
 Not a node itself (no SPEC): grounding.py and relevance.py each describe their check as a
-ClaimCheck (task and answer wording, evidence field, labels, prompt version) and hand it here.
+ClaimCheck (task and answer wording, evidence field, labels, prompt version); everything else a
+node needs is made here from it, once for both (`claim_check_node`): its SPEC (parents,
+required fields, record block) and its class (a `ClaimCheckNode` subclass naming the check).
 
 The schema asks for exactly N verdicts (claim_verdicts_schema: minItems = maxItems = N), so the
 count always matches the claims. Per-claim score: binary yes -> 1.0 / no -> 0.0; scale_1_5
@@ -14,21 +16,52 @@ skipped with NO_VERIFIABLE, a finding about the output rather than a judge error
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, ClassVar
 
 from nexagauge_local.blocks import ScoringKnobs
 from nexagauge_local.judge import JudgeRequest, JudgeResult, max_tokens_for
-from nexagauge_local.nodes.base import CaseState, RunContext
+from nexagauge_local.nodes.base import CaseState, NodeBase, RunContext
 from nexagauge_local.nodes.claim_check.check import ClaimCheck
 from nexagauge_local.nodes.claim_check.prompt import render_claim_check
 from nexagauge_local.nodes.claim_check.schema import claim_verdicts_schema
 from nexagauge_local.nodes.claims.node import META, NO_VERIFIABLE, ClaimsMeta
 from nexagauge_local.nodes.judging import CaseProgress, case_cost, run_judge
+from nexagauge_local.nodes.spec import NodeSpec
 from nexagauge_local.results import MetricResult, NodeCost, NodeReport, passed_for
 from nexagauge_local.scoring.judge_scores import mean_or_none
 from nexagauge_local.scoring.mode import ScoringMode
 
 NO_CLAIMS = "no claims extracted from the output, nothing to judge"
+CLAIMS = "claims"  # the parent node whose claims every check judges
+
+
+class ClaimCheckNode(NodeBase):
+    """A per-claim check node: `claim_check_node` makes one subclass per check."""
+
+    check: ClassVar[ClaimCheck]
+
+    def run(self, states: Sequence[CaseState], ctx: RunContext) -> None:
+        judge_claims(self.check, states, ctx)
+
+
+def claim_check_node(
+    check: ClaimCheck, summary: str, order: int, module: str
+) -> tuple[NodeSpec, type[ClaimCheckNode]]:
+    """The SPEC and the class of a per-claim check node, both from `check`.
+
+    The SPEC: a metric node under claims that needs the output and its evidence field, and
+    owns a record block of the two scoring knobs. The class is named after the node
+    (grounding -> GroundingNode); the caller's `module` must export it under that name, which
+    is what the SPEC's `impl` points at (a mismatch fails when the node is loaded).
+    """
+    cls_name = "".join(part.title() for part in check.node.split("_")) + "Node"
+    spec = NodeSpec(check.node, (CLAIMS,), ("output", check.evidence_field), "llm", summary,
+                    order=order, impl=f"{module}:{cls_name}", metric=True, reported=True,
+                    block_model=ScoringKnobs)
+    node_cls = type(cls_name, (ClaimCheckNode,),
+                    {"name": check.node, "check": check, "__module__": module,
+                     "__doc__": f"{check.node}: {summary} (see claim_check)."})
+    return spec, node_cls
 
 
 def claim_entry(
@@ -53,9 +86,9 @@ def judge_claims(check: ClaimCheck, states: Sequence[CaseState], ctx: RunContext
     owners: list[int] = []
     knobs: list[ScoringKnobs] = []
     for i, state in enumerate(states):
-        k: ScoringKnobs = check.knobs_of(state.case)
+        k = state.case.settings(check.node, ScoringKnobs)
         knobs.append(k)
-        claims: list[str] = state.artifacts.get("claims") or []
+        claims: list[str] = state.artifacts.get(CLAIMS) or []
         evidence = state.case.field(check.evidence_field)
         meta: ClaimsMeta | None = state.artifacts.get(META)
         if not claims and meta is not None and meta.no_verifiable_claims:
@@ -89,7 +122,7 @@ def _metric(
     ctx: RunContext,
 ) -> tuple[MetricResult, NodeCost]:
     kind, category = check.node, check.category
-    claims: list[str] = state.artifacts.get("claims") or []
+    claims: list[str] = state.artifacts.get(CLAIMS) or []
     meta: ClaimsMeta | None = state.artifacts.get(META)
     extraction_error = meta.error_summary() if meta else None
     if result is None:  # nothing was asked: no claims (or, defensively, no evidence)

@@ -16,7 +16,8 @@ from nexagauge_local.nodes.spec import NodeSpec
 
 SPEC = NodeSpec("claims", ("refiner",), ("output",), "llm",
                 "the checkable claims of every output sentence (fact / facts / none)",
-                order=3, impl="nexagauge_local.nodes.claims.node:ClaimsNode", reported=True)
+                order=3, impl=f"{__name__}.node:ClaimsNode", reported=True,
+                estimate_stand_in=f"{__name__}.stand_in:ProxyClaimsNode")
 
 __all__ = ["MAX_CLAIMS_PER_SENTENCE", "PROMPT_VERSION", "SPEC", "render_sentence",
            "sentence_claims_schema"]

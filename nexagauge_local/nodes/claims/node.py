@@ -20,6 +20,7 @@ from typing import Any
 from nexagauge_local.judge import JudgeRequest, JudgeResult, max_tokens_for
 from nexagauge_local.nodes.base import CaseState, NodeBase, RunContext
 from nexagauge_local.nodes.chunk import sentences as split_sentences
+from nexagauge_local.nodes.claims import SPEC
 from nexagauge_local.nodes.claims.prompt import (
     CONTEXT_SENTENCES,
     MAX_CLAIMS_PER_SENTENCE,
@@ -151,7 +152,7 @@ def sentence_claims(sentence: str, result: JudgeResult) -> SentenceClaims:
 
 
 class ClaimsNode(NodeBase):
-    name = "claims"
+    name = SPEC.name
 
     def __init__(self) -> None:
         self._cases = 0

@@ -13,9 +13,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from nexagauge_local.blocks import GevalBlock, GevalMetric
 from nexagauge_local.judge import JudgeRequest, JudgeResult, max_tokens_for
 from nexagauge_local.nodes.base import CaseState, NodeBase, RunContext
+from nexagauge_local.nodes.geval import SPEC
+from nexagauge_local.nodes.geval.block import GevalBlock, GevalMetric
 from nexagauge_local.nodes.geval.prompt import PROMPT_VERSION, render_geval
 from nexagauge_local.nodes.geval.schema import geval_schema
 from nexagauge_local.nodes.geval_steps.node import ResolvedSteps
@@ -67,13 +68,13 @@ def metric_result(
 
 
 class GevalNode(NodeBase):
-    name = "geval"
+    name = SPEC.name
 
     def run(self, states: Sequence[CaseState], ctx: RunContext) -> None:
         requests: list[JudgeRequest] = []
         where: dict[tuple[int, int], int] = {}  # (case, metric) -> request index
         for ci, state in enumerate(states):
-            block = state.case.geval
+            block = state.case.block_of(self.name, GevalBlock)
             if block is None:
                 continue
             schema = geval_schema(block.scoring_mode, block.include_reasoning)
@@ -94,7 +95,7 @@ class GevalNode(NodeBase):
         progress = CaseProgress(ctx, self.name, len(requests), len(states))
         results = run_judge(ctx, self.name, requests, progress)
         for ci, state in enumerate(states):
-            block = state.case.geval
+            block = state.case.block_of(self.name, GevalBlock)
             if block is None:
                 continue
             metrics: list[MetricResult] = []
@@ -112,7 +113,7 @@ class GevalNode(NodeBase):
 
     @staticmethod
     def _pairs(state: CaseState) -> list[tuple[GevalMetric, ResolvedSteps]]:
-        block = state.case.geval
+        block = state.case.block_of(SPEC.name, GevalBlock)
         if block is None:
             return []
         resolved: list[ResolvedSteps] = state.artifacts.get("geval_steps") or []

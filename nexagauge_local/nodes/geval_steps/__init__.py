@@ -17,6 +17,7 @@ from nexagauge_local.nodes.spec import NodeSpec
 
 SPEC = NodeSpec("geval_steps", ("scan",), ("output",), "llm",
                 "turn each G-Eval criteria into evaluation steps (cached per criteria)", order=7,
-                impl="nexagauge_local.nodes.geval_steps.node:GevalStepsNode", block="geval")
+                impl=f"{__name__}.node:GevalStepsNode", block="geval",
+                estimate_stand_in=f"{__name__}.stand_in:ProxyStepsNode")
 
 __all__ = ["MAX_STEPS", "MIN_STEPS", "PROMPT_VERSION", "SPEC", "render_steps", "steps_schema"]

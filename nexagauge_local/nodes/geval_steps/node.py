@@ -12,9 +12,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
 
-from nexagauge_local.blocks import GevalMetric
 from nexagauge_local.judge import JudgeRequest, JudgeResult, max_tokens_for
 from nexagauge_local.nodes.base import CaseState, NodeBase, RunContext
+from nexagauge_local.nodes.geval.block import GevalBlock, GevalMetric
+from nexagauge_local.nodes.geval_steps import SPEC
 from nexagauge_local.nodes.geval_steps.prompt import (
     MAX_STEPS,
     MIN_STEPS,
@@ -43,7 +44,7 @@ def steps_key(metric: GevalMetric) -> StepsKey:
 
 
 class GevalStepsNode(NodeBase):
-    name = "geval_steps"
+    name = SPEC.name
 
     def __init__(self) -> None:
         self._memo: dict[StepsKey, tuple[str, ...]] = {}
@@ -75,7 +76,7 @@ class GevalStepsNode(NodeBase):
 
     @staticmethod
     def _metrics(state: CaseState) -> list[GevalMetric]:
-        block = state.case.geval
+        block = state.case.block_of("geval", GevalBlock)
         return list(block.metrics) if block is not None else []
 
     def _resolve(self, metric: GevalMetric, fresh: dict[StepsKey, JudgeResult]) -> ResolvedSteps:

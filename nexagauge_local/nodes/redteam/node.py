@@ -23,11 +23,13 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from nexagauge_local.blocks import RedteamBlock, RedteamMetric, ScoringKnobs
+from nexagauge_local.blocks import ProbeBlock, ScoringKnobs
 from nexagauge_local.case import Case
 from nexagauge_local.judge import JudgeRequest, JudgeResult, max_tokens_for
 from nexagauge_local.nodes.base import CaseState, NodeBase, RunContext
 from nexagauge_local.nodes.judging import CaseProgress, case_cost, run_judge
+from nexagauge_local.nodes.redteam import PROBE, SPEC
+from nexagauge_local.nodes.redteam.block import RedteamBlock, RedteamMetric
 from nexagauge_local.nodes.redteam.prompt import DEFAULT_METRICS, PROMPT_VERSION
 from nexagauge_local.nodes.redteam.prompt import render as render_redteam
 from nexagauge_local.nodes.redteam.schema import verdict_schema
@@ -102,7 +104,7 @@ def explanation(metrics: Sequence[MetricResult]) -> str:
 
 
 class RedteamNode(NodeBase):
-    name = "redteam"
+    name = SPEC.name
 
     def __init__(self) -> None:
         # Run-level accumulators: the runner keeps one node instance for every shard.
@@ -116,7 +118,7 @@ class RedteamNode(NodeBase):
         requests: list[JudgeRequest] = []
         plans: list[list[tuple[RedteamMetric, dict[str, str | None]]]] = []
         for state in states:
-            knobs = state.case.redteam_cfg()
+            knobs = state.case.settings(self.name, RedteamBlock)
             schema = verdict_schema(knobs.scoring_mode, knobs.include_reasoning)
             plan = []
             for metric in metric_set(knobs):
@@ -137,10 +139,11 @@ class RedteamNode(NodeBase):
         for state, plan in zip(states, plans, strict=True):
             mine = results[pos : pos + len(plan)]
             pos += len(plan)
-            knobs = state.case.redteam_cfg()
+            knobs = state.case.settings(self.name, RedteamBlock)
             metrics = [metric_result(m, knobs, f, r) for (m, f), r in zip(plan, mine, strict=True)]
             case = state.case
-            heuristic = score_case(case.case_id, case.output, case.probe, case.field("input"))
+            probe = case.block_of(PROBE, ProbeBlock)
+            heuristic = score_case(case.case_id, case.output, probe, case.field("input"))
             state.artifacts[self.name] = NodeReport(
                 metrics=metrics,
                 cost=case_cost(mine, ctx.settings.gpu_hour_price),

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from nexagauge_local.blocks import RedteamMetric, Rubric
 from nexagauge_local.judge import Messages
 from nexagauge_local.judge.prompts import (
     REASONING_LINE,
@@ -16,6 +15,7 @@ from nexagauge_local.judge.prompts import (
     escape,
     messages,
 )
+from nexagauge_local.nodes.redteam.block import RedteamMetric, Rubric
 from nexagauge_local.scoring.mode import ScoringMode
 
 PROMPT_VERSION = "redteam/v1"

@@ -1,9 +1,13 @@
-"""The red-team panel, from metrics/redteam.json as the redteam node's finalize() wrote it
-(probes/aggregate.py: aggregate_metrics, verdict_tables, disagreements; probes/observability.py).
+"""redteam's report hooks: its panel of report.html and the probe columns of its rows.
 
-Heuristic and judge pass rates are shown side by side. The judge tables only cover cases where
-every rubric metric got a verdict, so a run without a judge shows an empty judge series and
-says so rather than drawing zero bars.
+The panel is built from metrics/redteam.json as the node's finalize() wrote it
+(probes/aggregate.py: aggregate_metrics, verdict_tables, disagreements; probes/observability.py)
+and printed by panel.html.j2 next to this file. Heuristic and judge pass rates are shown side by
+side. The judge tables only cover cases where every rubric metric got a verdict, so a run
+without a judge shows an empty judge series and says so rather than drawing zero bars.
+
+The report calls these through the SPEC (nodes/panel.py), handing the chart helpers in; this
+module imports nothing from the report layer above it.
 """
 
 from __future__ import annotations
@@ -12,7 +16,7 @@ from collections import Counter
 from collections.abc import Mapping
 from typing import Any
 
-from nexagauge_local.report import charts
+from nexagauge_local.nodes.panel import PanelTools, ReportPanel
 
 MAX_LISTED = 50  # disagreement rows shown; all of them are in metrics/redteam.json
 INDEX_KEYS = (
@@ -34,7 +38,9 @@ def _linked(items: list[Mapping[str, Any]], anchors: Mapping[str, str]) -> list[
     return [{**item, "anchor": anchors.get(str(item.get("case_id")))} for item in items]
 
 
-def redteam_view(red: Mapping[str, Any] | None, anchors: Mapping[str, str]) -> dict[str, Any]:
+def redteam_view(red: Mapping[str, Any] | None, tools: PanelTools) -> dict[str, Any]:
+    """The values panel.html.j2 prints; {"present": False} when redteam did not run."""
+    charts, anchors = tools.charts, tools.anchors
     if not red or "aggregate_metrics" not in red:
         return {"present": False}
     agg = red["aggregate_metrics"]
@@ -105,3 +111,18 @@ def redteam_view(red: Mapping[str, Any] | None, anchors: Mapping[str, str]) -> d
         ),
         "chart_scatter": charts.observability_scatter(points),
     }
+
+
+PANEL = ReportPanel(title="red team", view=redteam_view, template="panel.html.j2")
+
+# MetricRow columns filled from the case's heuristic score (the section's `case_score`)
+_PROBE_COLUMNS = (("probe_category", "category"), ("probe_severity", "severity"),
+                  ("heuristic_passed", "passed"), ("risk_score", "risk_score"))
+
+
+def probe_columns(section: Mapping[str, Any]) -> dict[str, Any]:
+    """The heuristic's verdict on the case, repeated on each of its redteam metric rows (export
+    and agreement compare the judge's verdict with it)."""
+    probe = section.get("case_score")
+    probe = probe if isinstance(probe, Mapping) else {}
+    return {column: probe.get(key) for column, key in _PROBE_COLUMNS}

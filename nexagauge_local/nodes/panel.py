@@ -1,0 +1,68 @@
+"""What a node's report panel is given and gives back: the hook that keeps report/ node-free.
+
+A node that has a run-level story to tell (redteam: heuristic vs judge tables, indices,
+observability) declares a `ReportPanel` in its SPEC: a view function over its
+`metrics/<node>.json` and a Jinja template file next to it. The report renders one section per
+declared panel, in graph order, with a link in the page's navigation. The view runs in the
+report layer but lives with its node (a layer below), so the report hands it the tools it may
+use (`PanelTools`: the chart helpers and the case anchors) instead of the node importing them.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Protocol
+
+
+class PanelCharts(Protocol):
+    """The chart helpers a panel may draw with (report/charts.py provides them as inline SVG;
+    None when there is nothing to draw)."""
+
+    def grouped_rates(
+        self, groups: Sequence[str], series: Mapping[str, Sequence[float | None]], title: str
+    ) -> str | None: ...
+
+    def count_bars(
+        self, counts: Mapping[str, int], title: str, xlabel: str = "cases"
+    ) -> str | None: ...
+
+    def sample_points(
+        self, points: Sequence[Mapping[str, Any]], limit: int = ..., seed: int = 0
+    ) -> list[Mapping[str, Any]]: ...
+
+    def observability_scatter(self, points: Sequence[Mapping[str, Any]]) -> str | None: ...
+
+
+@dataclass(frozen=True)
+class PanelTools:
+    """What the report hands a panel view."""
+
+    charts: PanelCharts
+    anchors: Mapping[str, str]  # case_id -> the case's anchor on the page (listed cases only)
+
+
+PanelView = Callable[[Mapping[str, Any] | None, PanelTools], Mapping[str, Any]]
+
+
+@dataclass(frozen=True)
+class ReportPanel:
+    """A node's section of report.html.
+
+    `view(metrics, tools)` gets the node's metrics/<node>.json (None when the node did not run:
+    the panel then says why it is empty) and returns the values its template prints, as the
+    template variable `panel`. `template` is a file in the view's own folder; the section's
+    anchor is the node's name, and `title` is its link in the page's navigation.
+    """
+
+    title: str
+    view: PanelView
+    template: str
+
+    @property
+    def folder(self) -> Path:
+        """The folder the template is read from: the view module's own."""
+        module = sys.modules[self.view.__module__]
+        return Path(module.__file__ or ".").resolve().parent
