@@ -147,7 +147,7 @@ def generate_cmd(model: str, input_path: Path, output: Path, max_tokens: int, sy
     """
     from nexagauge_local.app.generate import answer_probes, load_probes, open_responder
 
-    with cli_errors():
+    with cli_errors(resumable=True):
         items = load_probes(input_path, limit)
         responder = open_responder(model, backend=backend, gpus=parse_gpus(gpu), cache_dir=cache_dir,
                                    seed=seed, batch_size=batch_size)
