@@ -12,11 +12,11 @@ from pathlib import Path
 
 import click
 from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 from rich.table import Table
 
 from nexagauge_local.cli.errors import cli_errors
 from nexagauge_local.cli.options import parse_gpus
+from nexagauge_local.cli.progress import lasting_bar
 from nexagauge_local.probes.suite import load_suite
 from nexagauge_local.settings import default_cache_dir
 
@@ -152,12 +152,10 @@ def generate_cmd(model: str, input_path: Path, output: Path, max_tokens: int, sy
         responder = open_responder(model, backend=backend, gpus=parse_gpus(gpu), cache_dir=cache_dir,
                                    seed=seed, batch_size=batch_size)
     console = Console(stderr=True)
-    columns = (TextColumn("generate"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn())
-    with Progress(*columns, console=console, disable=quiet) as bar:
-        task = bar.add_task("generate", total=len(items))
+    with lasting_bar("generate", len(items), quiet, console) as advance:
         stats = answer_probes(items, responder, output, max_tokens=max_tokens,
                               system_prompt=system_prompt, fresh=fresh, batch_size=batch_size,
-                              progress=lambda n: bar.advance(task, n))
+                              progress=advance)
     console.print(f"[green]done[/]: {stats.generated} answered, {stats.skipped_existing} already in "
                   f"{output}, {stats.truncated} cut at --max-tokens; {stats.prompt_tokens} prompt + "
                   f"{stats.output_tokens} output tokens in {stats.wall_seconds:.1f} s "

@@ -2,6 +2,7 @@
 
 Why shared: compare, gate, report and agreement draw the same transient bars (label, bar,
 done/total, elapsed); one helper keeps them alike and off stdout, which carries results.
+`generate`'s bar, which runs for minutes to hours, stays on screen and shows time remaining.
 """
 
 from __future__ import annotations
@@ -10,7 +11,14 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
 from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    TextColumn,
+    TimeElapsedColumn,
+    TimeRemainingColumn,
+)
 
 # Fewer case reports than this render in a blink: a bar would only flicker.
 CASE_BAR_MIN = 500
@@ -45,5 +53,16 @@ def case_bar(label: str, total: int, quiet: bool) -> Iterator[Callable[[int], No
     """One per-case bar (none under CASE_BAR_MIN cases); yields the advance callback."""
     with progress_bars(quiet or total < CASE_BAR_MIN, width=10) as progress:
         progress.start()
+        task = progress.add_task(label, total=total)
+        yield lambda n: progress.advance(task, n)
+
+
+@contextmanager
+def lasting_bar(
+    label: str, total: int, quiet: bool, console: Console
+) -> Iterator[Callable[[int], None]]:
+    """A bar that stays on screen when done, with time remaining; yields the advance callback."""
+    columns = (TextColumn(label), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn())
+    with Progress(*columns, console=console, disable=quiet) as progress:
         task = progress.add_task(label, total=total)
         yield lambda n: progress.advance(task, n)
