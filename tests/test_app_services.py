@@ -22,8 +22,10 @@ from nexagauge_local.app.errors import (
     RunDirError,
 )
 from nexagauge_local.app.export import export
+from nexagauge_local.app.probes import probes_jsonl, select_probes, severity_counts, write_probes
 from nexagauge_local.app.trail import new_keys, sign, verify, weights_path
 from nexagauge_local.judge.cache import JudgeCache
+from nexagauge_local.probes.suite import load_suite
 from nexagauge_local.report.files import case_filename, write_json
 from tests.test_agreement import CASES, _case, _labels
 from tests.test_cache import _entry
@@ -103,3 +105,15 @@ def test_trail_keys_sign_verify(run_dir: Path, tmp_path: Path) -> None:
     with pytest.raises(AuditSetupError, match=r"^--model no-such-profile: "):
         weights_path("no-such-profile")
     assert weights_path(str(tmp_path)) == tmp_path
+
+
+def test_probe_selection_counts_and_jsonl(tmp_path: Path) -> None:
+    assert select_probes() == load_suite()
+    critical = select_probes(["self_harm"], ["critical"])
+    assert critical and all(p["category"] == "self_harm" for p in critical)
+    counts = severity_counts(select_probes())
+    assert list(counts) == sorted(counts) and sum(counts["self_harm"].values()) >= len(critical)
+    assert probes_jsonl([]) == ""
+    out = tmp_path / "deep" / "p.jsonl"
+    assert write_probes(critical, out) == len(critical)
+    assert out.read_text(encoding="utf-8") == probes_jsonl(critical)

@@ -44,7 +44,7 @@ def _prefix(exc: Exception) -> str:
     return next((prefix for types, prefix in _PREFIXES if isinstance(exc, types)), "Error: ")
 
 
-def report(exc: DatasetError | RecordsError | AppError) -> int:
+def print_failure(exc: DatasetError | RecordsError | AppError) -> int:
     """Print a failure the way the commands always have; return its exit code."""
     if isinstance(exc, RecordsError) and not isinstance(exc, DatasetError):
         for err in exc.errors:
@@ -77,7 +77,7 @@ def cli_errors(*, resumable: bool = False) -> Iterator[None]:
     except InputError as exc:
         raise click.UsageError(str(exc)) from None
     except (DatasetError, RecordsError, AppError) as exc:
-        sys.exit(report(exc))
+        sys.exit(print_failure(exc))
     except KeyboardInterrupt:  # click would say "Aborted!" and exit 1, like a failed gate
         if not resumable:
             raise
