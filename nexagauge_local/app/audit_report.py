@@ -39,6 +39,9 @@ RENEW = "report re-rendered after the run: renew the signature with `sign OUTDIR
 
 @dataclass(frozen=True)
 class Rerendered:
+    """Where the report went, and what re-finalizing an audited folder changed (the caller
+    tells the user: a removed signature must be renewed)."""
+
     path: Path
     manifest_updated: bool = False
     signature_removed: bool = False
