@@ -16,7 +16,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from nexagauge_local.app.errors import AppError
+from nexagauge_local.app.errors import ReportRefused, RunDirError
 from nexagauge_local.audit import (
     MANIFEST_NAME,
     SIGNATURE_NAME,
@@ -28,6 +28,7 @@ from nexagauge_local.audit import (
 )
 from nexagauge_local.audit.manifest import OutputFile, write_outputs
 from nexagauge_local.audit.provenance import panel_from_manifest, signature_status
+from nexagauge_local.report import rundata as report_rundata
 from nexagauge_local.report.html import REPORT_NAME, write_report
 
 # Files the tool itself adds to or rewrites in a finished run (`report`, `agreement`,
@@ -36,19 +37,21 @@ ANNOTATIONS = frozenset({REPORT_NAME, "agreement.json", "compare.json"})
 RENEW = "report re-rendered after the run: renew the signature with `sign OUTDIR --key KEYFILE`"
 
 
-class ReportRefused(AppError):
-    """OUTDIR no longer matches its manifest; the lines say how (exit 1)."""
-
-    def __init__(self, lines: list[str]) -> None:
-        self.lines = lines
-        super().__init__("; ".join(lines))
-
-
 @dataclass(frozen=True)
 class Rerendered:
+    """Where the report went, and what re-finalizing an audited folder changed (the caller
+    tells the user: a removed signature must be renewed)."""
+
     path: Path
     manifest_updated: bool = False
     signature_removed: bool = False
+
+
+def case_count(out_dir: Path) -> int:
+    """How many case reports OUTDIR holds: the length of a caller's progress bar, known before
+    the render starts (0 for a folder that is not a run; the render then says why)."""
+    folder = out_dir / "case_report"
+    return sum(1 for _ in folder.glob("*.json")) if folder.is_dir() else 0
 
 
 def rerender_report(
@@ -58,18 +61,27 @@ def rerender_report(
 
     Raises RunDirError (not a run) and ReportRefused (the folder no longer matches its manifest).
     """
+    try:
+        return _rerender(out_dir, output, progress)
+    except report_rundata.RunDirError as exc:
+        raise RunDirError(str(exc)) from None
+
+
+def _rerender(
+    out_dir: Path, output: Path | None, progress: Callable[[int], None] | None
+) -> Rerendered:
     in_place = output is None or output.resolve() == (out_dir / REPORT_NAME).resolve()
     if not in_place or not (out_dir / MANIFEST_NAME).is_file():
         return Rerendered(write_report(out_dir, output, progress))
     try:
         manifest = read_manifest(out_dir)
     except ManifestError as exc:
-        raise ReportRefused([str(exc)]) from None
+        raise ReportRefused(str(exc)) from None
     others = [d for d in verify(out_dir).differences if d.file not in ANNOTATIONS]
     if others:
         raise ReportRefused(
-            [d.message for d in others]
-            + [f"{out_dir} no longer matches its manifest; write the report elsewhere with --output"]
+            f"{out_dir} no longer matches its manifest; write the report elsewhere with --output",
+            [d.message for d in others],
         )
     signed = signature_status(out_dir)[0] != "unsigned"
     panel = panel_from_manifest(manifest, "unsigned", note=RENEW if signed else "")

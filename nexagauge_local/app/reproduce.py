@@ -16,7 +16,7 @@ from pathlib import Path
 from rich.console import Console
 
 from nexagauge_local.app.audit import collect_judge
-from nexagauge_local.app.errors import AppError
+from nexagauge_local.app.errors import ReproduceRefused, ReproduceSetupError
 from nexagauge_local.app.judge import resolve_judge
 from nexagauge_local.app.run import RunResult, run
 from nexagauge_local.audit import (
@@ -32,13 +32,7 @@ from nexagauge_local.dataset import Dataset
 from nexagauge_local.graph import BLOCKS
 from nexagauge_local.settings import RunSettings
 
-
-class ReproduceSetupError(AppError):
-    """No readable manifest, no input to re-read: nothing can be re-run (exit 2)."""
-
-
-class ReproduceRefused(AppError):
-    """The input or the judge weights are not the ones the manifest names (exit 1)."""
+__all__ = ["ReproduceRefused", "ReproduceSetupError", "Reproduction", "reproduce"]
 
 
 @dataclass(frozen=True)

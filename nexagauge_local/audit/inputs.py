@@ -27,6 +27,7 @@ from pydantic import BaseModel, ConfigDict
 
 from nexagauge_local.audit.hashing import canonical_json, sha256_bytes, sha256_file
 from nexagauge_local.audit.sidecar import RECORDS_NAME, SidecarRef, write_sidecar
+from nexagauge_local.records import detect_format  # one rule: verify reads as the run read
 
 ID_KEYS = ("case_id", "id")
 
@@ -52,18 +53,6 @@ class InputFacts(BaseModel):
     size: int
     sha256: str
     records: SidecarRef  # RecordDigest lines, in file order
-
-
-def detect_format(path: Path) -> str:
-    """The same rule as records.py: by suffix, else a JSON array if the file starts with '['."""
-    suffix = path.suffix.lower()
-    if suffix in (".jsonl", ".ndjson"):
-        return "jsonl"
-    if suffix in (".csv", ".tsv"):
-        return "csv"
-    with path.open("r", encoding="utf-8-sig", errors="replace") as fh:
-        head = fh.read(4096).lstrip()
-    return "json" if head.startswith("[") else "jsonl"
 
 
 def _case_id(obj: Any) -> str | None:

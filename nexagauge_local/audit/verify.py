@@ -191,37 +191,33 @@ def compare_records(
         for e, a in zip(old[:paired], new[:paired]):
             where = _where(name, e.model_copy(update={"case_id": e.case_id or a.case_id}))
             diffs.append(_changed("record_changed", name, where, e.sha256, a.sha256))
-        for e in old[paired:]:
-            diffs.append(
-                Difference(
-                    kind="record_removed",
-                    file=name,
-                    expected=e.sha256,
-                    message=f"{_where(name, e)}: removed",
-                )
-            )
-        for a in new[paired:]:
-            diffs.append(
-                Difference(
-                    kind="record_added",
-                    file=name,
-                    actual=a.sha256,
-                    message=f"{_where(name, a)}: added (not in the manifest)",
-                )
-            )
+        diffs += _unpaired(name, old[paired:], "record_removed", "removed")
+        diffs += _unpaired(name, new[paired:], "record_added", "added (not in the manifest)")
     return diffs
+
+
+def _unpaired(
+    name: str, records: list[RecordDigest], kind: Kind, what: str
+) -> Iterator[Difference]:
+    """A difference per record only one side has: removed ones carry the manifest's hash
+    (expected), added ones the file's (actual)."""
+    removed = kind == "record_removed"
+    for r in records:
+        yield Difference(kind=kind, file=name, message=f"{_where(name, r)}: {what}",
+                         expected=r.sha256 if removed else None,
+                         actual=None if removed else r.sha256)
+
+
+def _unchecked(why: str, label: str) -> list[Difference]:
+    """The manifest holds nothing to check `label` (an --input, a --model) against."""
+    return [Difference(kind="manifest", file=MANIFEST_NAME,
+                       message=f"{MANIFEST_NAME}: {why}, cannot check {label}")]
 
 
 def compare_input(outdir: Path, input_path: Path, manifest: Manifest) -> list[Difference]:
     name = input_path.name
     if manifest.input is None:
-        return [
-            Difference(
-                kind="manifest",
-                file=MANIFEST_NAME,
-                message=f"{MANIFEST_NAME}: records no input file, cannot check {name}",
-            )
-        ]
+        return _unchecked("records no input file", name)
     if not input_path.is_file():
         return [Difference(kind="input_changed", file=name, message=f"{name}: not found")]
     actual = sha256_file(input_path)
@@ -250,13 +246,7 @@ def compare_input(outdir: Path, input_path: Path, manifest: Manifest) -> list[Di
 def compare_weights(model_path: Path, manifest: Manifest) -> list[Difference]:
     label = model_path.name
     if manifest.judge is None:
-        return [
-            Difference(
-                kind="manifest",
-                file=MANIFEST_NAME,
-                message=f"{MANIFEST_NAME}: no judge ran in this run, cannot check {label}",
-            )
-        ]
+        return _unchecked("no judge ran in this run", label)
     try:
         actual = {w.file: w for w in hash_weights(model_path)}
     except FileNotFoundError:

@@ -1,6 +1,6 @@
 """`keys new`, `sign`, `verify` and `reproduce`: the audit trail on the command line.
 
-Parsing and printing only; the work is in audit/ (hashing, signing, verifying) and in
+Parsing and printing only; the work is in app/trail.py (keys, signing, verifying) and in
 app/reproduce.py. Exit codes: 0 ok, 1 a check failed (verify found a difference, a run did
 not reproduce, its input or weights are not the manifest's), 2 set-up (no key, no manifest).
 """
@@ -13,16 +13,11 @@ from pathlib import Path
 import click
 from rich.console import Console
 
-from nexagauge_local.cli.options import BAD_INPUT
+from nexagauge_local.cli.errors import cli_errors
+from nexagauge_local.cli.exit_codes import CHECK_FAILED, OK
 
-CHECK_FAILED = 1
 RUN_DIR = click.Path(exists=True, file_okay=False, path_type=Path)
 KEY_FILE = click.Path(exists=True, dir_okay=False, path_type=Path)
-
-
-def _fail(message: str, code: int = BAD_INPUT) -> None:
-    click.echo(f"Error: {message}", err=True)
-    sys.exit(code)
 
 
 @click.group("keys")
@@ -48,17 +43,13 @@ def keys_new_cmd(out_dir: Path) -> None:
     Example:
       nexagauge-local keys new --out ~/.config/nexagauge-local/keys
     """
-    from nexagauge_local.audit import KeyExists, new_keypair
-    from nexagauge_local.audit.signing import key_fingerprint, load_public_key
+    from nexagauge_local.app.trail import new_keys
 
-    try:
-        priv, pub = new_keypair(out_dir)
-    except KeyExists as exc:
-        _fail(str(exc))
-        return
-    click.echo(f"private key: {priv}")
-    click.echo(f"public key:  {pub}")
-    click.echo(f"fingerprint: {key_fingerprint(load_public_key(pub))}")
+    with cli_errors():
+        keys = new_keys(out_dir)
+    click.echo(f"private key: {keys.private}")
+    click.echo(f"public key:  {keys.public}")
+    click.echo(f"fingerprint: {keys.fingerprint}")
 
 
 @click.command("sign")
@@ -71,13 +62,10 @@ def sign_cmd(out_dir: Path, key: Path) -> None:
     Example:
       nexagauge-local sign out/run1 --key keys/nexagauge.key
     """
-    from nexagauge_local.audit import SigningError, sign_manifest
+    from nexagauge_local.app.trail import sign
 
-    try:
-        sig = sign_manifest(out_dir, key)
-    except (SigningError, FileNotFoundError) as exc:
-        _fail(str(exc))
-        return
+    with cli_errors():
+        sig = sign(out_dir, key)
     click.echo(str(sig))
 
 
@@ -100,26 +88,13 @@ def verify_cmd(out_dir: Path, input_path: Path | None, model: str | None,
       nexagauge-local verify out/run1 --input data.jsonl --model ~/models/qwen2.5-7b-instruct \\
           --pubkey keys/nexagauge.pub
     """
-    from nexagauge_local.audit import verify
+    from nexagauge_local.app.trail import verify
 
-    report = verify(out_dir, input_path, _weights_path(model) if model else None, pubkey)
+    with cli_errors():
+        report = verify(out_dir, input_path, model, pubkey)
     for line in report.lines():
         click.echo(line)
-    sys.exit(0 if report.ok else CHECK_FAILED)
-
-
-def _weights_path(model: str) -> Path:
-    """A path as given; a profile name becomes its weights location."""
-    path = Path(model).expanduser()
-    if path.exists():
-        return path
-    from nexagauge_local.judge import ProfileNotFound, WeightsMissing, resolve_profile
-
-    try:
-        return resolve_profile(model).weights_path()
-    except (ProfileNotFound, WeightsMissing) as exc:
-        _fail(f"--model {model}: {exc}")
-        raise AssertionError from None  # _fail exits
+    sys.exit(OK if report.ok else CHECK_FAILED)
 
 
 @click.command("reproduce")
@@ -139,18 +114,11 @@ def reproduce_cmd(out_dir: Path, new_dir: Path, input_path: Path | None, toleran
     Example:
       nexagauge-local reproduce out/run1 --output-dir out/run1-again
     """
-    from nexagauge_local.app.errors import JudgeSetupError
-    from nexagauge_local.app.reproduce import ReproduceRefused, ReproduceSetupError, reproduce
+    from nexagauge_local.app.reproduce import reproduce
 
-    try:
+    with cli_errors():
         done = reproduce(out_dir, new_dir, input_path=input_path, tolerance=tolerance,
                          console=Console(stderr=True))
-    except ReproduceRefused as exc:
-        _fail(str(exc), CHECK_FAILED)
-        return
-    except (ReproduceSetupError, JudgeSetupError) as exc:
-        _fail(str(exc))
-        return
     for line in done.report.lines():
         click.echo(line)
-    sys.exit(0 if done.report.reproduced else CHECK_FAILED)
+    sys.exit(OK if done.report.reproduced else CHECK_FAILED)

@@ -1,82 +1,50 @@
-"""`compare` and `gate`: regression tracking across runs and a CI deployment gate."""
+"""`compare` and `gate`: regression tracking across runs and a CI deployment gate.
+
+Option parsing and printing only; the work is in app/compare.py and app/gate.py.
+"""
 
 from __future__ import annotations
 
 import sys
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 from rich.console import Console
 from rich.panel import Panel
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.progress import Progress, TaskID
 from rich.table import Table
 from rich.text import Text
 
-from nexagauge_local.compare import BadRunDir, RunDir, compare_runs
-from nexagauge_local.compare.bootstrap import DEFAULT_RESAMPLES
-from nexagauge_local.compare.diff import Comparison, MetricRow
-from nexagauge_local.gate import GateReport, PolicyError, evaluate_policy, load_policy
-from nexagauge_local.gate.junit import write_junit
-from nexagauge_local.report.files import write_json
+from nexagauge_local.app.compare import DEFAULT_RESAMPLES, CompareHooks, compare
+from nexagauge_local.app.gate import gate
+from nexagauge_local.cli.errors import cli_errors
+from nexagauge_local.cli.exit_codes import GATE_FAILED, OK
+from nexagauge_local.cli.progress import progress_bars
 
-BAD_INPUT = 2
-GATE_FAILED = 1
+if TYPE_CHECKING:
+    from nexagauge_local.compare.diff import Comparison, MetricRow
+    from nexagauge_local.gate import GateReport
+
 MAX_FLIPS_SHOWN = 5
 
 _dir = click.Path(exists=False, file_okay=False, path_type=Path)
 
 
-def _bad(message: str) -> None:
-    Console(stderr=True).print(Text.assemble(("error: ", "bold red"), message), soft_wrap=True)
-    sys.exit(BAD_INPUT)
+def _hooks(progress: Progress) -> CompareHooks:
+    """The compare service's hooks drawn as two bars: case reports read, metrics bootstrapped."""
+    tasks: dict[str, TaskID] = {}
 
+    def start(total: int) -> None:
+        progress.start()  # only now: a run that cannot be opened draws nothing
+        tasks["reading"] = progress.add_task("case reports", total=total)
+        tasks["bootstrap"] = progress.add_task("bootstrap", total=None)
 
-def _open(path: Path) -> RunDir:
-    try:
-        return RunDir(path)
-    except BadRunDir as exc:
-        _bad(str(exc))
-        raise  # unreachable: _bad exits
-
-
-@contextmanager
-def _progress(quiet: bool) -> Iterator[Progress]:
-    progress = Progress(
-        TextColumn("[bold]{task.description:<14}"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TimeElapsedColumn(),
-        console=Console(stderr=True),
-        disable=quiet,
-        transient=True,
+    return CompareHooks(
+        start=start,
+        read=lambda n: progress.advance(tasks["reading"], n),
+        metric=lambda done, n: progress.update(tasks["bootstrap"], completed=done, total=n),
     )
-    with progress:
-        yield progress
-
-
-def run_compare(run_a: RunDir, run_b: RunDir, seed: int, resamples: int, quiet: bool) -> Comparison:
-    with _progress(quiet) as progress:
-        total = len(run_a.report_paths()) + len(run_b.report_paths())
-        reading = progress.add_task("case reports", total=total)
-        bootstrap = progress.add_task("bootstrap", total=None)
-
-        def on_metric(done: int, n: int) -> None:
-            progress.update(bootstrap, completed=done, total=n)
-
-        try:
-            return compare_runs(
-                run_a,
-                run_b,
-                seed=seed,
-                n_resamples=resamples,
-                progress=lambda n: progress.advance(reading, n),
-                on_metric=on_metric,
-            )
-        except BadRunDir as exc:
-            _bad(str(exc))
-            raise
 
 
 def _f(x: float | None, signed: bool = False) -> str:
@@ -229,16 +197,11 @@ def compare_cmd(
     with both verdicts and the judge's evidence. A metric with an error counts as not passed.
     Runs judged by different judges or prompt versions are compared, with a loud warning.
     """
-    a, b = _open(run_a), _open(run_b)
-    cmp = run_compare(a, b, seed, resamples, quiet)
-    out = (output_dir or run_b) / "compare.json"
-    write_json(out, cmp.model_dump(mode="json"))
-    print_comparison(cmp, Console())
-    if (out.parent / "summary.json").exists():  # a run directory: refresh its report's compare section
-        from nexagauge_local.report.html import write_report_or_warn
-
-        write_report_or_warn(out.parent, Console(stderr=True))
-    click.echo(str(out))
+    with cli_errors(), progress_bars(quiet) as progress:
+        done = compare(run_a, run_b, output_dir=output_dir, seed=seed, resamples=resamples,
+                       hooks=_hooks(progress), console=progress.console)
+    print_comparison(done.comparison, Console())
+    click.echo(str(done.path))
 
 
 GATE_EPILOG = """\b
@@ -310,34 +273,15 @@ def gate_cmd(
     Prints each rule with its value and PASS/FAIL/SKIP, and writes the same as JSON and JUnit
     XML so a CI system shows every rule as a test.
     """
-    try:
-        policy = load_policy(policy_path)
-    except PolicyError as exc:
-        _bad(str(exc))
-        return
-    target = _open(run)
-    comparison = None
-    if baseline is not None and policy.needs_baseline:
-        # few resamples: only max_regression is read, and it does not depend on the CI
-        comparison = run_compare(_open(baseline), target, seed, 100, quiet)
-    try:
-        report = evaluate_policy(policy, target, comparison)
-    except PolicyError as exc:
-        _bad(str(exc))
-        return
-    except BadRunDir as exc:
-        _bad(str(exc))
-        return
-    if baseline is not None and not policy.needs_baseline:
+    with cli_errors(), progress_bars(quiet) as progress:
+        outcome = gate(run, policy_path, baseline=baseline, seed=seed, json_path=json_path,
+                       junit_path=junit_path, hooks=_hooks(progress))
+    if outcome.baseline_unread:
         Console(stderr=True).print(
             "[yellow]note:[/] --baseline given but the policy has no compare rule; it was not read"
         )
-    print_gate(report, Console())
-    if json_path is not None:
-        write_json(json_path, report.model_dump(mode="json"))
-    if junit_path is not None:
-        write_junit(report, junit_path)
-    sys.exit(0 if report.passed else GATE_FAILED)
+    print_gate(outcome.report, Console())
+    sys.exit(OK if outcome.passed else GATE_FAILED)
 
 
 def print_gate(report: GateReport, console: Console) -> None:

@@ -1,4 +1,9 @@
-"""How the application's typed failures look on the command line: message and exit code."""
+"""How the application's typed failures look on the command line: message and exit code.
+
+Every command runs its service inside `cli_errors()`, the one place that turns a typed error
+into its lines on stderr and its exit code (cli/exit_codes.py). The services never print or
+exit; the commands never catch.
+"""
 
 from __future__ import annotations
 
@@ -7,56 +12,74 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 
 import click
+from rich.console import Console
+from rich.text import Text
 
 from nexagauge_local.app.errors import (
-    ClusterSetupError,
+    AppError,
+    CheckFailed,
+    ExportError,
     InputError,
-    JudgeSetupError,
-    OutputDirError,
+    LabelFileError,
     ProbeFileError,
+    ReportRefused,
+    RunDirError,
+    RunInputError,
 )
-from nexagauge_local.cli.options import BAD_INPUT, INTERRUPTED
+from nexagauge_local.cli.exit_codes import BAD_INPUT, CHECK_FAILED, INTERRUPTED
 from nexagauge_local.records import DatasetError, RecordsError
 
+RESUME_HINT = ("interrupted: every judgement made so far is in the judge cache; run the "
+               "same command again to resume")
 
-def fail_records(exc: RecordsError) -> None:
-    for err in exc.errors:
-        click.echo(str(err), err=True)
-    click.echo(f"{len(exc.errors)} problem(s) in the input; nothing was run "
-               "(use --on-error skip to run the good records).", err=True)
-    sys.exit(BAD_INPUT)
+# How each failure's last line starts; the first matching type wins. "error: " is compare's
+# and gate's (red on a terminal); "Error: " that of the set-up failures, click's own style.
+_PREFIXES: tuple[tuple[tuple[type[Exception], ...], str], ...] = (
+    ((DatasetError, RunDirError, ExportError, ProbeFileError, LabelFileError, ReportRefused), ""),
+    ((RunInputError,), "error: "),
+)
 
 
-def fail_probes(exc: ProbeFileError) -> None:
-    for err in exc.errors:
-        click.echo(str(err), err=True)
-    click.echo(f"{len(exc.errors)} problem(s) in {exc.path}; nothing was generated.", err=True)
-    sys.exit(BAD_INPUT)
+def _prefix(exc: Exception) -> str:
+    return next((prefix for types, prefix in _PREFIXES if isinstance(exc, types)), "Error: ")
+
+
+def print_failure(exc: DatasetError | RecordsError | AppError) -> int:
+    """Print a failure the way the commands always have; return its exit code."""
+    if isinstance(exc, RecordsError) and not isinstance(exc, DatasetError):
+        for err in exc.errors:
+            click.echo(str(err), err=True)
+        click.echo(f"{len(exc.errors)} problem(s) in the input; nothing was run "
+                   "(use --on-error skip to run the good records).", err=True)
+        return BAD_INPUT
+    for line in getattr(exc, "details", ()):
+        click.echo(line, err=True)
+    prefix = _prefix(exc)
+    if isinstance(exc, RunInputError):  # compare and gate say it in red on a terminal
+        Console(stderr=True).print(Text.assemble((prefix, "bold red"), str(exc)), soft_wrap=True)
+    else:
+        click.echo(f"{prefix}{exc}", err=True)
+    return CHECK_FAILED if isinstance(exc, CheckFailed) else BAD_INPUT
 
 
 @contextmanager
-def cli_errors() -> Iterator[None]:
-    """Map service failures to the CLI's messages, every one exit 2 (bad input or set-up): a
-    whole-file problem is its one line, bad records are listed with a hint, an unusable
-    --input/--field is a usage error, a missing judge or an unreachable cluster one line."""
+def cli_errors(*, resumable: bool = False) -> Iterator[None]:
+    """Map service failures to the CLI's messages and exit codes: a whole-file problem is its
+    one line, bad records are listed with a hint, an unusable --input/--field is a usage error,
+    a check that answered no (a run that does not reproduce, a folder that no longer matches
+    its manifest) exits 1, every other failure exits 2 with its line.
+
+    `resumable`: the command's judge work is cached, so Ctrl-C exits 130 with the hint to run
+    it again; elsewhere click's own "Aborted!" stands.
+    """
     try:
         yield
-    except DatasetError as exc:  # the file as a whole: no "--on-error skip" hint applies
-        click.echo(str(exc), err=True)
-        sys.exit(BAD_INPUT)
-    except RecordsError as exc:
-        fail_records(exc)
-    except ProbeFileError as exc:
-        fail_probes(exc)
     except InputError as exc:
         raise click.UsageError(str(exc)) from None
-    except (JudgeSetupError, OutputDirError) as exc:
-        click.echo(f"Error: {exc}", err=True)
-        sys.exit(BAD_INPUT)
-    except ClusterSetupError as exc:
-        click.echo(f"Error: {exc}", err=True)
-        sys.exit(BAD_INPUT)
+    except (DatasetError, RecordsError, AppError) as exc:
+        sys.exit(print_failure(exc))
     except KeyboardInterrupt:  # click would say "Aborted!" and exit 1, like a failed gate
-        click.echo("interrupted: every judgement made so far is in the judge cache; run the "
-                   "same command again to resume", err=True)
+        if not resumable:
+            raise
+        click.echo(RESUME_HINT, err=True)
         sys.exit(INTERRUPTED)

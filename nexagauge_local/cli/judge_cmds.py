@@ -1,6 +1,7 @@
 """`models`, `calibrate` and `cache`: the judge's commands.
 
-Option parsing and printing only; calibration's measurement is in app/calibrate.py.
+Option parsing and printing only; calibration's measurement is in app/calibrate.py, the
+cache's bookkeeping in app/cache.py.
 """
 
 from __future__ import annotations
@@ -12,9 +13,9 @@ import click
 from rich.console import Console
 from rich.table import Table
 
+from nexagauge_local.app.cache import cache_stats, clear_cache, resolve_cache_dir
 from nexagauge_local.cli.options import parse_gpu_ids
-from nexagauge_local.judge import DEMO_NOTICE, JudgeCache, expand_weights, list_profiles
-from nexagauge_local.settings import RunSettings, default_cache_dir
+from nexagauge_local.judge import DEMO_NOTICE, expand_weights, list_profiles
 
 
 def _console() -> Console:
@@ -28,10 +29,6 @@ def _cache_dir_option(fn: Any) -> Any:
         default=None,
         help="Judge cache folder (default $NEXAGAUGE_CACHE_DIR or ~/.cache/nexagauge-local).",
     )(fn)
-
-
-def _resolve_cache_dir(cache_dir: Path | None) -> Path:
-    return cache_dir or RunSettings().cache_dir or default_cache_dir()
 
 
 # ------------------------------------------------------------------ models
@@ -86,7 +83,7 @@ def calibrate_cmd(
     """Measure this host's judge throughput and store it for `estimate`."""
     from nexagauge_local.app.calibrate import calibrate_judge, resolve_calibration_judge
 
-    cache = _resolve_cache_dir(cache_dir)
+    cache = resolve_cache_dir(cache_dir)
     console = _console()
     factory = resolve_calibration_judge(model, backend=backend, gpu_ids=parse_gpu_ids(gpu), cache_dir=cache)
     if factory.is_demo:
@@ -119,14 +116,14 @@ def cache_group() -> None:
 @_cache_dir_option
 def cache_dir_cmd(cache_dir: Path | None) -> None:
     """Print the judge cache folder."""
-    click.echo(str(_resolve_cache_dir(cache_dir)))
+    click.echo(str(resolve_cache_dir(cache_dir)))
 
 
 @cache_group.command("stats", epilog="\b\nExample:\n  nexagauge-local cache stats")
 @_cache_dir_option
 def cache_stats_cmd(cache_dir: Path | None) -> None:
     """Entries, size on disk and cache hits per node."""
-    stats = JudgeCache(_resolve_cache_dir(cache_dir)).stats()
+    stats = cache_stats(cache_dir)
     table = Table(title=f"judge cache {stats.path}")
     for col in ("node", "entries", "hits"):
         table.add_column(col, justify="right" if col != "node" else "left")
@@ -149,7 +146,7 @@ def cache_stats_cmd(cache_dir: Path | None) -> None:
 @_cache_dir_option
 def cache_clear_cmd(node: str | None, cache_dir: Path | None) -> None:
     """Delete cached judge answers (all, or one node's)."""
-    deleted = JudgeCache(_resolve_cache_dir(cache_dir)).clear(node=node)
+    deleted = clear_cache(cache_dir, node)
     click.echo(
         f"deleted {deleted} entr{'y' if deleted == 1 else 'ies'}"
         + (f" of node {node}" if node else "")

@@ -10,10 +10,6 @@ import click
 
 from nexagauge_local.graph import UnknownTarget, plan
 
-BAD_INPUT = 2  # exit code: the input (or a --cluster value) cannot be used; nothing was run
-JUDGE_FAILED = 3  # exit code: the judge failed on every request of a node; the report is written
-INTERRUPTED = 130  # exit code: Ctrl-C (128 + SIGINT); what the judge answered is in its cache
-
 
 def parse_gpu_ids(value: str | None) -> list[int]:
     """`--gpu 0` or `--gpu 0,1` as a list of GPU indices (empty: none requested)."""

@@ -6,18 +6,16 @@ target model's responses locally, score them.
 
 from __future__ import annotations
 
-import json
-from collections import Counter
 from pathlib import Path
 
 import click
 from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 from rich.table import Table
 
+from nexagauge_local.app.probes import probes_jsonl, select_probes, severity_counts, write_probes
 from nexagauge_local.cli.errors import cli_errors
 from nexagauge_local.cli.options import parse_gpu_ids
-from nexagauge_local.probes.suite import load_suite
+from nexagauge_local.cli.progress import lasting_bar
 from nexagauge_local.settings import default_cache_dir
 
 
@@ -30,15 +28,6 @@ def probes_group() -> None:
       nexagauge-local probes list --category self_harm
       nexagauge-local probes export --output probes.jsonl
     """
-
-
-def _select(category: tuple[str, ...], severity: tuple[str, ...]) -> list[dict]:
-    probes = load_suite()
-    if category:
-        probes = [p for p in probes if p["category"] in category]
-    if severity:
-        probes = [p for p in probes if p["severity"] in severity]
-    return probes
 
 
 _filters = [
@@ -66,16 +55,13 @@ def probes_list(category: tuple[str, ...], severity: tuple[str, ...], summary: b
       nexagauge-local probes list --summary
       nexagauge-local probes list --category self_harm --severity critical
     """
-    probes = _select(category, severity)
+    probes = select_probes(category, severity)
     console = Console()
     if summary:
         table = Table(title=f"{len(probes)} probe(s)")
         for col in ("category", "probes", "critical", "high", "medium", "low"):
             table.add_column(col)
-        by_cat: dict[str, Counter[str]] = {}
-        for p in probes:
-            by_cat.setdefault(p["category"], Counter())[p["severity"]] += 1
-        for cat, sev in sorted(by_cat.items()):
+        for cat, sev in severity_counts(probes).items():
             table.add_row(cat, str(sum(sev.values())),
                           *(str(sev[s]) for s in ("critical", "high", "medium", "low")))
         console.print(table)
@@ -99,14 +85,12 @@ def probes_export(category: tuple[str, ...], severity: tuple[str, ...], output: 
     Example:
       nexagauge-local probes export --output probes.jsonl --category prompt_injection
     """
-    lines = [json.dumps(p, ensure_ascii=False) for p in _select(category, severity)]
-    text = "\n".join(lines) + ("\n" if lines else "")
+    probes = select_probes(category, severity)
     if str(output) == "-":
-        click.echo(text, nl=False)
+        click.echo(probes_jsonl(probes), nl=False)
         return
-    output.parent.mkdir(parents=True, exist_ok=True)
-    output.write_text(text, encoding="utf-8")
-    click.echo(f"{len(lines)} probe(s) -> {output}", err=True)
+    n = write_probes(probes, output)
+    click.echo(f"{n} probe(s) -> {output}", err=True)
 
 
 @click.command("generate")
@@ -147,17 +131,15 @@ def generate_cmd(model: str, input_path: Path, output: Path, max_tokens: int, sy
     """
     from nexagauge_local.app.generate import answer_probes, load_probes, open_responder
 
-    with cli_errors():
+    with cli_errors(resumable=True):
         items = load_probes(input_path, limit)
         responder = open_responder(model, backend=backend, gpu_ids=parse_gpu_ids(gpu), cache_dir=cache_dir,
                                    seed=seed, batch_size=batch_size)
     console = Console(stderr=True)
-    columns = (TextColumn("generate"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn())
-    with Progress(*columns, console=console, disable=quiet) as bar:
-        task = bar.add_task("generate", total=len(items))
+    with lasting_bar("generate", len(items), quiet, console) as advance:
         stats = answer_probes(items, responder, output, max_tokens=max_tokens,
                               system_prompt=system_prompt, fresh=fresh, batch_size=batch_size,
-                              progress=lambda n: bar.advance(task, n))
+                              progress=advance)
     console.print(f"[green]done[/]: {stats.generated} answered, {stats.skipped_existing} already in "
                   f"{output}, {stats.truncated} cut at --max-tokens; {stats.prompt_tokens} prompt + "
                   f"{stats.output_tokens} output tokens in {stats.wall_seconds:.1f} s "

@@ -38,7 +38,7 @@ def prompts_cmd(target: str, input_path: str, limit: int | None, fields: tuple[s
     from nexagauge_local.app.prompts import case_prompts
 
     settings = RunSettings(target=target, limit=limit, on_error=on_error, progress=False)
-    with cli_errors():
+    with cli_errors(resumable=True):
         shown = case_prompts(settings, lambda tmp: open_dataset(input_path, fields, limit, tmp),
                              case_id, node)
     if as_json:

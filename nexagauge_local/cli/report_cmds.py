@@ -1,67 +1,34 @@
-"""`report`, `export` and `agreement`: commands that read a finished output directory."""
+"""`report`, `export` and `agreement`: commands that read a finished output directory.
+
+Option parsing and printing only; the work is in app/audit_report.py, app/export.py and
+app/agreement.py.
+"""
 
 from __future__ import annotations
 
-import sys
-from collections.abc import Callable
-from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 import click
 from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-BAD_INPUT = 2
+from nexagauge_local.cli.errors import cli_errors
+from nexagauge_local.cli.exit_codes import OK
+from nexagauge_local.cli.progress import case_bar
+
+if TYPE_CHECKING:
+    from nexagauge_local.app.audit_report import Rerendered
+
 OUT_DIR = click.Path(file_okay=False, path_type=Path)
 
 
-def _fail(message: str) -> None:
-    click.echo(message, err=True)
-    sys.exit(BAD_INPUT)
-
-
-@contextmanager
-def _progress(label: str, total: int, quiet: bool) -> Any:
-    """A per-case progress bar on stderr; yields the advance callback."""
-    progress = Progress(
-        TextColumn(f"[bold]{label:<10}"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TimeElapsedColumn(),
-        console=Console(stderr=True),
-        disable=quiet or total < 500,
-        transient=True,
-    )
-    with progress:
-        task = progress.add_task(label, total=total)
-        advance: Callable[[int], None] = lambda n: progress.advance(task, n)
-        yield advance
-
-
-def _case_count(out_dir: Path) -> int:
-    folder = out_dir / "case_report"
-    return sum(1 for _ in folder.glob("*.json")) if folder.is_dir() else 0
-
-
-def _render(out_dir: Path, output: Path | None, quiet: bool) -> Path:
-    """Render the report; in an audited folder the manifest is re-finalized (app/audit_report)
-    or, when the folder no longer matches it, nothing is written (exit 1)."""
-    from nexagauge_local.app.audit_report import ReportRefused, rerender_report
-
-    with _progress("report", _case_count(out_dir), quiet) as advance:
-        try:
-            done = rerender_report(out_dir, output, progress=advance)
-        except ReportRefused as exc:
-            for line in exc.lines:
-                click.echo(line, err=True)
-            sys.exit(1)
+def _say_rerendered(done: Rerendered, out_dir: Path) -> None:
+    """What re-rendering did to an audited folder's manifest and signature (stderr)."""
     if done.manifest_updated:
         click.echo("manifest.json updated for the new report.html", err=True)
     if done.signature_removed:
         click.echo("manifest.json.sig removed (it covered the old manifest): renew it with "
                    f"`nexagauge-local sign {out_dir} --key KEYFILE`", err=True)
-    return done.path
 
 
 @click.command("report")
@@ -86,14 +53,12 @@ def report_cmd(out_dir: Path, output: Path | None, quiet: bool) -> None:
       nexagauge-local report out/run1
       nexagauge-local report out/run1 --output /tmp/run1.html
     """
-    from nexagauge_local.report.rundata import RunDirError
+    from nexagauge_local.app.audit_report import case_count, rerender_report
 
-    try:
-        path = _render(out_dir, output, quiet)
-    except RunDirError as exc:
-        _fail(str(exc))
-        return
-    click.echo(str(path))
+    with cli_errors(), case_bar("report", case_count(out_dir), quiet) as advance:
+        done = rerender_report(out_dir, output, progress=advance)
+    _say_rerendered(done, out_dir)
+    click.echo(str(done.path))
 
 
 @click.command("export")
@@ -125,20 +90,12 @@ def export_cmd(out_dir: Path, fmt: str, output: Path | None) -> None:
       nexagauge-local export out/run1 --format parquet --output run1.parquet
       python -c "import pandas as pd; print(pd.read_csv('out/run1/results.csv').groupby('metric').score.mean())"
     """
-    from nexagauge_local.report.export import ExportError, export_rows
-    from nexagauge_local.report.rows import all_rows
-    from nexagauge_local.report.rundata import RunDirError, load_run
+    from nexagauge_local.app.export import export
 
-    target = output or out_dir / f"results.{fmt}"
-    try:
-        run = load_run(out_dir)
-        rows = all_rows(case.report for case in run.iter_cases())
-        n = export_rows(rows, target, fmt)
-    except (RunDirError, ExportError) as exc:
-        _fail(str(exc))
-        return
-    click.echo(f"{n} row(s) -> {target}", err=True)
-    click.echo(str(target))
+    with cli_errors():
+        done = export(out_dir, fmt, output)
+    click.echo(f"{done.rows} row(s) -> {done.path}", err=True)
+    click.echo(str(done.path))
 
 
 AGREEMENT_EPILOG = """\b
@@ -165,10 +122,10 @@ Examples:
 
 def _show_bundled(ctx: click.Context, _param: click.Parameter, value: bool) -> None:
     if value and not ctx.resilient_parsing:
-        from nexagauge_local.agreement.labels import bundled_labels_path
+        from nexagauge_local.app.agreement import BUNDLED, labels_path
 
-        click.echo(str(bundled_labels_path()))
-        ctx.exit(0)
+        click.echo(str(labels_path(BUNDLED)))
+        ctx.exit(OK)
 
 
 @click.command("agreement", epilog=AGREEMENT_EPILOG)
@@ -204,21 +161,13 @@ def agreement_cmd(labels: str, out_dir: Path, quiet: bool) -> None:
     Labels that match no scored metric (unknown case, judge error, metric without a verdict)
     are listed, not counted.
     """
-    from nexagauge_local.agreement import LabelError, bundled_labels_path, write_agreement
-    from nexagauge_local.report.rundata import RunDirError
+    from nexagauge_local.app.agreement import agreement
+    from nexagauge_local.app.audit_report import case_count
 
-    path = bundled_labels_path() if labels == "bundled" else Path(labels)
-    try:
-        doc = write_agreement(out_dir, path)
-        report = _render(out_dir, None, quiet)
-    except LabelError as exc:
-        for problem in exc.problems:
-            click.echo(problem, err=True)
-        _fail(f"{len(exc.problems)} problem(s) in {path}; nothing was written.")
-        return
-    except RunDirError as exc:
-        _fail(str(exc))
-        return
+    with cli_errors(), case_bar("report", case_count(out_dir), quiet) as advance:
+        done = agreement(out_dir, labels, progress=advance)
+    _say_rerendered(done.report, out_dir)
+    doc = done.doc
     console = Console(stderr=True)
     overall = doc["overall"]
     console.print(
@@ -235,8 +184,8 @@ def agreement_cmd(labels: str, out_dir: Path, quiet: bool) -> None:
             f"[yellow]{doc['unmatched_total']} label(s) not compared[/] "
             "(see agreement.json 'unmatched')"
         )
-    click.echo(str(out_dir / "agreement.json"))
-    click.echo(str(report))
+    click.echo(str(done.path))
+    click.echo(str(done.report.path))
 
 
 def _fmt(x: float | None) -> str:

@@ -14,8 +14,8 @@ from rich.console import Console
 from rich.table import Table
 
 from nexagauge_local.cli.errors import cli_errors
+from nexagauge_local.cli.exit_codes import JUDGE_FAILED
 from nexagauge_local.cli.options import (
-    JUDGE_FAILED,
     dataset_options,
     parse_gpu_ids,
     quiet_libraries,
@@ -115,7 +115,7 @@ def run_cmd(target: str, input_path: str, limit: int | None, fields: tuple[str, 
         refalign_units=refalign_units, refalign_output_top_k=refalign_output_top_k,
     )
     console = Console(stderr=True)
-    with cli_errors():
+    with cli_errors(resumable=True):
         result = app_run.run(settings, lambda tmp: open_dataset(input_path, fields, limit, tmp),
                              console=console, sign_key=sign_key)
     cases = result.cases
@@ -186,7 +186,7 @@ def estimate_cmd(target: str, input_path: str, limit: int | None, fields: tuple[
 
     settings = RunSettings(target=target, limit=limit, on_error=on_error, cache_dir=cache_dir,
                            model=model, backend=backend, progress=False)
-    with cli_errors():
+    with cli_errors(resumable=True):
         est = estimate(settings, lambda tmp: open_dataset(input_path, fields, limit, tmp))
     if as_json:
         click.echo(json.dumps(est.as_dict(), indent=2))
