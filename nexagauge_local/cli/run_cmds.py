@@ -8,6 +8,7 @@ from __future__ import annotations
 import sys
 from collections import Counter
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 from rich.console import Console
@@ -29,6 +30,9 @@ from nexagauge_local.settings import (
     RunSettings,
     default_cache_dir,
 )
+
+if TYPE_CHECKING:  # typing only: --help must not import the estimate service
+    from nexagauge_local.app.estimate import Estimate
 
 
 @click.command("run")
@@ -191,6 +195,16 @@ def estimate_cmd(target: str, input_path: str, limit: int | None, fields: tuple[
     if as_json:
         click.echo(json.dumps(est.as_dict(), indent=2))
         return
+    console = Console()
+    console.print(_estimate_table(est, target))
+    console.print("* no judge: zero GPU-seconds.")
+    _print_skips_and_long_requests(console, est, model)
+    if est.judge_nodes:
+        _print_estimate_basis(console, est, model)
+
+
+def _estimate_table(est: Estimate, target: str) -> Table:
+    """One row per node: cases, requests, cache hits, tokens and GPU-seconds."""
     table = Table(title=f"estimate {target}: {est.cases} case(s)")
     for col in ("node", "cases", "requests", "cached", "prompt tok", "output tok", "GPU-s"):
         table.add_column(col, justify="left" if col == "node" else "right")
@@ -205,15 +219,16 @@ def estimate_cmd(target: str, input_path: str, limit: int | None, fields: tuple[
             cells = [str(j["requests"]), str(j["cached"]), f"{mark}{j['prompt_tokens']}",
                      f"~{j['output_tokens']}{spread}", gpu]
         table.add_row(node.name + ("" if node.is_llm else " *"), str(node.eligible), *cells)
-    console = Console()
-    console.print(table)
-    console.print("* no judge: zero GPU-seconds.")
+    return table
+
+
+def _print_skips_and_long_requests(console: Console, est: Estimate, model: str) -> None:
+    """Why cases were skipped, and the requests longer than the judge's context window."""
     for node in est.nodes:
         if node.skipped:
             why = ", ".join(f"{n} {r}" for r, n in Counter(node.skipped).most_common(3))
             console.print(f"{node.name}: skipped {sum(node.skipped.values())} ({why})")
-    judged = est.judge_nodes
-    for node in judged:
+    for node in est.judge_nodes:
         over = (node.judge or {}).get("over_context") or []
         if over:
             shown = ", ".join(f"{o['case_id']} ({o['metric'] or node.name}: "
@@ -223,32 +238,36 @@ def estimate_cmd(target: str, input_path: str, limit: int | None, fields: tuple[
                           f"the judge's context window ({model}): {shown}{more}. A run fails "
                           "each alone; `--long-inputs truncate-middle` judges them cut.",
                           soft_wrap=True)
-    if judged:
-        first = judged[0].judge or {}
-        console.print("~ = estimated: grounding/relevance/geval requests are built from stand-in "
-                      "claims/steps; output tokens are predicted.")
-        sources = Counter[str]()
-        for node in judged:
-            sources.update((node.judge or {}).get("output_sources") or {})
-        if sources:
-            console.print("output tokens predicted from: " + ", ".join(
-                f"{k} ({v} request(s))" for k, v in sources.most_common())
-                + (" (history: this judge's past answers for the same schema, in the judge "
-                   "cache; ± one standard deviation)" if "history" in sources else ""),
-                soft_wrap=True)
-        source = first.get("gpu_seconds_source") or ""
-        if first["gpu_seconds"] is None:
-            console.print(f"GPU-seconds need this judge's device time from an earlier run (the "
-                          f"judge cache keeps it) or a calibration on this host: "
-                          f"`nexagauge-local calibrate --model {model}`.")
-        elif "history" in source:
-            how = ("a cost model (prompt and output tokens) fitted to this judge's answers"
-                   if "history model" in source else "this judge's device-seconds per token")
-            console.print(f"GPU-seconds from {how} on earlier runs (judge cache)"
-                          + (f", and the calibration on {first['device']}"
-                             if "calibration" in source else "") + ".")
-        else:
-            console.print(f"GPU-seconds from the calibration on {first['device']}.")
+
+
+def _print_estimate_basis(console: Console, est: Estimate, model: str) -> None:
+    """What the figures rest on: stand-ins, output-token predictions, the GPU-seconds source."""
+    judged = est.judge_nodes
+    first = judged[0].judge or {}
+    console.print("~ = estimated: grounding/relevance/geval requests are built from stand-in "
+                  "claims/steps; output tokens are predicted.")
+    sources = Counter[str]()
+    for node in judged:
+        sources.update((node.judge or {}).get("output_sources") or {})
+    if sources:
+        console.print("output tokens predicted from: " + ", ".join(
+            f"{k} ({v} request(s))" for k, v in sources.most_common())
+            + (" (history: this judge's past answers for the same schema, in the judge "
+               "cache; ± one standard deviation)" if "history" in sources else ""),
+            soft_wrap=True)
+    source = first.get("gpu_seconds_source") or ""
+    if first["gpu_seconds"] is None:
+        console.print(f"GPU-seconds need this judge's device time from an earlier run (the "
+                      f"judge cache keeps it) or a calibration on this host: "
+                      f"`nexagauge-local calibrate --model {model}`.")
+    elif "history" in source:
+        how = ("a cost model (prompt and output tokens) fitted to this judge's answers"
+               if "history model" in source else "this judge's device-seconds per token")
+        console.print(f"GPU-seconds from {how} on earlier runs (judge cache)"
+                      + (f", and the calibration on {first['device']}"
+                         if "calibration" in source else "") + ".")
+    else:
+        console.print(f"GPU-seconds from the calibration on {first['device']}.")
 
 
 @click.command("nodes")

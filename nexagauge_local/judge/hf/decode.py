@@ -167,6 +167,91 @@ class RowRule:
     caps: StringCaps | None = None
 
 
+@dataclass
+class _KV:
+    """The KV state of the rows still decoding: a RowCache against family prefixes (CPU), or
+    a padded DynamicCache with its attention mask. `keep` drops finished rows from it."""
+
+    model: Any
+    device: str
+    pos: torch.Tensor
+    rows: RowCache | None = None
+    cache: Any = None
+    mask: torch.Tensor | None = None
+
+    def keep(self, sel: torch.Tensor) -> None:
+        if self.rows is not None:
+            self.rows.select(sel)
+        else:
+            self.cache.batch_select_indices(sel)
+            assert self.mask is not None
+            self.mask = self.mask[sel]
+        self.pos = self.pos[sel]
+
+    def forward(self, ids: torch.Tensor) -> torch.Tensor:
+        if self.rows is not None:
+            self.rows.begin_step()
+            logits = _forward_rows(self.model, ids, self.pos.unsqueeze(1), self.rows)
+        else:
+            assert self.mask is not None
+            ones = torch.ones((len(ids), 1), dtype=self.mask.dtype, device=self.device)
+            self.mask = torch.cat([self.mask, ones], 1)
+            logits = _forward(self.model, ids, self.mask, self.pos.unsqueeze(1), self.cache)
+        self.pos = self.pos + 1
+        return logits
+
+
+def _prefilled(model: Any, prompts: list[list[int]], pad_id: int, device: str,
+               prefixes: list[SharedPrefix] | None) -> tuple[torch.Tensor, _KV]:
+    if prefixes is not None:
+        logits, pos, row_cache = _prefill_rows(model, prompts, device, prefixes)
+        return logits, _KV(model, device, pos, rows=row_cache)
+    logits, mask, pos, cache = _prefill(model, prompts, pad_id, device)
+    return logits, _KV(model, device, pos, cache=cache, mask=mask)
+
+
+@dataclass
+class _Rows:
+    """Per request: its rule, grammar matcher and string tracker, and what it decoded."""
+
+    rules: list[RowRule]
+    out: list[Decoded]
+    eos_ids: set[int]
+    matchers: list[Any] = field(init=False)
+    trackers: list[Any] = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.matchers = [rule.grammar.matcher() for rule in self.rules]
+        self.trackers = [rule.caps.tracker() if rule.caps else None for rule in self.rules]
+
+    def masked(self, logits: torch.Tensor, rows: list[int], aliases: list[int]) -> torch.Tensor:
+        """`logits` with what each row's grammar (and a string at its bound) forbids masked."""
+        vocab = logits.shape[1]
+        bitmask = torch.zeros((len(rows), bitmask_words(vocab)), dtype=torch.int32)
+        for j, r in enumerate(rows):
+            self.matchers[r].fill(bitmask, j)
+        grammar_eos = self.rules[0].grammar.grammar_eos
+        logits = _apply_bitmask(logits, bitmask.to(logits.device), grammar_eos, aliases)
+        for j, r in enumerate(rows):
+            tracker, caps = self.trackers[r], self.rules[r].caps
+            if tracker is not None and caps is not None and tracker.at_limit:
+                logits[j] = caps.restrict(logits[j])
+        return logits
+
+    def advance(self, r: int, tok: int) -> bool:
+        """Record row r's token; True while the row goes on decoding."""
+        out = self.out[r]
+        out.token_ids.append(tok)
+        if tok in self.eos_ids:
+            out.stopped = True
+            return False
+        self.matchers[r].advance(tok)
+        tracker, caps = self.trackers[r], self.rules[r].caps
+        if tracker is not None and caps is not None:
+            tracker.feed(caps.token_texts[tok])
+        return len(out.token_ids) < self.rules[r].max_new_tokens
+
+
 def constrained_greedy(
     model: Any,
     grammar: CompiledGrammar | None,
@@ -190,7 +275,6 @@ def constrained_greedy(
     `prefixes`: each prompt's family prefix, computed once (hf/cascade.py), which the
     prompt starts with. `rules`: each row's own grammar, caps and limit, in place of
     `grammar`, `caps` and `max_new_tokens` (all rules' grammars must know the same EOS)."""
-    device = str(model.device)
     out = [Decoded() for _ in prompts]
     if rules is None:
         if grammar is None:
@@ -202,49 +286,23 @@ def constrained_greedy(
         raise ValueError("rows of one batch must share the grammar's EOS id")
     with torch.inference_mode():
         started = time.perf_counter()
-        row_cache: RowCache | None = None
-        if prefixes is not None:
-            logits, pos, row_cache = _prefill_rows(model, prompts, device, prefixes)
-        else:
-            logits, mask, pos, cache = _prefill(model, prompts, pad_id, device)
+        logits, kv = _prefilled(model, prompts, pad_id, str(model.device), prefixes)
         last = time.perf_counter()
         total_len = sum(len(p) for p in prompts) or 1
         for d, p in zip(out, prompts):
             d.seconds = (last - started) * len(p) / total_len
+        state = _Rows(rules, out, eos_ids)
         rows = list(range(len(prompts)))  # batch position -> request index
-        matchers = [rule.grammar.matcher() for rule in rules]
-        trackers = [rule.caps.tracker() if rule.caps else None for rule in rules]
-        vocab = logits.shape[1]
-        grammar_eos = rules[0].grammar.grammar_eos
-        aliases = eos_aliases(eos_ids, grammar_eos, vocab)
+        aliases = eos_aliases(eos_ids, rules[0].grammar.grammar_eos, logits.shape[1])
         for _step in range(max(rule.max_new_tokens for rule in rules)):
-            bitmask = torch.zeros((len(rows), bitmask_words(vocab)), dtype=torch.int32)
-            for j, r in enumerate(rows):
-                matchers[r].fill(bitmask, j)
-            logits = _apply_bitmask(logits, bitmask.to(logits.device), grammar_eos, aliases)
-            for j, r in enumerate(rows):
-                tracker, row_caps = trackers[r], rules[r].caps
-                if tracker is not None and row_caps is not None and tracker.at_limit:
-                    logits[j] = row_caps.restrict(logits[j])
+            logits = state.masked(logits, rows, aliases)
             if top_k:
                 top = torch.log_softmax(logits, dim=-1).topk(top_k, dim=-1)
                 values, indices = top.values.cpu().tolist(), top.indices.cpu().tolist()
-            chosen = logits.argmax(dim=-1).cpu().tolist()
-            keep: list[int] = []
-            for j, r in enumerate(rows):
-                tok = chosen[j]
-                out[r].token_ids.append(tok)
-                if top_k:
+                for j, r in enumerate(rows):
                     out[r].top_logprobs.append((values[j], indices[j]))
-                if tok in eos_ids:
-                    out[r].stopped = True
-                    continue
-                matchers[r].advance(tok)
-                tracker, row_caps = trackers[r], rules[r].caps
-                if tracker is not None and row_caps is not None:
-                    tracker.feed(row_caps.token_texts[tok])
-                if len(out[r].token_ids) < rules[r].max_new_tokens:
-                    keep.append(j)
+            chosen = logits.argmax(dim=-1).cpu().tolist()
+            keep = [j for j, r in enumerate(rows) if state.advance(r, chosen[j])]
             now = time.perf_counter()
             for r in rows:  # the previous forward and this step's masks served every row here
                 out[r].seconds += (now - last) / len(rows)
@@ -256,22 +314,10 @@ def constrained_greedy(
             if not keep:
                 break
             if len(keep) < len(rows):
-                sel = torch.tensor(keep, device=device)
-                if row_cache is not None:
-                    row_cache.select(sel)
-                else:
-                    cache.batch_select_indices(sel)
-                    mask = mask[sel]
-                pos = pos[sel]
+                kv.keep(torch.tensor(keep, device=kv.device))
                 rows = [rows[j] for j in keep]
-            ids = torch.tensor([[out[r].token_ids[-1]] for r in rows], device=device)
-            if row_cache is not None:
-                row_cache.begin_step()
-                logits = _forward_rows(model, ids, pos.unsqueeze(1), row_cache)
-            else:
-                mask = torch.cat([mask, torch.ones((len(rows), 1), dtype=mask.dtype, device=device)], 1)
-                logits = _forward(model, ids, mask, pos.unsqueeze(1), cache)
-            pos = pos + 1
+            logits = kv.forward(torch.tensor([[out[r].token_ids[-1]] for r in rows],
+                                             device=kv.device))
     return out
 
 
