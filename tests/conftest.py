@@ -8,6 +8,17 @@ import os
 # imported, and vLLM imports Ray with itself. The real-engine tests import vLLM into this
 # process first, so the switch is set here, before any test module imports either.
 os.environ.setdefault("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "0")
+# This process holds several vLLM engines at once (the session's xgrammar engine beside the
+# guidance and outlines ones); in-process engines share vLLM's global parallel state, so here
+# each gets its own engine-core process (judge/vllm/host.py). The CLI runs and pool workers
+# the tests start host one engine each and run it in-process, as users get it.
+os.environ.setdefault("VLLM_ENABLE_V1_MULTIPROCESSING", "1")
+
+
+def user_env() -> dict[str, str]:
+    """This process's environment as a user's shell would hand it to the CLI (without the
+    test session's own vLLM engine setting above)."""
+    return {k: v for k, v in os.environ.items() if k != "VLLM_ENABLE_V1_MULTIPROCESSING"}
 
 from pathlib import Path
 

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 from bench_backends import ROOT, classify, compare_reports
 
-from tests.conftest import vllm_or_skip
+from tests.conftest import user_env, vllm_or_skip
 
 
 def _metric(name: str, score: float | None, reasoning: str = "fine", error: str | None = None,
@@ -80,7 +80,7 @@ def test_real_hf_and_vllm_agree(tmp_path: Path, demo_cache_dir: Path, vllm_demo)
     cmd = [sys.executable, str(ROOT / "scripts" / "bench_backends.py"), "--target", "redteam",
            "--limit", "2", "--workdir", str(tmp_path / "work"), "--json", str(out_json)]
     proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=1800,
-                          check=False)
+                          check=False, env=user_env())
     print(proc.stdout)
     assert proc.returncode in (0, 1), proc.stdout[-3000:] + proc.stderr[-3000:]
 

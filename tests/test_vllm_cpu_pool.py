@@ -23,7 +23,7 @@ from nexagauge_local.judge.cache import DB_NAME
 from nexagauge_local.judge.schemas import max_tokens_for
 from nexagauge_local.judge.types import JudgeRequest
 from nexagauge_local.nodes.redteam.schema import verdict_schema
-from tests.conftest import make_vllm_demo
+from tests.conftest import make_vllm_demo, user_env
 from tests.judge_fixtures import redteam_messages
 from tests.test_kill_resume import committed_count
 
@@ -114,7 +114,8 @@ def _cache(tmp_path: Path, demo_cache_dir: Path) -> Path:
 def _start(args: list[str]) -> subprocess.Popen[str]:
     return subprocess.Popen([sys.executable, "-m", "nexagauge_local", *args], cwd=ROOT,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            start_new_session=True)  # its own group, as under a terminal
+                            start_new_session=True,  # its own group, as under a terminal
+                            env=user_env())
 
 
 def _until_committed(proc: subprocess.Popen[str], cache: Path) -> None:

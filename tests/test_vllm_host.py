@@ -34,13 +34,18 @@ def test_bind_values_as_vllm_reads_them() -> None:
 
 def test_cpu_host_environment_keeps_what_the_user_set(monkeypatch: pytest.MonkeyPatch) -> None:
     host = EngineHost("cpu", cpus=(0, 1))
-    assert host.environment() == {"VLLM_CPU_OMP_THREADS_BIND": "0-1", "OMP_NUM_THREADS": "2"}
+    assert host.environment() == {"VLLM_CPU_OMP_THREADS_BIND": "0-1", "OMP_NUM_THREADS": "2",
+                                  "VLLM_ENABLE_V1_MULTIPROCESSING": "0"}
     assert host.tensor_parallel == 1  # vLLM rejects 0 ranks
     monkeypatch.setenv("VLLM_CPU_OMP_THREADS_BIND", "1")
     monkeypatch.delenv("OMP_NUM_THREADS", raising=False)
+    monkeypatch.delenv("VLLM_ENABLE_V1_MULTIPROCESSING", raising=False)
     host.apply()
     assert os.environ["VLLM_CPU_OMP_THREADS_BIND"] == "1"
     assert os.environ["OMP_NUM_THREADS"] == "2"
+    assert os.environ["VLLM_ENABLE_V1_MULTIPROCESSING"] == "0"
+    host.apply(owns_process=True)  # a pool worker: its inherited environment is not a choice
+    assert os.environ["VLLM_CPU_OMP_THREADS_BIND"] == "0-1"
 
 
 def test_engines_per_host() -> None:
@@ -51,7 +56,8 @@ def test_engines_per_host() -> None:
     assert [h.gpu_ids for h in gpu] == [("0",), ("1",)]
     assert engine_hosts("cuda", ("0", "1"), prof, data_parallel=False)[0].tensor_parallel == 2
     assert host_engine_kwargs("cpu", prof) == {"enforce_eager": True,
-                                                "kv_cache_memory_bytes": 1 << 30}
+                                                "kv_cache_memory_bytes": 1 << 30,
+                                                "distributed_executor_backend": "uni"}
     assert host_engine_kwargs("cuda", prof) == {"enforce_eager": False}
 
 

@@ -56,7 +56,7 @@ def _worker_main(
     # so a worker does not die mid-step with a traceback of its own on the user's terminal.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     die_with_parent(parent_pid, signal.SIGTERM)
-    host.apply()
+    host.apply(owns_process=True)
     try:
         vllm = import_vllm()
         llm = vllm.LLM(**kwargs)
