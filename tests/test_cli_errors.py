@@ -67,3 +67,15 @@ def test_ctrl_c_exits_130_only_where_judge_work_resumes() -> None:
     assert _invoke(KeyboardInterrupt(), resumable=True) == (INTERRUPTED, RESUME_HINT + "\n")
     code, _ = _invoke(KeyboardInterrupt())
     assert code == 1  # click's own "Aborted!"
+
+
+@pytest.mark.parametrize("model", ["no-such-profile", "/nonexistent/weights-folder"])
+def test_calibrate_with_an_unusable_judge_is_one_line_exit_2(model: str, tmp_path: Path) -> None:
+    """calibrate checks its judge as run does: no traceback, exit 2, before any work."""
+    from nexagauge_local.cli import main
+
+    res = CliRunner().invoke(main, ["calibrate", "--model", model, "--cache-dir", str(tmp_path)])
+    assert res.exit_code == BAD_INPUT, res.output
+    assert "Traceback" not in res.output and res.output.startswith("Error: "), res.output
+    assert len(res.output.strip().splitlines()) == 1, res.output
+    assert not list(tmp_path.glob("calibration*")), "nothing is written before the judge is checked"

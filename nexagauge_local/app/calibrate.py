@@ -25,10 +25,10 @@ from nexagauge_local.judge import (
     BackendFactory,
     JudgeRequest,
     JudgeResult,
-    make_backend_factory,
 )
 from nexagauge_local.nodes.geval import geval_schema
 from nexagauge_local.nodes.redteam import verdict_schema
+from nexagauge_local.settings import RunSettings
 
 
 def device_key(backend: Backend) -> str:
@@ -131,8 +131,15 @@ class Calibration:
 def resolve_calibration_judge(
     model: str, *, backend: str, gpu_ids: Sequence[int], cache_dir: Path
 ) -> BackendFactory:
-    """The judge to calibrate (no weights loaded yet, so the caller can warn about a demo)."""
-    return make_backend_factory(model, backend=backend, gpu_ids=gpu_ids, cache_dir=cache_dir)
+    """The judge to calibrate (no weights loaded yet, so the caller can warn about a demo),
+    checked as `run` checks its judge: an unknown profile, missing or unusable weights, a
+    broken vLLM or a --gpu without CUDA is a JudgeSetupError (one line, exit 2)."""
+    from nexagauge_local.app.judge import check_gpus, preflight
+
+    settings = RunSettings(model=model, backend=backend, gpu_ids=list(gpu_ids),
+                           cache_dir=cache_dir)
+    check_gpus(settings)
+    return preflight(settings)
 
 
 def calibrate_judge(factory: BackendFactory, n: int, cache_dir: Path) -> Calibration:

@@ -14,6 +14,7 @@ from rich.console import Console
 from rich.table import Table
 
 from nexagauge_local.app.cache import cache_stats, clear_cache, resolve_cache_dir
+from nexagauge_local.cli.errors import cli_errors
 from nexagauge_local.cli.options import parse_gpu_ids
 from nexagauge_local.judge import DEMO_NOTICE, expand_weights, list_profiles
 
@@ -85,10 +86,12 @@ def calibrate_cmd(
 
     cache = resolve_cache_dir(cache_dir)
     console = _console()
-    factory = resolve_calibration_judge(model, backend=backend, gpu_ids=parse_gpu_ids(gpu), cache_dir=cache)
-    if factory.is_demo:
-        console.print(f"[yellow]note:[/] {DEMO_NOTICE}")
-    done = calibrate_judge(factory, n, cache)
+    with cli_errors():
+        factory = resolve_calibration_judge(model, backend=backend, gpu_ids=parse_gpu_ids(gpu),
+                                            cache_dir=cache)
+        if factory.is_demo:
+            console.print(f"[yellow]note:[/] {DEMO_NOTICE}")
+        done = calibrate_judge(factory, n, cache)
     result = done.result
     console.print(f"loaded {done.fingerprint} in {done.load_seconds:.1f} s")
     unit = "GPU" if done.gpu_count else "CPU device"
