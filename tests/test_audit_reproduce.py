@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import json
 import shutil
+from pathlib import Path
 
 from nexagauge_local.audit import compare_runs, read_manifest, rerun_plan
 from nexagauge_local.audit.reproduce import case_facts
@@ -98,3 +99,12 @@ def test_rerun_plan_turns_the_cache_off(tmp_path):
     assert plan.settings["target"] == "grounding"
     assert plan.judge_profile == "tiny" and plan.weights_sha256 and plan.input_sha256
     assert plan.input_path == str(run["input"])
+
+
+def test_a_manifest_from_before_the_gpu_ids_rename_keeps_its_gpus(tmp_path: Path) -> None:
+    """Manifests written before issue 34 call the setting `gpus`; a reproduction keeps them."""
+    from nexagauge_local.app.reproduce import _settings
+
+    old = _settings({"gpus": [1, 2], "model": "demo", "target": "redteam"}, tmp_path, None)
+    assert old.gpu_ids == [1, 2] and old.target == "redteam" and old.use_cache is False
+    assert _settings({"gpu_ids": [0]}, tmp_path, "hf").gpu_ids == [0]
