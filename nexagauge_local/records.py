@@ -22,6 +22,7 @@ from pydantic import ValidationError
 
 from nexagauge_local.blocks import BlockModels
 from nexagauge_local.case import TEXT_FIELDS, Case, SourceRef
+from nexagauge_local.lone_surrogates import lone_surrogates
 
 # Canonical field -> accepted aliases, in priority order (DESIGN.md section 1, plus the ragas
 # and deepeval names so their datasets load unchanged). Keys are matched case-insensitively.
@@ -344,6 +345,9 @@ def normalise(
     if raw.data is None:
         return [RecordError(raw.source, None, raw.error or "unreadable record")]
     record, fmap = raw.data, field_map or {}
+    broken = [RecordError(raw.source, path, msg) for path, msg in lone_surrogates(record)]
+    if broken:
+        return broken
     errors: list[RecordError] = []
     used: set[str] = set()
     fields: dict[str, Any] = {}

@@ -16,6 +16,7 @@ from pydantic import ValidationError
 
 from nexagauge_local.blocks import ProbeBlock
 from nexagauge_local.case import SourceRef
+from nexagauge_local.lone_surrogates import lone_surrogates
 from nexagauge_local.probes.suite import probe_record
 from nexagauge_local.records import RecordError, iter_raw
 
@@ -71,6 +72,10 @@ def read_probes(path: Path) -> tuple[list[ProbeItem], list[RecordError]]:
     for raw in iter_raw(path):
         if raw.data is None:
             errors.append(RecordError(raw.source, None, raw.error or "unreadable record"))
+            continue
+        broken = [RecordError(raw.source, f, m) for f, m in lone_surrogates(raw.data)]
+        if broken:  # the model under test would be sent other text than the file says
+            errors.extend(broken)
             continue
         record, field, message = _to_record(raw.data)
         if record is None:
