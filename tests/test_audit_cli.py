@@ -242,3 +242,38 @@ def test_reproduce_a_demo_judge_run_exactly(tmp_path: Path) -> None:
     res = cli("reproduce", a, "--output-dir", b)
     assert res.exit_code == 0, res.output
     assert "REPRODUCED: 2 cases" in res.output
+
+
+def test_compare_keeps_run_b_manifest_true(run_copy: tuple[Path, Path], tmp_path: Path,
+                                           keys: tuple[Path, Path]) -> None:
+    """compare writes compare.json into RUN_B and re-renders its report: RUN_B's manifest now
+    covers both, so `verify` passes a folder nobody tampered with (it used to fail it); a
+    signature over the old manifest is removed with a line saying how to renew it."""
+    out_a, _ = run_copy
+    key, pub = keys
+    shutil.copytree(out_a, tmp_path / "b")
+    res = cli("sign", tmp_path / "b", "--key", key)
+    assert res.exit_code == 0, res.output
+    res = CliRunner().invoke(main, ["compare", str(out_a), str(tmp_path / "b"), "-q"])
+    assert res.exit_code == 0, res.output
+    assert "manifest.json.sig removed" in res.stderr and "sign " in res.stderr
+    assert "compare.json" in {o.path for o in read_manifest(tmp_path / "b").iter_outputs(
+        tmp_path / "b")}
+    res = cli("verify", tmp_path / "b")
+    assert res.exit_code == 0, res.output
+    assert cli("sign", tmp_path / "b", "--key", key).exit_code == 0
+    assert cli("verify", tmp_path / "b", "--pubkey", pub).exit_code == 0
+
+
+def test_compare_into_a_tampered_run_leaves_its_manifest(run_copy: tuple[Path, Path],
+                                                          tmp_path: Path) -> None:
+    """A RUN_B whose case report was edited keeps its old manifest: compare never attests it."""
+    out_a, _ = run_copy
+    shutil.copytree(out_a, tmp_path / "b")
+    victim = min((tmp_path / "b" / "case_report").glob("*.json"))
+    victim.write_text(victim.read_text() + "\n")  # one byte more: no longer the attested file
+    res = CliRunner().invoke(main, ["compare", str(out_a), str(tmp_path / "b"), "-q"])
+    assert res.exit_code == 0, res.output
+    assert "warning:" in res.stderr and "manifest was not updated" in res.stderr
+    res = cli("verify", tmp_path / "b")
+    assert res.exit_code == 1 and victim.name in res.output

@@ -55,6 +55,10 @@ class Compared:
 
     comparison: Comparison
     path: Path
+    # the run folder's manifest was re-finalized for compare.json and report.html; a signature
+    # over the old manifest was removed and must be renewed (`sign`)
+    manifest_updated: bool = False
+    signature_removed: bool = False
 
 
 def open_run(path: Path) -> RunDir:
@@ -105,7 +109,26 @@ def compare(
     out = (output_dir or run_b) / COMPARE_NAME
     write_json(out, comparison.model_dump(mode="json"))
     if (out.parent / "summary.json").exists():  # a run directory: refresh its compare section
-        from nexagauge_local.report.html import write_report_or_warn
-
-        write_report_or_warn(out.parent, console or Console(stderr=True))
+        return _refresh_run(comparison, out, console or Console(stderr=True))
     return Compared(comparison, out)
+
+
+def _refresh_run(comparison: Comparison, out: Path, console: Console) -> Compared:
+    """Re-render the run's report and, in an audited folder, re-finalize its manifest with the
+    new compare.json and report.html (`verify` stays true: before, it failed a folder nobody
+    tampered with). A folder that no longer matches its manifest in any other file is left
+    as it is, with a warning: compare must not attest a tampered case report."""
+    from nexagauge_local.app.audit_report import rerender_report
+    from nexagauge_local.app.errors import ReportRefused
+
+    try:
+        done = rerender_report(out.parent)
+    except ReportRefused as exc:
+        console.print(f"[yellow]warning:[/] {exc}; compare.json was written but the manifest "
+                      "was not updated, so `verify` will list it", soft_wrap=True)
+        return Compared(comparison, out)
+    except Exception as exc:  # noqa: BLE001 - compare.json is written; the report is extra
+        console.print(f"[yellow]warning:[/] report.html was not refreshed ({type(exc).__name__}: "
+                      f"{exc}); retry with: nexagauge-local report {out.parent}", soft_wrap=True)
+        return Compared(comparison, out)
+    return Compared(comparison, out, done.manifest_updated, done.signature_removed)

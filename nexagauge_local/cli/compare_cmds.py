@@ -201,6 +201,10 @@ def compare_cmd(
         done = compare(run_a, run_b, output_dir=output_dir, seed=seed, resamples=resamples,
                        hooks=_hooks(progress), console=progress.console)
     print_comparison(done.comparison, Console())
+    if done.signature_removed:
+        click.echo("manifest.json.sig removed (it covered the manifest before compare.json): "
+                   f"renew it with `nexagauge-local sign {done.path.parent} --key KEYFILE`",
+                   err=True)
     click.echo(str(done.path))
 
 
