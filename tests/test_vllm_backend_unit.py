@@ -517,3 +517,41 @@ def test_a_rejection_that_is_not_a_value_error_fails_alone(fake_vllm: Path) -> N
     assert got[1]["error"] == ("backend: vllm refused the request: Token id 99 is out of "
                                "vocabulary")
     assert not got[0].get("error") and not got[2].get("error")
+
+
+def test_a_ctrl_c_while_the_pool_stops_still_stops_every_worker() -> None:
+    """Ctrl-C landing while close() waits for the workers (the run was just ending) used to
+    leave them alive, and interpreter exit then joined them forever (seen once in a fresh-clone
+    run of the Ctrl-C pool test). Now every worker is terminated and the Ctrl-C goes on."""
+    from nexagauge_local.judge.vllm import pool as P
+
+    class _Proc:
+        def __init__(self, interrupt: bool) -> None:
+            self.alive, self.interrupt, self.calls = True, interrupt, []
+
+        def is_alive(self) -> bool:
+            return self.alive
+
+        def join(self, timeout: float | None = None) -> None:
+            self.calls.append("join")
+            if self.interrupt:
+                self.interrupt = False
+                raise KeyboardInterrupt
+
+        def terminate(self) -> None:
+            self.calls.append("terminate")
+            self.alive = False
+
+        def kill(self) -> None:
+            self.calls.append("kill")
+            self.alive = False
+
+    class _Inbox:
+        def put(self, item: object) -> None:
+            pass
+
+    procs = [_Proc(interrupt=True), _Proc(interrupt=False)]
+    with pytest.raises(KeyboardInterrupt):
+        P._stop([(p, _Inbox()) for p in procs], set())
+    assert all(not p.alive for p in procs)
+    assert all("terminate" in p.calls for p in procs)

@@ -97,6 +97,24 @@ def _exit_on_sigterm(signum: int, frame: Any) -> None:
 
 
 def _stop(workers: list[tuple[Any, Any]], busy: set[int]) -> None:
+    """Stop every worker (see _stop_politely). A Ctrl-C that lands while the stop waits (the
+    run ending as the user presses it) must not leave a worker alive: the finalizer has then
+    run, and interpreter exit would join a worker nobody asked to stop, forever. So an
+    interrupted stop terminates every worker at once, then re-raises."""
+    try:
+        _stop_politely(workers, busy)
+    except BaseException:
+        for proc, _ in workers:
+            if proc.is_alive():
+                proc.terminate()  # the worker's SIGTERM handler takes its engine down too
+        for proc, _ in workers:
+            proc.join(timeout=5)
+            if proc.is_alive():
+                proc.kill()
+        raise
+
+
+def _stop_politely(workers: list[tuple[Any, Any]], busy: set[int]) -> None:
     """Ask every idle worker to stop, then terminate and kill what is still alive. A worker
     still busy with a shard (the run was interrupted or failed) reads no stop message until
     its shard is done: it is sent SIGTERM at once, which shuts its engine down."""
