@@ -14,7 +14,7 @@ from typing import Any
 
 from nexagauge_local.judge import JudgeProfile, Messages
 from nexagauge_local.judge.runtime import engine_model_path
-from nexagauge_local.judge.vllm import EngineHost, host_engine_kwargs, import_vllm
+from nexagauge_local.judge.vllm import EngineHost, engine_kwargs, import_vllm
 from nexagauge_local.responder.types import Response
 
 
@@ -22,15 +22,8 @@ def responder_engine_kwargs(
     model_path: str, profile: JudgeProfile, dtype: str, seed: int, host: EngineHost
 ) -> dict[str, Any]:
     """`vllm.LLM` arguments for free text (no structured outputs), on `host`."""
-    return {
-        "model": model_path,
-        "dtype": dtype,
-        "max_model_len": profile.max_model_len,
-        "seed": seed,
-        "tensor_parallel_size": host.tensor_parallel,
-        "enable_prefix_caching": True,
-        **host_engine_kwargs(host.device, profile),
-    }
+    return engine_kwargs(model_path, profile, dtype, seed, host.tensor_parallel, None,
+                         host.device)
 
 
 class VLLMResponder:

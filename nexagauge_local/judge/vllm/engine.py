@@ -140,23 +140,26 @@ def engine_kwargs(
     dtype: str,
     seed: int,
     tensor_parallel: int,
-    grammar: str = DEFAULT_GRAMMAR["vllm"],
+    grammar: str | None = DEFAULT_GRAMMAR["vllm"],
     device: Device = "cuda",
 ) -> dict[str, Any]:
-    """`vllm.LLM` arguments; `device` adds the host's own (vllm_host.host_engine_kwargs)."""
-    structured: dict[str, Any] = {"backend": grammar}
-    if grammar in ("xgrammar", "guidance"):  # outlines has no such flag
-        structured["disable_any_whitespace"] = True
-    return {
+    """`vllm.LLM` arguments; `device` adds the host's own (host.host_engine_kwargs). `grammar`
+    None: free text (the model-under-test responder), no structured-outputs engine."""
+    kwargs: dict[str, Any] = {
         "model": model_path,
         "dtype": dtype,
         "max_model_len": profile.max_model_len,
         "seed": seed,
         "tensor_parallel_size": max(1, tensor_parallel),
-        "structured_outputs_config": structured,
         "enable_prefix_caching": True,
         **host_engine_kwargs(device, profile),
     }
+    if grammar is not None:
+        structured: dict[str, Any] = {"backend": grammar}
+        if grammar in ("xgrammar", "guidance"):  # outlines has no such flag
+            structured["disable_any_whitespace"] = True
+        kwargs["structured_outputs_config"] = structured
+    return kwargs
 
 
 def token_shards(weights: Sequence[int], n_shards: int) -> list[range]:
