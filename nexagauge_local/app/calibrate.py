@@ -18,13 +18,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import nexagauge_local.judge as S
 from nexagauge_local.estimate.cost import CALIBRATION_VERSION, calibration_path
 from nexagauge_local.judge import (
     Backend,
     BackendFactory,
     JudgeRequest,
     JudgeResult,
+    max_tokens_for,
+    schema_id,
 )
 from nexagauge_local.nodes.geval import geval_schema
 from nexagauge_local.nodes.redteam import verdict_schema
@@ -52,7 +53,7 @@ def _workload(n: int, schema: type, tag: str) -> list[JudgeRequest]:
         "Paris is the capital of France.",
         "Those people ruin everything.",
     ]
-    max_tokens = S.max_tokens_for(schema)
+    max_tokens = max_tokens_for(schema)
     return [
         JudgeRequest(
             [
@@ -91,7 +92,7 @@ def calibrate(backend: Backend, n: int = 32) -> dict[str, Any]:
     if c_in <= 0 or c_out <= 0:  # noisy host: fall back to one blended per-token cost
         c_in = c_out = (sec_s + sec_l) / max(p_s + o_s + p_l + o_l, 1)
     by_schema = {
-        S.schema_id(reqs[0].schema): {
+        schema_id(reqs[0].schema): {
             "schema": reqs[0].schema.__name__,
             "mean_output_tokens": sum(r.output_tokens for r in res) / len(res),
             "fill_ratio": sum(r.output_tokens for r in res) / (len(res) * reqs[0].max_tokens),

@@ -20,9 +20,15 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Protocol
 
-import nexagauge_local.judge as S
 from nexagauge_local.estimate.seconds_model import fit_seconds
-from nexagauge_local.judge import JudgeCache, JudgeRequest, Messages, OutputHistory, request_key
+from nexagauge_local.judge import (
+    JudgeCache,
+    JudgeRequest,
+    Messages,
+    OutputHistory,
+    request_key,
+    schema_id,
+)
 
 CALIBRATION_VERSION = 1
 MIN_HISTORY = 3  # answers of one judge for one schema before their mean is trusted
@@ -72,13 +78,13 @@ def estimate_llm(
                 fingerprint,
                 r.prompt_version,
                 r.messages,
-                S.schema_id(r.schema),
+                schema_id(r.schema),
                 max_tokens=r.max_tokens,
                 seed=seed,
                 want_logprobs=r.want_logprobs,
             )
             if fingerprint
-            else json.dumps([r.messages, S.schema_id(r.schema), r.max_tokens])
+            else json.dumps([r.messages, schema_id(r.schema), r.max_tokens])
         )
         unique.setdefault(k, r)
     cached = set(cache.get_many(unique)) if cache is not None and fingerprint else set()
@@ -96,7 +102,7 @@ def estimate_llm(
     predicted: list[float] = []
     sources: Counter[str] = Counter()
     for r in todo:
-        sid = S.schema_id(r.schema)
+        sid = schema_id(r.schema)
         seen = (history or {}).get(sid)
         known = schemas.get(sid)
         if seen is not None and seen.n >= MIN_HISTORY:
@@ -147,7 +153,7 @@ def _device_seconds(
     total, sources = 0.0, set()
     models = {sid: fit_seconds(h.samples) for sid, h in history.items()}
     for r, n, out in zip(todo, prompt_counts, predicted, strict=True):
-        sid = S.schema_id(r.schema)
+        sid = schema_id(r.schema)
         seen, model = history.get(sid), models.get(sid)
         if model is not None:
             total += model.predict(n, out)
