@@ -5,7 +5,7 @@ from __future__ import annotations
 import sqlite3
 from pathlib import Path
 
-from nexagauge_local.judge.cache import CacheEntry, JudgeCache, request_key
+from nexagauge_local.judge.cache import DB_NAME, CacheEntry, JudgeCache, request_key
 
 
 def _entry(key: str, node: str = "redteam", text: str = '{"score":3}') -> CacheEntry:
@@ -127,3 +127,29 @@ def test_cache_cli(tmp_path: Path) -> None:
     assert out.exit_code == 0 and "deleted 1 entry of node geval" in out.output
     assert JudgeCache(tmp_path).stats().entries == 1
     assert "Example" in runner.invoke(cache_group, ["clear", "--help"]).output
+
+
+def test_a_full_disk_is_one_line_naming_the_cache_and_keeps_what_was_committed(
+        tmp_path) -> None:
+    """SQLite's own 'database or disk is full' (a page limit stands in for the disk): the
+    write is refused as a CacheWriteError, and every answer committed before reads back."""
+    import pytest
+
+    from nexagauge_local.judge.cache import CacheWriteError
+
+    class SmallDisk(JudgeCache):
+        def _connect(self) -> sqlite3.Connection:
+            con = super()._connect()
+            con.execute("PRAGMA max_page_count = 16")
+            return con
+
+    cache = SmallDisk(tmp_path)
+    first = [_entry(f"k{i}") for i in range(3)]
+    cache.put_many(first)
+    big = [CacheEntry(key=f"big{i}", node="n", raw_text="x" * 4000, prompt_tokens=1,
+                      output_tokens=1, gpu_seconds=0.0) for i in range(40)]
+    with pytest.raises(CacheWriteError) as caught:
+        cache.put_many(big)
+    assert str(caught.value) == (f"--cache-dir {tmp_path}: the judge cache {DB_NAME} cannot be "
+                                 "written (database or disk is full); what it holds is intact")
+    assert set(JudgeCache(tmp_path).get_many([e.key for e in first + big])) == {"k0", "k1", "k2"}

@@ -29,6 +29,10 @@ class OutputDirError(AppError):
     """The --output-dir cannot be created or written; nothing was run."""
 
 
+class JudgeCacheError(AppError):
+    """The judge cache refused a write part-way (a full disk); what it holds is intact."""
+
+
 class JudgeSetupError(AppError):
     """The judge (or the model under test) cannot be resolved: unknown profile, no weights."""
 

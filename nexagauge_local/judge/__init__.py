@@ -9,7 +9,13 @@ engine sub-packages, `hf/` and `vllm/`, which only the factory builds. Importing
 loads no torch, transformers or vLLM.
 """
 
-from nexagauge_local.judge.cache import CacheStats, JudgeCache, OutputHistory, request_key
+from nexagauge_local.judge.cache import (
+    CacheStats,
+    CacheWriteError,
+    JudgeCache,
+    OutputHistory,
+    request_key,
+)
 from nexagauge_local.judge.client import Executor, JudgeClient
 from nexagauge_local.judge.factory import (
     BackendFactory,
@@ -49,7 +55,8 @@ __all__ = [  # noqa: RUF022 (grouped by purpose, not sorted)
     # the protocol nodes call, and what travels through it
     "Judge", "JudgeRequest", "JudgeResult", "Messages", "Backend",
     # the client, its cache and its cost ledger
-    "JudgeClient", "Executor", "JudgeCache", "CacheStats", "OutputHistory", "request_key",
+    "JudgeClient", "Executor", "JudgeCache", "CacheStats", "CacheWriteError", "OutputHistory",
+    "request_key",
     "CostLedger", "NodeUsage", "usd", "LongInputs", "is_context_error",
     # which judge, and which backend builds it
     "JudgeProfile", "ProfileNotFound", "WeightsMissing", "DEMO_NOTICE", "expand_weights",

@@ -16,8 +16,8 @@ import hashlib
 import json
 import sqlite3
 import time
-from collections.abc import Iterable, Mapping, Sequence
-from contextlib import closing
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from contextlib import closing, contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -154,6 +154,12 @@ def request_key(
     return hashlib.sha256(material.encode()).hexdigest()
 
 
+class CacheWriteError(Exception):
+    """The judge cache refused a write (a full disk, a read-only folder). What it committed
+    before stays intact (SQLite rolls the failed transaction back); the run must stop with
+    one line naming the cache, not a traceback."""
+
+
 class JudgeCache:
     """Judge answers keyed by `request_key`. One short-lived connection per operation, so the
     object is cheap to pass around and safe to use from a forked/spawned worker."""
@@ -172,6 +178,16 @@ class JudgeCache:
         # crash/power loss can drop the last transactions, and never corrupts the file.
         con.execute("PRAGMA synchronous=NORMAL")
         return con
+
+    @contextmanager
+    def _writing(self) -> Iterator[sqlite3.Connection]:
+        """One write transaction; a refusal by the disk is a CacheWriteError naming the file."""
+        try:
+            with closing(self._connect()) as con, con:
+                yield con
+        except sqlite3.OperationalError as exc:
+            raise CacheWriteError(f"--cache-dir {self.dir}: the judge cache {self.path.name} cannot "
+                                  f"be written ({exc}); what it holds is intact") from None
 
     def get_many(self, keys: Iterable[str]) -> dict[str, CacheEntry]:
         """Entries for the keys that are present and intact (checksum verified)."""
@@ -214,7 +230,7 @@ class JudgeCache:
             )
             for e in entries
         ]
-        with closing(self._connect()) as con, con:
+        with self._writing() as con:
             con.executemany("INSERT OR REPLACE INTO entries VALUES (?,?,?,?,?,?,?,?,?)", rows)
             if judge is not None:
                 con.executemany(_ADD_HISTORY, _history_rows(judge, entries, schemas))
@@ -255,7 +271,7 @@ class JudgeCache:
     def record_hits(self, node: str, count: int) -> None:
         if count <= 0:
             return
-        with closing(self._connect()) as con, con:
+        with self._writing() as con:
             con.execute(
                 "INSERT INTO hits(node, hits) VALUES (?, ?) "
                 "ON CONFLICT(node) DO UPDATE SET hits = hits + excluded.hits",
