@@ -33,6 +33,8 @@ class RunSettings(BaseSettings):
 
     target: str = "eval"
     output_dir: Path | None = None
+    # Replace an output folder that holds files no run wrote (app/output_folder.py).
+    overwrite: bool = False
     limit: int | None = Field(default=None, ge=1)
     on_error: Literal["fail", "skip"] = "fail"
     field_map: dict[str, str] = Field(default_factory=dict)

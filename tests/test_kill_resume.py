@@ -4,7 +4,9 @@ with SIGKILL after its first committed micro-batch, then re-run.
 The hf backend hands each row of a decode micro-batch to the client the step it ends and the
 client commits it to the judge cache at once, so the kill loses only the rows still decoding.
 Everything is the default: the demo profile, one micro-batch for the four redteam requests of
-two records, default shard size; the four answers end at different steps.
+two records, default shard size; the four answers end at different steps. The re-run writes
+into the same output folder: the killed run left nothing in it, and its staging folder beside
+it is cleaned up (app/output_folder.py).
 """
 
 from __future__ import annotations
@@ -48,8 +50,10 @@ def test_sigkill_after_first_committed_answer_then_resume(tmp_path: Path) -> Non
     cache = tmp_path / "cache"
     args = ["run", "redteam", "--input", str(data), "--cache-dir", str(cache), "--quiet"]
 
+    out = tmp_path / "out"
+    args += ["--output-dir", str(out)]
     started = time.monotonic()
-    proc = _run([*args, "--output-dir", str(tmp_path / "killed")])
+    proc = _run(args)
     try:
         while committed_count(cache / DB_NAME) == 0:
             assert proc.poll() is None, f"run ended before a commit: {proc.communicate()}"
@@ -64,6 +68,8 @@ def test_sigkill_after_first_committed_answer_then_resume(tmp_path: Path) -> Non
     assert proc.returncode == -signal.SIGKILL
     committed = committed_count(cache / DB_NAME)
     assert 1 <= committed < 4, committed  # at least one answer, not the whole micro-batch
+    assert not out.exists()  # no half run in the output folder: it is all in the staging folder
+    assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".out.staging-")]
 
     store = JudgeCache(cache)
     with sqlite3.connect(cache / DB_NAME) as con:
@@ -71,10 +77,14 @@ def test_sigkill_after_first_committed_answer_then_resume(tmp_path: Path) -> Non
     assert len(store.get_many(keys)) == committed  # every row intact (checksums verified)
 
     again_started = time.monotonic()
-    rerun = _run([*args, "--output-dir", str(tmp_path / "resumed")])
+    rerun = _run(args)
     _out, err = rerun.communicate(timeout=TIMEOUT_S)
     assert rerun.returncode == 0, err
-    summary = json.loads((tmp_path / "resumed" / "summary.json").read_text())
+    assert not [p.name for p in tmp_path.iterdir() if p.name.startswith(".out.")]
+    verified = subprocess.run([sys.executable, "-m", "nexagauge_local", "verify", str(out)],
+                              capture_output=True, text=True, cwd=ROOT, check=False)
+    assert verified.returncode == 0, verified.stdout + verified.stderr
+    summary = json.loads((out / "summary.json").read_text())
     usage = summary["nodes"]["redteam"]
     assert usage["cache_hits"] == committed  # every committed judgement reused
     assert usage["backend_requests"] == 4 - committed  # only the lost work recomputed

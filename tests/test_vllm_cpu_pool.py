@@ -167,7 +167,8 @@ def test_kill_9_while_judging_then_resume(tmp_path: Path, demo_cache_dir: Path,
 def test_ctrl_c_exits_130_keeping_committed_answers(tmp_path: Path, demo_cache_dir: Path,
                                                     vllm_demo) -> None:
     """Ctrl-C (SIGINT to the run's process group, as a terminal sends it) on a pool of two
-    engines: exit 130 with one line, what was committed stays, no engine left."""
+    engines: exit 130 with one line, what was committed stays, no engine left, and the output
+    folder is as it was."""
     data, cache = _records(tmp_path, 20), _cache(tmp_path, demo_cache_dir)
     proc = _start(["run", "redteam", "--input", str(data), "--output-dir", str(tmp_path / "out"),
                    "--cache-dir", str(cache), "--model", str(_profile(tmp_path, 2)), "-q"])
@@ -185,3 +186,5 @@ def test_ctrl_c_exits_130_keeping_committed_answers(tmp_path: Path, demo_cache_d
     assert "Traceback" not in err, err
     assert committed_count(cache / DB_NAME) >= 1
     assert not _wait_gone(family, GONE_WITHIN_S)
+    # the output folder as it was (none): no half run, and no staging folder left beside it
+    assert not [p.name for p in tmp_path.iterdir() if p.name == "out" or p.name.startswith(".out.")]

@@ -263,10 +263,13 @@ class AuditTrail:
         """The runner's judge factory, with every request's schema noted."""
         return lambda: LoggingJudge(factory(), self.schemas)
 
-    def finish(self, dataset: Dataset, outcome: RunOutcome, console: Console) -> Path | None:
-        """report.html with the provenance panel, then manifest.json (and its signature)."""
-        out = self.settings.output_dir
-        if out is None:
+    def finish(self, dataset: Dataset, outcome: RunOutcome, console: Console,
+               into: Path | None = None) -> Path | None:
+        """report.html with the provenance panel, then manifest.json (and its signature).
+        `into`: where the files are written when that is not yet the output folder the
+        manifest records (a run's staging folder)."""
+        out = into or self.settings.output_dir
+        if out is None or self.settings.output_dir is None:
             return None
         for stale in NOT_OUTPUTS:  # a previous run's manifest, sidecars, signature
             (out / stale).unlink(missing_ok=True)
@@ -288,7 +291,7 @@ class AuditTrail:
             signature="signed, not checked" if self.sign_key else "unsigned",
             key_fingerprint=self.key_fp,
         )
-        write_report_or_warn(out, console, provenance=panel)
+        write_report_or_warn(out, console, provenance=panel, shown_as=self.settings.output_dir)
         settings = self.settings.model_dump(mode="json")
         settings["field_map"] = dict(dataset.field_map)  # the CLI gives --field to the dataset
         _, path, _ = finalize_run(

@@ -45,7 +45,7 @@ def _settings(plan_settings: dict[str, object], new_dir: Path, backend: str | No
     renamed = {"gpus": "gpu_ids"}  # manifests written before the setting's rename (issue 34)
     known = {renamed.get(k, k): v for k, v in plan_settings.items()}
     known = {k: v for k, v in known.items() if k in RunSettings.model_fields}
-    known.update(output_dir=new_dir, use_cache=False)
+    known.update(output_dir=new_dir, use_cache=False, overwrite=False)
     if backend is not None:
         known["backend"] = backend
     return RunSettings.model_validate(known)

@@ -8,18 +8,21 @@ from __future__ import annotations
 
 import os
 import tempfile
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 from rich.console import Console
 
 from nexagauge_local.app.audit import AuditTrail
-from nexagauge_local.app.errors import OutputDirError
+from nexagauge_local.app.errors import JudgeCacheError
 from nexagauge_local.app.judge import JudgeClients, check_gpus, preflight
+from nexagauge_local.app.output_folder import OutputFolder
 from nexagauge_local.dataset import Dataset
 from nexagauge_local.graph import SPECS, plan, predicted_eligibility
+from nexagauge_local.judge import CacheWriteError
 from nexagauge_local.runner import Runner, RunOutcome
 from nexagauge_local.settings import RunSettings
 
@@ -67,19 +70,6 @@ class RunResult:
                 if o["requests"] and o["failed"] == o["requests"]]
 
 
-def prepare_output_dir(folder: Path) -> None:
-    """Create the output folder and prove it is writable before any work, so a folder under
-    /proc, under a regular file or without permission is one line, not a traceback after the
-    judge has run."""
-    try:
-        folder.mkdir(parents=True, exist_ok=True)
-        with tempfile.NamedTemporaryFile(dir=folder, prefix=".write-check-"):
-            pass
-    except OSError as exc:
-        reason = exc.strerror or type(exc).__name__
-        raise OutputDirError(f"--output-dir {folder}: cannot be written ({reason})") from None
-
-
 def needs_judge(target: str, dataset: Dataset | None = None) -> bool:
     """Whether the run needs a judge: its plan has an LLM node and, given the dataset, at least
     one case would enter one. A refalign run whose records never set atomic_chunks needs none,
@@ -120,18 +110,23 @@ def run(
                 console.print(f"judge: {factory.model_name} on the {factory.backend} backend "
                               f"({factory.reason})", soft_wrap=True, highlight=False)
         trail = AuditTrail.start(settings, argv, sign_key)  # checks a --sign key first
-        if settings.output_dir is not None:
-            prepare_output_dir(settings.output_dir)
-        with JudgeClients(settings) as clients:
-            runner = Runner(
-                settings,
-                console=console,
-                judge_factory=trail.wrap(clients) if judged else None,
-                keep_reports=keep_reports,
-                render_report=not trail.active,
-            )
-            outcome = runner.run(dataset)
-        trail.finish(dataset, outcome, runner.console)
+        with _staged(settings, keep=(dataset.path, settings.cache_dir)) as (staged, folder):
+            with JudgeClients(settings) as clients:
+                runner = Runner(
+                    staged,
+                    console=console,
+                    judge_factory=trail.wrap(clients) if judged else None,
+                    keep_reports=keep_reports,
+                    render_report=not trail.active,
+                )
+                try:
+                    outcome = runner.run(dataset)
+                except CacheWriteError as exc:
+                    raise JudgeCacheError(str(exc)) from None
+            trail.finish(dataset, outcome, runner.console, into=staged.output_dir)
+            if folder is not None:
+                folder.commit()
+                outcome = replace(outcome, output_dir=folder.final)
     return RunResult(
         outcome=outcome,
         metrics=[
@@ -141,3 +136,22 @@ def run(
         ],
         notice=(outcome.summary.get("judge") or {}).get("notice"),
     )
+
+
+@contextmanager
+def _staged(settings: RunSettings, keep: Sequence[Path]) -> Iterator[
+        tuple[RunSettings, OutputFolder | None]]:
+    """The settings the run writes with (its output folder's staging folder in place of the
+    folder) and the folder's claim (app/output_folder.py); a write that fails there for want
+    of disk becomes one line naming the folder."""
+    if settings.output_dir is None:
+        yield settings, None
+        return
+    with OutputFolder.open(settings.output_dir, overwrite=settings.overwrite, keep=keep) as folder:
+        try:
+            yield settings.model_copy(update={"output_dir": folder.staging}), folder
+        except OSError as exc:
+            failure = folder.write_failure(exc)
+            if failure is None:
+                raise
+            raise failure from None

@@ -39,7 +39,12 @@ if TYPE_CHECKING:  # typing only: --help must not import the estimate service
 @click.argument("target", callback=lambda c, p, v: target_argument(v), metavar="TARGET")
 @dataset_options
 @click.option("--output-dir", type=click.Path(file_okay=False, path_type=Path), required=True,
-              help="Where case_report/, metrics/, summary.json and report.html go.")
+              help="Where case_report/, metrics/, summary.json, report.html and manifest.json go. "
+                   "The run writes beside it and replaces the folder whole at the end, so it "
+                   "holds the previous complete run until then; one run at a time.")
+@click.option("--overwrite", is_flag=True,
+              help="Replace --output-dir even when it holds files no run wrote (they are "
+                   "deleted). Without it such a folder is refused.")
 @click.option("--cache-dir", type=click.Path(file_okay=False, path_type=Path),
               default=default_cache_dir, show_default="~/.cache/nexagauge-local",
               help="Judge cache and derived model files.")
@@ -90,7 +95,8 @@ if TYPE_CHECKING:  # typing only: --help must not import the estimate service
               help="Print only warnings, errors and the final summary: no progress bars, "
                    "neither ours nor the model libraries'.")
 def run_cmd(target: str, input_path: str, limit: int | None, fields: tuple[str, ...], on_error: str,
-            output_dir: Path, cache_dir: Path, no_cache: bool, model: str, backend: str,
+            output_dir: Path, overwrite: bool, cache_dir: Path, no_cache: bool, model: str,
+            backend: str,
             gpu: str | None, gpu_hour_price: float | None, shard_size: int, cluster: str | None,
             embed_dtype: str, refalign_units: str, refalign_output_top_k: int, long_inputs: str,
             grammar_backend: str, sign_key: Path | None, quiet: bool) -> None:
@@ -112,7 +118,8 @@ def run_cmd(target: str, input_path: str, limit: int | None, fields: tuple[str, 
     from nexagauge_local.app.inputs import open_dataset
 
     settings = RunSettings(
-        target=target, output_dir=output_dir, limit=limit, on_error=on_error, cache_dir=cache_dir,
+        target=target, output_dir=output_dir, overwrite=overwrite, limit=limit, on_error=on_error,
+        cache_dir=cache_dir,
         use_cache=not no_cache, model=model, backend=backend, gpu_ids=parse_gpu_ids(gpu),
         gpu_hour_price=gpu_hour_price, shard_size=shard_size, cluster=cluster, progress=not quiet,
         embed_dtype=embed_dtype, long_inputs=long_inputs, grammar_backend=grammar_backend,

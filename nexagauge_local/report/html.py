@@ -196,18 +196,23 @@ def write_report(
 
 def write_report_or_warn(
     out_dir: Path, console: Console, provenance: ProvenancePanel | None = None,
-    graph: Graph = GRAPH,
+    graph: Graph = GRAPH, shown_as: Path | None = None,
 ) -> Path | None:
     """The runner's hook: a report that fails to render must not fail a finished run (its JSON
-    is already on disk), but the user must see why report.html is missing."""
+    is already on disk), but the user must see why report.html is missing. A disk that refuses
+    the write is not a rendering bug: that OSError fails the run (app/output_folder.py keeps
+    the previous run). `shown_as`: the folder to name (out_dir may be the staging folder)."""
     try:
         return write_report(out_dir, provenance=provenance, graph=graph)
+    except OSError:
+        raise
     except Exception as exc:  # noqa: BLE001 - any rendering bug is reported, never fatal
         console.print(
             Text.assemble(
                 ("warning:", "yellow"),
                 f" report.html was not written ({type(exc).__name__}: {exc}); "
-                f"the JSON results are complete. Retry with: nexagauge-local report {out_dir}",
+                f"the JSON results are complete. Retry with: nexagauge-local report "
+                f"{shown_as or out_dir}",
             ),
             soft_wrap=True,
         )
