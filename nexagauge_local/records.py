@@ -287,9 +287,13 @@ def _csv_cell(value: str | None) -> Any:
 
 # ---------------------------------------------------------------- normalisation
 
-def _lookup(record: Mapping[str, Any], logical: str, field_map: Mapping[str, str]) -> tuple[str | None, Any]:
-    """Find a logical field's (key, value) in a record: --field mapping first, then aliases."""
-    lowered = {k.lower(): k for k in record}
+def _lookup(record: Mapping[str, Any], logical: str, field_map: Mapping[str, str],
+            lowered: Mapping[str, str] | None = None) -> tuple[str | None, Any]:
+    """Find a logical field's (key, value) in a record: --field mapping first, then aliases.
+    `lowered` is `_lowered(record)`, passed by a caller that looks up many fields in one record
+    (normalise: a dozen per record, and the map was most of its time)."""
+    if lowered is None:
+        lowered = _lowered(record)
     candidates = [field_map[logical]] if logical in field_map else []
     candidates += list(ALIASES.get(logical, (logical,)))
     for cand in candidates:
@@ -297,6 +301,10 @@ def _lookup(record: Mapping[str, Any], logical: str, field_map: Mapping[str, str
         if key is not None and record[key] is not None:
             return key, record[key]
     return None, None
+
+
+def _lowered(record: Mapping[str, Any]) -> dict[str, str]:
+    return {k.lower(): k for k in record}
 
 
 def _join_context(value: Any) -> str:
@@ -354,8 +362,9 @@ def normalise(
     found_blocks: dict[str, Any] = {}
 
     output_bad = False
+    lowered = _lowered(record)
     for logical in ("output", "input", "context", "reference"):
-        key, value = _lookup(record, logical, fmap)
+        key, value = _lookup(record, logical, fmap, lowered)
         if key is None:
             continue
         used.add(key)
@@ -374,7 +383,7 @@ def normalise(
         errors.append(RecordError(raw.source, "output", f"missing or empty (looked for: {names})"))
 
     for block, model in blocks.items():
-        key, value = _lookup(record, block, fmap)
+        key, value = _lookup(record, block, fmap, lowered)
         if key is None:
             continue
         used.add(key)
@@ -386,7 +395,7 @@ def normalise(
         except ValidationError as exc:
             errors.extend(RecordError(raw.source, loc, msg) for loc, msg in _format_validation(block, exc))
 
-    id_key, case_id = _lookup(record, "case_id", fmap)
+    id_key, case_id = _lookup(record, "case_id", fmap, lowered)
     if id_key is not None:
         used.add(id_key)
         if isinstance(case_id, bool) or not isinstance(case_id, (str, int)) or not str(case_id).strip():

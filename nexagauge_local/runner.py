@@ -179,25 +179,42 @@ class Runner:
         """Every node over one shard, then its case reports. A method of its own so that the
         shard's states are unreachable once it returns (the loop then releases their pages)."""
         states = [CaseState(c) for c in shard]
-        for spec in specs:
+        early: dict[int, dict[str, Any] | None] = {}  # id(state) -> report written by case_done
+
+        def case_done(state: CaseState) -> None:
+            report = self._case_report(state, specs, ctx.truncated_inputs.pop(state.case.case_id, None))
+            if case_dir:
+                write_json(os.path.join(case_dir, case_filename(state.case.case_id)), report, indent=None)
+            early[id(state)] = report if self.keep_reports else None
+
+        for i, spec in enumerate(specs):
             eligible = self._eligible(spec, states, stats[spec.name])
             ctx.advance(spec.name, len(states) - len(eligible))
             if eligible:
                 t0 = time.perf_counter()
-                nodes[spec.name].run(eligible, ctx)
+                idle = ctx.case_done
+                if i == len(specs) - 1:  # nothing runs after it: its cases' reports are final
+                    ctx.case_done = case_done
+                try:
+                    nodes[spec.name].run(eligible, ctx)
+                finally:
+                    ctx.case_done = idle
                 wall[spec.name] += time.perf_counter() - t0
                 for state in eligible:  # a node may decline a case, saying why
                     if spec.name not in state.artifacts and spec.name in state.skipped:
                         stats[spec.name].skipped[state.skipped[spec.name]] += 1
         for state in states:
-            report = self._case_report(
-                state, specs, ctx.truncated_inputs.pop(state.case.case_id, None))
             for spec in specs:
                 if spec.metric and spec.name in state.artifacts:
                     stats[spec.name].add_report(state.artifacts[spec.name])
-            if case_dir:
-                write_json(os.path.join(case_dir, case_filename(state.case.case_id)), report,
-                           indent=None)
+            if id(state) in early:
+                report = early[id(state)]
+            else:
+                report = self._case_report(
+                    state, specs, ctx.truncated_inputs.pop(state.case.case_id, None))
+                if case_dir:
+                    write_json(os.path.join(case_dir, case_filename(state.case.case_id)), report,
+                               indent=None)
             if self.keep_reports:
                 kept.append(report)
 

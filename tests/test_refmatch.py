@@ -131,6 +131,76 @@ def test_forked_pool_scores_exactly_as_in_process(tmp_path: Path, monkeypatch: p
     assert len(in_process) == 40 and all(len(s) == 5 for s in in_process)
 
 
+def test_case_reports_written_while_scoring_equal_the_serial_run(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The pool hands each scored case to the runner (ctx.case_done), which writes its report
+    at once: every case file, and the kept reports in dataset order, must equal a serial run's,
+    including cases the node never sees (no reference: skipped, written after the node)."""
+    import json
+
+    from nexagauge_local.dataset import Dataset
+    from nexagauge_local.nodes import refmatch
+    from nexagauge_local.runner import Runner
+    from nexagauge_local.settings import RunSettings
+
+    rows = [{"case_id": f"c{i}", "output": f"The river rose {i} metres after rain.",
+             **({"reference": f"After the rain the river rose {i % 5} metres."} if i % 7 else {})}
+            for i in range(60)]
+    data = tmp_path / "d.jsonl"
+    data.write_text("".join(json.dumps(r) + "\n" for r in rows))
+
+    def run(parallel_min: int, name: str) -> tuple[list[dict], dict[str, str]]:
+        monkeypatch.setattr(refmatch, "PARALLEL_MIN_CASES", parallel_min)
+        out = tmp_path / name
+        settings = RunSettings(target="refmatch", output_dir=out, cache_dir=tmp_path / "c",
+                               progress=False, shard_size=25)
+        outcome = Runner(settings, keep_reports=True, render_report=False).run(Dataset(data))
+        files = {p.name: p.read_text() for p in sorted((out / "case_report").iterdir())}
+        return outcome.case_reports, files
+
+    serial_kept, serial_files = run(10_000, "serial")
+    pooled_kept, pooled_files = run(1, "pooled")
+    assert pooled_files == serial_files and len(serial_files) == 60
+    assert pooled_kept == serial_kept
+    assert [json.loads(serial_files[f"c{i}.json"]) for i in range(60)] == serial_kept
+    assert sum("skipped" in r for r in serial_kept) == 9  # i % 7 == 0: no reference
+
+
+def test_case_done_is_offered_to_the_last_node_only_while_it_runs(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The runner offers the hook to the plan's last node (scan runs before refmatch without
+    it: a report written then would miss refmatch) and takes it back after the node's run."""
+    import json
+
+    from nexagauge_local.dataset import Dataset
+    from nexagauge_local.nodes import refmatch
+    from nexagauge_local.nodes.base import RunContext
+    from nexagauge_local.runner import Runner
+    from nexagauge_local.settings import RunSettings
+
+    data = tmp_path / "d.jsonl"
+    data.write_text(json.dumps({"case_id": "a", "output": "x y", "reference": "x y"}) + "\n")
+    from nexagauge_local.nodes import scan
+
+    seen: list[tuple[str, bool]] = []
+    contexts: list[RunContext] = []
+    for module, cls in ((refmatch, "RefmatchNode"), (scan, "ScanNode")):
+        original = getattr(module, cls).run
+
+        def spy(self, states, ctx, _original=original, _name=module.__name__) -> None:  # type: ignore[no-untyped-def]
+            seen.append((_name.rsplit(".", 1)[1], ctx.case_done is not RunContext.case_done))
+            contexts.append(ctx)
+            _original(self, states, ctx)
+
+        monkeypatch.setattr(getattr(module, cls), "run", spy)
+    settings = RunSettings(target="refmatch", output_dir=tmp_path / "o", cache_dir=tmp_path / "c",
+                           progress=False)
+    Runner(settings, render_report=False).run(Dataset(data))
+    assert seen == [("scan", False), ("refmatch", True)]
+    assert contexts[-1].case_done is RunContext.case_done
+    assert json.loads((tmp_path / "o" / "case_report" / "a.json").read_text())["refmatch"]["metrics"]
+
+
 def _alive(pid: int) -> bool:
     """Running, not a zombie waiting for a reaper (a container's init may never reap it)."""
     try:

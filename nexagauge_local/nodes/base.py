@@ -86,6 +86,10 @@ class RunContext:
     # case id -> what --long-inputs truncate-middle cut for it (node, metric, field, sizes);
     # the runner moves each case's list into its case report as `input_truncated`.
     truncated_inputs: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
+    # Set by the runner while the plan's last node runs: that node may call it with each case
+    # whose artifacts are final, and the runner writes the case's report there and then, while
+    # the node works on the rest (refmatch: while its pool scores). Calling it is optional.
+    case_done: Callable[[CaseState], None] = lambda state: None
     _embedder: Embedder | None = None
     _judge: Judge | None = None
 

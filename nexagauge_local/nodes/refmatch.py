@@ -70,9 +70,11 @@ def _score(scorer: LexicalScorer, pair: tuple[str, str], wordnet: object, matchi
 
 
 class RefmatchNode(NodeBase):
-    """ROUGE, BLEU and METEOR are pure Python (rouge-score's LCS table, nltk, sacrebleu): on a
+    """ROUGE, BLEU and METEOR are pure Python (tokenisers, stemmer, n-gram counts): on a
     large shard the cases are spread over a forked pool of one process per core, which
-    inherits the loaded scorer instead of importing and pickling it."""
+    inherits the loaded scorer instead of importing and pickling it. Each scored case is
+    handed to the runner at once (ctx.case_done), so the main process writes case reports
+    while the workers score instead of waiting for the whole shard."""
 
     name = SPEC.name
 
@@ -95,6 +97,7 @@ class RefmatchNode(NodeBase):
         for state, metrics in zip(states, results, strict=True):
             state.artifacts[self.name] = NodeReport(metrics=metrics)
             ctx.advance(self.name, 1)
+            ctx.case_done(state)  # the runner writes its report while the pool scores the next
 
     def _pool_for(self, n: int, wordnet: object, matching: str) -> Pool | None:
         cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
