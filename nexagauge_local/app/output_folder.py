@@ -10,7 +10,7 @@ How:
 - The run writes into a staging folder beside the output folder (`.NAME.staging-PID`, so on
   the same filesystem). When everything is written, the staging folder takes the output
   folder's place in one step (`libc.exchange_paths`), and the previous run is deleted.
-- A lock file beside it (`.NAME.lock`, flock) keeps a second run off the folder: it refuses at
+- A lock file beside it (`.NAME.lock`, a POSIX record lock) keeps a second run off the folder: it refuses at
   once. The kernel drops the lock when its holder dies, even by kill -9, and the next run
   removes what a killed run left behind (its judgements are in the judge cache).
 - A folder holding anything a run does not write (notes, another tool's output) is refused
@@ -244,14 +244,22 @@ def _must_stage_inside(final: Path) -> bool:
 
 
 def _acquire(path: Path) -> int:
-    """An exclusive flock on `path`, held by the returned descriptor; BlockingIOError when
-    another process holds it. Written by hand: the lock file is unlinked on release, so a
-    waiter may lock an inode that is no longer the path's, and must check and retry."""
+    """An exclusive lock on `path`, held by this process through the returned descriptor;
+    BlockingIOError when another process holds it. A POSIX record lock (lockf), not flock: a
+    flock belongs to the open file, which the run's forked workers share, so after a kill -9
+    of the run a worker still dying would keep the folder locked; a record lock belongs to
+    the process. Written by hand: the lock file is unlinked on release, so a waiter may lock an
+    inode that is no longer the path's, and must check and retry."""
     path.parent.mkdir(parents=True, exist_ok=True)
     while True:
         fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
         try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            try:
+                fcntl.lockf(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except OSError as exc:
+                if exc.errno in (errno.EACCES, errno.EAGAIN):
+                    raise BlockingIOError(exc.errno, exc.strerror) from None
+                raise
             try:
                 current = os.stat(path).st_ino
             except FileNotFoundError:
