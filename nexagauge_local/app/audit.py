@@ -288,7 +288,8 @@ class AuditTrail:
             signature="signed, not checked" if self.sign_key else "unsigned",
             key_fingerprint=self.key_fp,
         )
-        write_report_or_warn(out, console, provenance=panel)
+        write_report_or_warn(out, console, provenance=panel,
+                             chart_memo=self.settings.memo_dir("charts"))
         settings = self.settings.model_dump(mode="json")
         settings["field_map"] = dict(dataset.field_map)  # the CLI gives --field to the dataset
         _, path, _ = finalize_run(

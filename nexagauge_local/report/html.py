@@ -175,18 +175,22 @@ def write_report(
     progress: Callable[[int], None] | None = None,
     provenance: ProvenancePanel | None = None,
     graph: Graph = GRAPH,
+    chart_memo: Path | None = None,
 ) -> Path:
     """Render `out_dir`'s report to `output` (default out_dir/report.html), atomically.
 
     The provenance panel shows `provenance` (a run passes the facts its manifest is about to
     hold), else what out_dir/manifest.json holds (a re-render), else says there is none.
+    `chart_memo`: a folder where charts are kept by their arguments (charts.memo_in), so an
+    unchanged re-score renders without matplotlib.
     Raises RunDirError when out_dir is not a finished run.
     """
     run = load_run(out_dir)
     target = output or Path(out_dir) / REPORT_NAME
     if provenance is None:
         provenance = provenance_for_outdir(out_dir)
-    html = render_html(run, progress, provenance, graph)
+    with charts.memo_in(chart_memo):
+        html = render_html(run, progress, provenance, graph)
     target.parent.mkdir(parents=True, exist_ok=True)
     tmp = target.with_name(f".{target.name}.tmp")
     tmp.write_text(html, encoding="utf-8")
@@ -196,12 +200,12 @@ def write_report(
 
 def write_report_or_warn(
     out_dir: Path, console: Console, provenance: ProvenancePanel | None = None,
-    graph: Graph = GRAPH,
+    graph: Graph = GRAPH, chart_memo: Path | None = None,
 ) -> Path | None:
     """The runner's hook: a report that fails to render must not fail a finished run (its JSON
     is already on disk), but the user must see why report.html is missing."""
     try:
-        return write_report(out_dir, provenance=provenance, graph=graph)
+        return write_report(out_dir, provenance=provenance, graph=graph, chart_memo=chart_memo)
     except Exception as exc:  # noqa: BLE001 - any rendering bug is reported, never fatal
         console.print(
             Text.assemble(
