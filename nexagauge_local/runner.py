@@ -167,7 +167,7 @@ class Runner:
             write_json(out_dir / "summary.json", summary)
             if self.render_report:
                 write_report_or_warn(out_dir, self.console, graph=self.graph,
-                                     chart_memo=self.settings.memo_dir("charts"))
+                                     memo_dir=self.settings.memo_dir("report"))
         return RunOutcome(out_dir, summary, node_summaries, kept)
 
     # ------------------------------------------------------------ helpers

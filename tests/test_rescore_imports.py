@@ -82,7 +82,8 @@ def cli(args: list[str], cwd: Path) -> subprocess.CompletedProcess[str]:
     env = {k: v for k, v in os.environ.items() if k not in ("VIRTUAL_ENV",)}
     env.update(PYTHONPATH=str(ROOT), HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1")
     return subprocess.run([sys.executable, "-X", "importtime", "-m", "nexagauge_local", *args],
-                          cwd=cwd, env=env, capture_output=True, text=True, timeout=600)
+                          cwd=cwd, env=env, capture_output=True, text=True, timeout=600,
+                          check=False)
 
 
 def comparable(html: str) -> str:

@@ -289,7 +289,7 @@ class AuditTrail:
             key_fingerprint=self.key_fp,
         )
         write_report_or_warn(out, console, provenance=panel,
-                             chart_memo=self.settings.memo_dir("charts"))
+                             memo_dir=self.settings.memo_dir("report"))
         settings = self.settings.model_dump(mode="json")
         settings["field_map"] = dict(dataset.field_map)  # the CLI gives --field to the dataset
         _, path, _ = finalize_run(
