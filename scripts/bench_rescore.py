@@ -170,7 +170,8 @@ class Measure:
         return cmd + (["--host-model-url", url] if url else [])
 
 
-def nexagauge_ready(args: argparse.Namespace, measures: list[str]) -> tuple[bool, str]:
+def nexagauge_ready(args: argparse.Namespace, measure: str) -> tuple[bool, str]:
+    """Whether nexa-gauge can run this measure, and if not, why (said in the output)."""
     if args.no_nexagauge:
         return False, "--no-nexagauge"
     py = Path(args.nexagauge_python)
@@ -179,7 +180,7 @@ def nexagauge_ready(args: argparse.Namespace, measures: list[str]) -> tuple[bool
     probe = subprocess.run([str(py), "-c", "import ng_cli"], capture_output=True, check=False)
     if probe.returncode != 0:
         return False, f"nexa-gauge is not installed in {py}"
-    if "redteam-peer" in measures:
+    if measure.startswith("redteam"):
         llama = subprocess.run([args.llama_python, "-c", "import llama_cpp.server"],
                                capture_output=True, check=False)
         if llama.returncode != 0:
@@ -188,8 +189,10 @@ def nexagauge_ready(args: argparse.Namespace, measures: list[str]) -> tuple[bool
 
 
 def run_measure(m: Measure, args: argparse.Namespace, envs: dict[str, dict[str, str]],
-                dequantised: Path | None, with_ng: bool) -> tuple[Side, Side | None, str]:
+                dequantised: Path | None, with_ng: bool
+                ) -> tuple[Side, Side | None, Side | None, str]:
     ours, theirs = Side(), (Side() if with_ng else None)
+    before = Side() if args.baseline_root else None
     load_before = load()
     with contextlib.ExitStack() as stack:
         url = ""
@@ -202,6 +205,7 @@ def run_measure(m: Measure, args: argparse.Namespace, envs: dict[str, dict[str, 
             for _ in range(reps):
                 if phase == "cold":
                     fresh_cache(m.folder, "cache", dequantised)
+                    shutil.rmtree(m.folder / "cache_before", ignore_errors=True)
                     shutil.rmtree(m.folder / "ng_cache", ignore_errors=True)
                 secs, peak = timed_run(m.ours(phase, m.folder / "cache"), envs["local"], m.folder,
                                        args.timeout)
@@ -209,14 +213,25 @@ def run_measure(m: Measure, args: argparse.Namespace, envs: dict[str, dict[str, 
                 ours.peak_mb[phase].append(peak)
                 ours.notes[phase] = ("gate over the warm run" if "gate" in m.ours(phase, m.folder)
                                      else judged(m.folder / "out_local", m.node))
+                if before is not None and phase != "cold":
+                    if not (m.folder / "cache_before").exists():  # its own copy: no memo of ours
+                        copy = fresh_cache(m.folder, "cache_before", dequantised)
+                        for f in (m.folder / "cache").glob("judge.sqlite*"):
+                            shutil.copy2(f, copy / f.name)
+                    secs, peak = timed_run(m.ours(phase, m.folder / "cache_before"), envs["before"],
+                                           m.folder, args.timeout)
+                    before.seconds[phase].append(secs)
+                    before.peak_mb[phase].append(peak)
                 if theirs is not None:
                     secs, peak = timed_run(m.theirs(phase, url), ng_env, m.folder, args.timeout)
                     theirs.seconds[phase].append(secs)
                     theirs.peak_mb[phase].append(peak)
             print(f"  {m.name} {phase}: ours {[round(s, 2) for s in ours.seconds[phase]]} s"
+                  + (f", before {[round(s, 2) for s in before.seconds[phase]]} s"
+                     if before is not None else "")
                   + (f", nexa-gauge {[round(s, 2) for s in theirs.seconds[phase]]} s"
                      if theirs is not None else "") + f" ({ours.notes[phase]})", flush=True)
-    return ours, theirs, f"{load_before} -> {load()}"
+    return ours, theirs, before, f"{load_before} -> {load()}"
 
 
 def fmt(value: float | None) -> str:
@@ -245,11 +260,13 @@ def main(argv: list[str] | None = None) -> int:
                     help="the demo judge's dequantised weights, linked into every fresh cache")
     ap.add_argument("--timeout", type=float, default=1800.0)
     ap.add_argument("--workdir", default=None)
+    ap.add_argument("--baseline-root", default=None,
+                    help="another checkout of this tool (e.g. main) timed beside, warm and changed")
     args = ap.parse_args(argv)
     args.llama_python = args.llama_python or args.nexagauge_python
     measures = [m.strip().replace("-N", f"-{args.n}") for m in args.measures.split(",")
                 if m.strip()]
-    with_ng, why_not = nexagauge_ready(args, measures)
+    ready = {m: nexagauge_ready(args, m) for m in measures}
 
     base = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV")}
     base.update(HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1", TOKENIZERS_PARALLELISM="false")
@@ -268,29 +285,36 @@ def main(argv: list[str] | None = None) -> int:
     print(f"- host: {platform.node()} | {cpu_model()} | {os.cpu_count()} CPU(s) | "
           f"load {load()} (1/5/15 min)")
     print(f"- this tool: {args.local_python} (PYTHONPATH={ROOT}), demo judge, default backend")
-    print("- nexa-gauge: " + (f"{args.nexagauge_python}" if with_ng else
-                              f"not measured ({why_not})"))
+    for name, (ok, why_not) in ready.items():
+        print(f"- nexa-gauge, {name}: " + (args.nexagauge_python if ok else
+                                           f"not measured ({why_not})"))
+    if args.baseline_root:
+        print(f"- before: this tool at {args.baseline_root} (PYTHONPATH), warm and changed phases "
+              "on the same cache, interleaved")
     print(f"- redteam-peer: {args.peer_input}; -N measures: make_records(N={args.n}, seed=7)")
     print(f"- reps: cold {args.cold_reps}, warm/changed {args.reps} (median); workdir {work}\n")
-    envs = {"local": local_env, "ng": ng_env}
+    envs = {"local": local_env, "ng": ng_env,
+            "before": dict(base, PYTHONPATH=str(Path(args.baseline_root or ROOT).resolve()))}
     rows = []
     for name in measures:
         m = Measure(name, args, work)
-        ours, theirs, loads = run_measure(m, args, envs, dequantised, with_ng)
-        rows.append((name, ours, theirs, loads))
+        ours, theirs, before, loads = run_measure(m, args, envs, dequantised, ready[name][0])
+        rows.append((name, ours, theirs, before, loads))
 
-    print("\n| measure | phase | ours (s) | nexa-gauge (s) | theirs/ours | ours: cold/phase "
-          "| ours peak RSS (MB) | what ours did |")
-    print("| --- | --- | ---: | ---: | ---: | ---: | ---: | --- |")
-    for name, ours, theirs, loads in rows:
+    print("\n| measure | phase | ours (s) | before (s) | before/ours | nexa-gauge (s) | theirs/ours "
+          "| ours: cold/phase | ours peak RSS (MB) | what ours did |")
+    print("| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |")
+    for name, ours, theirs, before, _ in rows:
         cold = ours.median("cold")
         for phase in PHASES:
             mine = ours.median(phase)
             other = theirs.median(phase) if theirs else None
+            old = before.median(phase) if before else None
             peak = max(ours.peak_mb[phase], default=float("nan"))
-            print(f"| {name} | {phase} | {fmt(mine)} | {fmt(other)} | {ratio(other, mine)} "
+            print(f"| {name} | {phase} | {fmt(mine)} | {fmt(old)} | {ratio(old, mine)} "
+                  f"| {fmt(other)} | {ratio(other, mine)} "
                   f"| {ratio(cold, mine)} | {peak:.0f} | {ours.notes.get(phase, '')} |")
-    for name, _, _, loads in rows:
+    for name, _, _, _, loads in rows:
         print(f"- {name}: load average (1/5/15 min) before -> after: {loads}")
     return 0
 
