@@ -200,8 +200,14 @@ def run_measure(m: Measure, args: argparse.Namespace, envs: dict[str, dict[str, 
             gguf = demo_gguf(args.local_python, envs["local"])
             url = stack.enter_context(judge_server(args.llama_python, gguf, m.folder)).url
         ng_env = dict(envs["ng"], NEXAGAUGE_CACHE_DIR=str(m.folder / "ng_cache"))
+        if args.judge_cache:  # no cold phase: start from a copy of a filled judge cache
+            seeded = fresh_cache(m.folder, "cache", dequantised)
+            for f in Path(args.judge_cache).glob("judge.sqlite*"):
+                shutil.copy2(f, seeded / f.name)
         for phase in PHASES:
             reps = args.cold_reps if phase == "cold" else args.reps
+            if phase == "cold" and args.judge_cache:
+                continue
             for _ in range(reps):
                 if phase == "cold":
                     fresh_cache(m.folder, "cache", dequantised)
@@ -226,6 +232,8 @@ def run_measure(m: Measure, args: argparse.Namespace, envs: dict[str, dict[str, 
                     secs, peak = timed_run(m.theirs(phase, url), ng_env, m.folder, args.timeout)
                     theirs.seconds[phase].append(secs)
                     theirs.peak_mb[phase].append(peak)
+            if not ours.seconds[phase]:
+                continue
             print(f"  {m.name} {phase}: ours {[round(s, 2) for s in ours.seconds[phase]]} s"
                   + (f", before {[round(s, 2) for s in before.seconds[phase]]} s"
                      if before is not None else "")
@@ -260,6 +268,9 @@ def main(argv: list[str] | None = None) -> int:
                     help="the demo judge's dequantised weights, linked into every fresh cache")
     ap.add_argument("--timeout", type=float, default=1800.0)
     ap.add_argument("--workdir", default=None)
+    ap.add_argument("--judge-cache", default=None,
+                    help="skip the cold phase: warm and changed runs start from a copy of this "
+                         "cache folder's judge.sqlite (e.g. a cold run's, made earlier)")
     ap.add_argument("--baseline-root", default=None,
                     help="another checkout of this tool (e.g. main) timed beside, warm and changed")
     args = ap.parse_args(argv)
@@ -292,7 +303,10 @@ def main(argv: list[str] | None = None) -> int:
         print(f"- before: this tool at {args.baseline_root} (PYTHONPATH), warm and changed phases "
               "on the same cache, interleaved")
     print(f"- redteam-peer: {args.peer_input}; -N measures: make_records(N={args.n}, seed=7)")
-    print(f"- reps: cold {args.cold_reps}, warm/changed {args.reps} (median); workdir {work}\n")
+    print(f"- reps: cold {args.cold_reps}, warm/changed {args.reps} (median); workdir {work}")
+    if args.judge_cache:
+        print(f"- no cold phase: the judge cache starts as a copy of {args.judge_cache}")
+    print()
     envs = {"local": local_env, "ng": ng_env,
             "before": dict(base, PYTHONPATH=str(Path(args.baseline_root or ROOT).resolve()))}
     rows = []
