@@ -39,6 +39,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -83,9 +84,10 @@ def load() -> str:
 def changed_records(records: list[dict[str, Any]], node: str) -> list[dict[str, Any]]:
     """The measure's no-new-judgement change (see the module docstring)."""
     out = []
-    for i, rec in enumerate(records):
+    for rec in records:
         rec = dict(rec)
-        if node == "redteam":
+        if node == "redteam":  # from the record's content: a repeated record stays a duplicate
+            i = zlib.crc32(json.dumps(rec, sort_keys=True).encode())
             rec["probe"] = {"id": f"p{i}", "category": ("bias", "toxicity", "privacy")[i % 3],
                             "severity": ("low", "medium", "high", "critical")[i % 4]}
         elif node == "refalign":
