@@ -39,13 +39,14 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import time
 import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench_peer import NG_CLI, demo_gguf, judge_server, timed_run, write_jsonl
+from bench_peer import NG_CLI, demo_gguf, judge_server, write_jsonl
 from bench_pipeline import make_records
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -58,12 +59,42 @@ class Side:
     """One tool's timings per phase, and what its runs reported."""
 
     seconds: dict[str, list[float]] = field(default_factory=lambda: {p: [] for p in PHASES})
+    cpu: dict[str, list[float]] = field(default_factory=lambda: {p: [] for p in PHASES})
     peak_mb: dict[str, list[float]] = field(default_factory=lambda: {p: [] for p in PHASES})
     notes: dict[str, str] = field(default_factory=dict)
 
-    def median(self, phase: str) -> float | None:
-        runs = self.seconds[phase]
+    def median(self, phase: str, cpu: bool = False) -> float | None:
+        runs = (self.cpu if cpu else self.seconds)[phase]
         return statistics.median(runs) if runs else None
+
+    def add(self, phase: str, run: tuple[float, float, float]) -> None:
+        self.seconds[phase].append(run[0])
+        self.peak_mb[phase].append(run[1])
+        self.cpu[phase].append(run[2])
+
+
+def timed_run(cmd: list[str], env: dict[str, str], cwd: Path, timeout: float
+              ) -> tuple[float, float, float]:
+    """(wall s, peak RSS MB, CPU s user+system) of one child process; fails on a non-zero exit.
+    CPU seconds are printed beside wall time because they move far less with the host's load."""
+    t0 = time.perf_counter()
+    with tempfile.TemporaryFile() as log:
+        proc = subprocess.Popen(cmd, env=env, cwd=cwd, stdout=log, stderr=log)
+        while True:
+            pid, status, usage = os.wait4(proc.pid, os.WNOHANG)
+            if pid:
+                break
+            if time.perf_counter() - t0 > timeout:
+                proc.kill()
+                raise SystemExit(f"timed out after {timeout:.0f} s: {' '.join(cmd)}")
+            time.sleep(0.01)
+        seconds = time.perf_counter() - t0
+        code = os.waitstatus_to_exitcode(status)
+        if code not in (0, 1):  # 1: a gate rule said no, still a finished run
+            log.seek(0)
+            sys.stderr.write(log.read()[-3000:].decode(errors="replace"))
+            raise SystemExit(f"exit {code}: {' '.join(cmd)}")
+    return seconds, usage.ru_maxrss / 1024, usage.ru_utime + usage.ru_stime
 
 
 def cpu_model() -> str:
@@ -81,17 +112,21 @@ def load() -> str:
     return f"{one:.2f} / {five:.2f} / {fifteen:.2f}"
 
 
-def changed_records(records: list[dict[str, Any]], node: str) -> list[dict[str, Any]]:
-    """The measure's no-new-judgement change (see the module docstring)."""
+def changed_records(records: list[dict[str, Any]], node: str, salt: int = 0
+                    ) -> list[dict[str, Any]]:
+    """The measure's no-new-judgement change (see the module docstring); each `salt` is another
+    change, so every changed run computes what the change moves instead of reading back the
+    previous changed run's memo."""
     out = []
     for rec in records:
         rec = dict(rec)
         if node == "redteam":  # from the record's content: a repeated record stays a duplicate
-            i = zlib.crc32(json.dumps(rec, sort_keys=True).encode())
+            i = zlib.crc32(json.dumps(rec, sort_keys=True).encode()) + salt
             rec["probe"] = {"id": f"p{i}", "category": ("bias", "toxicity", "privacy")[i % 3],
                             "severity": ("low", "medium", "high", "critical")[i % 4]}
         elif node == "refalign":
-            rec["refalign"] = {**(rec.get("refalign") or {}), "similarity_threshold": 0.7}
+            rec["refalign"] = {**(rec.get("refalign") or {}),
+                               "similarity_threshold": round(0.7 + 0.01 * salt, 2)}
         out.append(rec)
     return out
 
@@ -147,11 +182,16 @@ class Measure:
             if self.node == "refalign":
                 for rec in records:
                     rec["refalign"] = {"similarity_threshold": 0.6}
+        self.records = records
         self.inputs = {"base": write_jsonl(folder / "records.jsonl", records),
-                       "changed": write_jsonl(folder / "changed.jsonl",
-                                              changed_records(records, self.node))}
+                       "changed": folder / "changed.jsonl"}
         self.policy = folder / "gate.toml"
-        self.policy.write_text('rules = ["refmatch.mean >= 0.1"]\n')
+        self.change(0)
+
+    def change(self, salt: int) -> None:
+        """Write the changed records (or gate policy) of one changed run."""
+        write_jsonl(self.inputs["changed"], changed_records(self.records, self.node, salt))
+        self.policy.write_text(f'rules = ["refmatch.mean >= {0.1 + 0.01 * salt:.2f}"]\n')
 
     def ours(self, phase: str, cache: Path) -> list[str]:
         out = self.folder / "out_local"
@@ -210,15 +250,15 @@ def run_measure(m: Measure, args: argparse.Namespace, envs: dict[str, dict[str, 
             reps = args.cold_reps if phase == "cold" else args.reps
             if phase == "cold" and args.judge_cache:
                 continue
-            for _ in range(reps):
+            for rep in range(reps):
                 if phase == "cold":
                     fresh_cache(m.folder, "cache", dequantised)
                     shutil.rmtree(m.folder / "cache_before", ignore_errors=True)
                     shutil.rmtree(m.folder / "ng_cache", ignore_errors=True)
-                secs, peak = timed_run(m.ours(phase, m.folder / "cache"), envs["local"], m.folder,
-                                       args.timeout)
-                ours.seconds[phase].append(secs)
-                ours.peak_mb[phase].append(peak)
+                if phase == "changed":
+                    m.change(rep)
+                ours.add(phase, timed_run(m.ours(phase, m.folder / "cache"), envs["local"],
+                                          m.folder, args.timeout))
                 ours.notes[phase] = ("gate over the warm run" if "gate" in m.ours(phase, m.folder)
                                      else judged(m.folder / "out_local", m.node))
                 if before is not None and phase != "cold":
@@ -226,14 +266,11 @@ def run_measure(m: Measure, args: argparse.Namespace, envs: dict[str, dict[str, 
                         copy = fresh_cache(m.folder, "cache_before", dequantised)
                         for f in (m.folder / "cache").glob("judge.sqlite*"):
                             shutil.copy2(f, copy / f.name)
-                    secs, peak = timed_run(m.ours(phase, m.folder / "cache_before"), envs["before"],
-                                           m.folder, args.timeout)
-                    before.seconds[phase].append(secs)
-                    before.peak_mb[phase].append(peak)
+                    before.add(phase, timed_run(m.ours(phase, m.folder / "cache_before"),
+                                                envs["before"], m.folder, args.timeout))
                 if theirs is not None:
-                    secs, peak = timed_run(m.theirs(phase, url), ng_env, m.folder, args.timeout)
-                    theirs.seconds[phase].append(secs)
-                    theirs.peak_mb[phase].append(peak)
+                    theirs.add(phase, timed_run(m.theirs(phase, url), ng_env, m.folder,
+                                                args.timeout))
             if not ours.seconds[phase]:
                 continue
             print(f"  {m.name} {phase}: ours {[round(s, 2) for s in ours.seconds[phase]]} s"
@@ -318,8 +355,8 @@ def main(argv: list[str] | None = None) -> int:
         rows.append((name, ours, theirs, before, loads))
 
     print("\n| measure | phase | ours (s) | before (s) | before/ours | nexa-gauge (s) | theirs/ours "
-          "| ours: cold/phase | ours peak RSS (MB) | what ours did |")
-    print("| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |")
+          "| ours: cold/phase | CPU s ours / before / theirs | ours peak RSS (MB) | what ours did |")
+    print("| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |")
     for name, ours, theirs, before, _ in rows:
         cold = ours.median("cold")
         for phase in PHASES:
@@ -329,7 +366,10 @@ def main(argv: list[str] | None = None) -> int:
             peak = max(ours.peak_mb[phase], default=float("nan"))
             print(f"| {name} | {phase} | {fmt(mine)} | {fmt(old)} | {ratio(old, mine)} "
                   f"| {fmt(other)} | {ratio(other, mine)} "
-                  f"| {ratio(cold, mine)} | {peak:.0f} | {ours.notes.get(phase, '')} |")
+                  f"| {ratio(cold, mine)} | {fmt(ours.median(phase, cpu=True))} / "
+                  f"{fmt(before.median(phase, cpu=True) if before else None)} / "
+                  f"{fmt(theirs.median(phase, cpu=True) if theirs else None)} "
+                  f"| {peak:.0f} | {ours.notes.get(phase, '')} |")
     for name, _, _, _, loads in rows:
         print(f"- {name}: load average (1/5/15 min) before -> after: {loads}")
     return 0
