@@ -166,7 +166,8 @@ class Runner:
                     write_json(out_dir / "metrics" / f"{name}.json", summ)
             write_json(out_dir / "summary.json", summary)
             if self.render_report:
-                write_report_or_warn(out_dir, self.console, graph=self.graph)
+                write_report_or_warn(out_dir, self.console, graph=self.graph,
+                                     memo_dir=self.settings.memo_dir("report"))
         return RunOutcome(out_dir, summary, node_summaries, kept)
 
     # ------------------------------------------------------------ helpers

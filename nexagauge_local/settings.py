@@ -63,3 +63,9 @@ class RunSettings(BaseSettings):
     # ray://HOST:PORT, with ?workers=..&batch=.. options); None = this process
     cluster: str | None = None
     progress: bool = True
+
+    def memo_dir(self, kind: str) -> Path | None:
+        """Where a run keeps memoised run-level results of one kind (memo.py: observability
+        blocks, chart SVGs), beside the judge cache; None under --no-cache, so a cold run
+        computes everything it reports."""
+        return self.cache_dir / "memo" / kind if self.use_cache else None

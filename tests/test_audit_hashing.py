@@ -54,6 +54,46 @@ def test_memo_rehashes_after_mtime_change(tmp_path):
     assert new != old and new == hashlib.sha256(b"bbbb").hexdigest()
 
 
+def test_memo_rehashes_a_replaced_file_with_the_same_size_and_mtime(tmp_path):
+    """A new download renamed over the old weights, mtime kept (cp -p, tar): only the inode
+    says it is another file."""
+    f = tmp_path / "w.bin"
+    f.write_bytes(b"aaaa")
+    memo = HashMemo(tmp_path / "cache")
+    old = memo.sha256(f)
+    st = f.stat()
+    new_file = tmp_path / "w.bin.new"
+    new_file.write_bytes(b"bbbb")
+    os.utime(new_file, ns=(st.st_atime_ns, st.st_mtime_ns))
+    keep_inode = tmp_path / "keep"  # the old inode stays alive, so it cannot be reused
+    os.link(f, keep_inode)
+    os.replace(new_file, f)
+    assert f.stat().st_size == st.st_size and f.stat().st_mtime_ns == st.st_mtime_ns
+    assert memo.sha256(f) == hashlib.sha256(b"bbbb").hexdigest() != old
+    assert memo.misses == 2
+
+
+def test_a_single_weights_file_is_hashed_once_across_runs(tmp_path, monkeypatch):
+    """The demo judge is one GGUF: its hash must reach the memo file like a folder's do (it was
+    re-hashed on every run), and a same-size rewrite with a new mtime is hashed again."""
+    calls = []
+    real = hashing.sha256_file
+    monkeypatch.setattr(hashing, "sha256_file", lambda p: calls.append(p) or real(p))
+    g = tmp_path / "model.gguf"
+    g.write_bytes(b"GGUF" + b"a" * 60)
+    first = hash_weights(g, HashMemo(tmp_path / "cache"))
+    again = hash_weights(g, HashMemo(tmp_path / "cache"))  # a new run, a new memo object
+    assert again == first and len(calls) == 1
+    st = g.stat()
+    with g.open("r+b") as fh:  # same size, new content, new mtime
+        fh.seek(4)
+        fh.write(b"b" * 60)
+    os.utime(g, ns=(st.st_atime_ns, st.st_mtime_ns + 1_000_000))
+    changed = hash_weights(g, HashMemo(tmp_path / "cache"))
+    assert len(calls) == 2
+    assert changed[0].sha256 == hashlib.sha256(b"GGUF" + b"b" * 60).hexdigest() != first[0].sha256
+
+
 def test_memo_survives_a_corrupt_memo_file(tmp_path):
     (tmp_path / "cache").mkdir()
     (tmp_path / "cache" / hashing.MEMO_FILE).write_text("{not json")

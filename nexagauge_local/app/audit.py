@@ -291,7 +291,8 @@ class AuditTrail:
             signature="signed, not checked" if self.sign_key else "unsigned",
             key_fingerprint=self.key_fp,
         )
-        write_report_or_warn(out, console, provenance=panel, shown_as=self.settings.output_dir)
+        write_report_or_warn(out, console, provenance=panel, shown_as=self.settings.output_dir,
+                             memo_dir=self.settings.memo_dir("report"))
         settings = self.settings.model_dump(mode="json")
         settings["field_map"] = dict(dataset.field_map)  # the CLI gives --field to the dataset
         _, path, _ = finalize_run(

@@ -1,8 +1,10 @@
 """Content hashing for audit manifests: files, weight folders, tokenizers, prompt text.
 
 Why a memo: a production judge is tens of GB, and hashing it on every run would cost minutes.
-The memo remembers a file's sha256 keyed by absolute path + size + mtime_ns, so an unchanged
-file is hashed once per host. The memo is a convenience for *writing* manifests; a verifier who
+The memo remembers a file's sha256 keyed by absolute path + size + mtime_ns + inode, so an
+unchanged file is hashed once per host: a rewrite in place moves mtime, a replacement (a new
+download renamed over the old file, same size, mtime preserved by `cp -p` or an unpacked
+archive) moves the inode. The memo is a convenience for *writing* manifests; a verifier who
 does not trust the host should hash afresh (``memo=None``), because size and mtime can be forged.
 """
 
@@ -79,7 +81,7 @@ def sha256_file(path: str | os.PathLike[str]) -> str:
 
 
 class HashMemo:
-    """sha256 per file, remembered by (absolute path, size, mtime_ns) in a JSON file.
+    """sha256 per file, remembered by (absolute path, size, mtime_ns, inode) in a JSON file.
 
     ``misses`` counts files actually read, so callers (and tests) can see the memo working.
     The JSON file is replaced atomically on ``save``; two processes saving at once lose at
@@ -103,11 +105,13 @@ class HashMemo:
         st = p.stat()
         key = str(p)
         hit = self._entries.get(key)
-        if hit and hit.get("size") == st.st_size and hit.get("mtime_ns") == st.st_mtime_ns:
+        if (hit and hit.get("size") == st.st_size and hit.get("mtime_ns") == st.st_mtime_ns
+                and hit.get("inode") == st.st_ino):
             return str(hit["sha256"])
         digest = sha256_file(p)
         self.misses += 1
-        self._entries[key] = {"size": st.st_size, "mtime_ns": st.st_mtime_ns, "sha256": digest}
+        self._entries[key] = {"size": st.st_size, "mtime_ns": st.st_mtime_ns,
+                              "inode": st.st_ino, "sha256": digest}
         self._dirty = True
         return digest
 
@@ -133,10 +137,11 @@ def hash_weights(path: str | os.PathLike[str], memo: HashMemo | None = None) -> 
     the gap an auditor must not have.
     """
     root = Path(path)
-    if root.is_file():
-        return [
-            WeightFile(file=root.name, size=root.stat().st_size, sha256=file_sha256(root, memo))
-        ]
+    if root.is_file():  # a GGUF: its hash is remembered too (it was recomputed on every run)
+        one = [WeightFile(file=root.name, size=root.stat().st_size, sha256=file_sha256(root, memo))]
+        if memo is not None:
+            memo.save()
+        return one
     if not root.is_dir():
         raise FileNotFoundError(f"weights not found: {root}")
     files = sorted(
@@ -186,6 +191,8 @@ def hash_tokenizer(
     and tokenizer_config.json; this module never imports transformers.
     """
     named = {Path(f).name: file_sha256(f, memo) for f in files}
+    if memo is not None:
+        memo.save()
     tok = combined_digest(named) if named else None
     tmpl = sha256_text(chat_template) if chat_template is not None else None
     return tok, tmpl

@@ -21,6 +21,7 @@ rather than silently omitting them. `finalize()` returns the run-level tables.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 from nexagauge_local.blocks import ProbeBlock, ScoringKnobs
@@ -112,9 +113,11 @@ class RedteamNode(NodeBase):
         self._judge_passed: dict[str, bool] = {}
         self._explanations: dict[str, str] = {}
         self._seed = 0
+        self._memo_dir: Path | None = None
 
     def run(self, states: Sequence[CaseState], ctx: RunContext) -> None:
         self._seed = ctx.settings.seed
+        self._memo_dir = ctx.settings.memo_dir("observability")
         requests: list[JudgeRequest] = []
         plans: list[list[tuple[RedteamMetric, dict[str, str | None]]]] = []
         for state in states:
@@ -171,7 +174,8 @@ class RedteamNode(NodeBase):
             "judge_tables": verdict_tables(rows),
             "disagreements": disagreements(self._scores, self._judge_passed),
         }
-        observability = build_observability(self._scores, self._explanations, seed=self._seed)
+        observability = build_observability(self._scores, self._explanations, seed=self._seed,
+                                            memo_dir=self._memo_dir)
         if observability is not None:
             out["observability"] = observability
         return out

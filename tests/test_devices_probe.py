@@ -1,0 +1,51 @@
+"""The GPU check that needs no torch (judge/runtime/devices.py: cuda_ruled_out, gpu_visible).
+
+Why: importing torch to learn that a host has no GPU was 1.6 s of a fully cached re-score. The
+file-system rule may only ever say "certainly none"; where it cannot, torch decides. The rule
+was checked against torch.cuda.is_available() on an H200 host: driver present -> not ruled out
+(torch: available), CUDA_VISIBLE_DEVICES "" or "-1" -> ruled out (torch: not available).
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+from nexagauge_local.judge.runtime import devices
+
+
+def test_no_driver_rules_cuda_out(tmp_path: Path) -> None:
+    assert devices.cuda_ruled_out({}, marks=(str(tmp_path / "nvidiactl"),))
+
+
+@pytest.mark.parametrize("name", ["nvidiactl", "kfd", "dxg"])
+def test_any_driver_mark_leaves_it_to_torch(tmp_path: Path, name: str) -> None:
+    (tmp_path / name).write_text("")
+    marks = (str(tmp_path / "nvidiactl"), str(tmp_path / "kfd"), str(tmp_path / "dxg"))
+    assert not devices.cuda_ruled_out({}, marks=marks)
+    assert not devices.cuda_ruled_out({"CUDA_VISIBLE_DEVICES": "0,1"}, marks=marks)
+
+
+@pytest.mark.parametrize("value", ["", " ", "-1"])
+def test_cuda_visible_devices_hiding_everything_rules_cuda_out(tmp_path: Path, value: str) -> None:
+    (tmp_path / "nvidiactl").write_text("")
+    assert devices.cuda_ruled_out({"CUDA_VISIBLE_DEVICES": value},
+                                  marks=(str(tmp_path / "nvidiactl"),))
+
+
+def test_gpu_visible_asks_torch_only_when_a_gpu_may_exist(monkeypatch: pytest.MonkeyPatch) -> None:
+    class NoTorch:
+        def find_spec(self, name: str, *args: object) -> None:
+            if name == "torch":
+                raise AssertionError("torch was imported")
+
+    monkeypatch.delitem(sys.modules, "torch", raising=False)
+    monkeypatch.setattr(sys, "meta_path", [NoTorch(), *sys.meta_path])
+    monkeypatch.setattr(devices, "cuda_ruled_out", lambda: True)
+    assert devices.gpu_visible() is False
+
+    monkeypatch.setattr(devices, "cuda_ruled_out", lambda: False)
+    with pytest.raises(AssertionError, match="torch was imported"):
+        devices.gpu_visible()
