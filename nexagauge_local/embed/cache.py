@@ -55,7 +55,7 @@ class EmbeddingCacheStats(BaseModel):
     entries: int
     size_bytes: int
     max_entries: int
-    entries_by_model: dict[str, int]  # "<model>@<digest[:12]> <dtype>" -> rows
+    entries_by_model: dict[str, int]  # "<model label> <dtype>" -> rows
     hits: int
 
 
@@ -105,7 +105,8 @@ class EmbeddingCache:
         return con
 
     def model_identity(self, model_dir: Path) -> str:
-        """'<folder name>@<sha256 of its files>', hashed once per (path, size, newest mtime)."""
+        """The sha256 of the model folder's files, hashed once per (path, size, newest mtime).
+        The folder's name is not part of it: a copy of the same weights is the same model."""
         model_dir = Path(model_dir).resolve()
         stats = [p.stat() for p in _files(model_dir)]
         sig = (str(model_dir), sum(s.st_size for s in stats), max((s.st_mtime_ns for s in stats), default=0))
@@ -116,7 +117,7 @@ class EmbeddingCache:
                 row = (hash_model_dir(model_dir),)
                 with con:
                     con.execute("INSERT OR REPLACE INTO models VALUES (?,?,?,?)", (*sig, row[0]))
-        return f"{model_dir.name}@{row[0]}"
+        return str(row[0])
 
     def get_many(self, keys: Iterable[str], dim: int | None = None) -> dict[str, np.ndarray]:
         """Vectors (float32) for the keys present and intact; a hit refreshes the row's age."""
@@ -151,7 +152,8 @@ class EmbeddingCache:
         return found
 
     def put_many(self, model: str, dtype: str, vectors: Mapping[str, np.ndarray]) -> None:
-        """Write a batch in one transaction (all or nothing), then trim to `max_entries`."""
+        """Write a batch in one transaction (all or nothing), then trim to `max_entries`.
+        `model` and `dtype` label the rows for `stats` (the key already holds both)."""
         if not vectors:
             return
         now = time.time()
@@ -169,8 +171,7 @@ class EmbeddingCache:
     def stats(self) -> EmbeddingCacheStats:
         with closing(self._connect()) as con:
             by_model = {
-                f"{model.split('@')[0]}@{model.partition('@')[2][:12]} {dtype}": n
-                for model, dtype, n in con.execute(
+                f"{model} {dtype}": n for model, dtype, n in con.execute(
                     "SELECT model, dtype, COUNT(*) FROM entries GROUP BY model, dtype")
             }
             hits = con.execute("SELECT value FROM counters WHERE name = 'hits'").fetchone()

@@ -133,7 +133,8 @@ class Embedder:
             self.encoded += len(part)
             if self.cache is not None:
                 assert self._identity is not None
-                self.cache.put_many(self._identity, self.dtype,
+                label = f"{self.model_path.name}@{self._identity[:12]}"
+                self.cache.put_many(label, self.dtype,
                                     {keys[t]: v for t, v in vectors.items()})
         if not texts:
             return np.zeros((0, self.dim), dtype=np.float32)
