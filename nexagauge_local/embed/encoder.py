@@ -121,7 +121,7 @@ class Embedder:
         keys: dict[str, str] = {}
         if todo and self.cache is not None:
             keys = {t: self._key(t) for t in todo}
-            found = self.cache.get_many(keys.values(), dim=None)
+            found = self.cache.get_many(keys.values(), dim=self.dim)
             hits = {t: found[k] for t, k in keys.items() if k in found}
             self.cache_hits += len(hits)
             self._memo.update(hits)
