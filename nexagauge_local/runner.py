@@ -32,7 +32,7 @@ from rich.text import Text
 
 from nexagauge_local.case import Case
 from nexagauge_local.dataset import Dataset, ScanResult, shards
-from nexagauge_local.embed import Embedder
+from nexagauge_local.embed import Embedder, EmbeddingCache
 from nexagauge_local.graph import GRAPH, Graph, NodeSpec, eligibility
 from nexagauge_local.judge import Judge, vllm_distribution
 from nexagauge_local.libc import release_free_pages
@@ -59,6 +59,13 @@ def versions() -> dict[str, str | None]:
     if found is not None:
         out["vllm"] = found[1] if found[0] == "vllm" else f"{found[1]} ({found[0]})"
     return out
+
+
+def default_embedder(settings: RunSettings) -> Embedder:
+    """The run's embedder: the settings' dtype, and the embedding cache unless --no-cache."""
+    cache = (EmbeddingCache(settings.cache_dir, settings.embed_cache_max_entries)
+             if settings.use_cache else None)
+    return Embedder(dtype=settings.embed_dtype, cache=cache)
 
 
 @dataclass
@@ -90,7 +97,7 @@ class Runner:
         # its own (estimate swaps in proxies and leaves judge-free nodes out).
         self.registry = graph.factories() if registry is None else registry
         self.judge_factory = judge_factory
-        self.embedder_factory = embedder_factory or (lambda: Embedder(dtype=settings.embed_dtype))
+        self.embedder_factory = embedder_factory or (lambda: default_embedder(settings))
         self.console = console or Console(stderr=True)
         self.keep_reports = keep_reports
         # False when the caller renders report.html itself (the app adds the provenance panel)

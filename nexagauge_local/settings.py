@@ -55,6 +55,9 @@ class RunSettings(BaseSettings):
     grammar_backend: GrammarChoice = "auto"
     # embeddings (refiner/refalign): auto = bfloat16 on CUDA or a CPU with native bf16
     embed_dtype: Literal["auto", "float32", "bfloat16"] = "auto"
+    # the embedding cache (embed/cache.py, beside the judge cache; off with use_cache=False):
+    # least recently used vectors past this many are deleted (~1.7 KB each on disk for MiniLM)
+    embed_cache_max_entries: int = Field(default=500_000, ge=1)
     # refalign's units (scoring/ng_units.py): nexa-gauge's (100-token semchunk chunks, the
     # output MMR-refined to refalign_output_top_k, 0 = all) or this project's sentence groups
     refalign_units: RefalignUnits = "nexa-gauge"

@@ -34,7 +34,7 @@ LAZY: dict[str, LazyCommand] = {
     ),
     'cache': LazyCommand(
         'nexagauge_local.cli.judge_cmds:cache_group',
-        'Inspect or clear the judge cache (SQLite, safe to delete).',
+        'Inspect or clear the judge and embedding caches (SQLite, safe to delete).',
     ),
     'probes': LazyCommand(
         'nexagauge_local.cli.probe_cmds:probes_group',

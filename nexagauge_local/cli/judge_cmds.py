@@ -13,7 +13,13 @@ import click
 from rich.console import Console
 from rich.table import Table
 
-from nexagauge_local.app.cache import cache_stats, clear_cache, resolve_cache_dir
+from nexagauge_local.app.cache import (
+    cache_stats,
+    clear_cache,
+    clear_embedding_cache,
+    embedding_cache_stats,
+    resolve_cache_dir,
+)
 from nexagauge_local.cli.errors import cli_errors
 from nexagauge_local.cli.options import parse_gpu_ids
 from nexagauge_local.judge import DEMO_NOTICE, expand_weights, list_profiles
@@ -112,20 +118,20 @@ def calibrate_cmd(
     "  nexagauge-local cache clear --node redteam",
 )
 def cache_group() -> None:
-    """Inspect or clear the judge cache (SQLite, safe to delete)."""
+    """Inspect or clear the judge and embedding caches (SQLite, safe to delete)."""
 
 
 @cache_group.command("dir", epilog="\b\nExample:\n  nexagauge-local cache dir")
 @_cache_dir_option
 def cache_dir_cmd(cache_dir: Path | None) -> None:
-    """Print the judge cache folder."""
+    """Print the cache folder (judge and embedding caches)."""
     click.echo(str(resolve_cache_dir(cache_dir)))
 
 
 @cache_group.command("stats", epilog="\b\nExample:\n  nexagauge-local cache stats")
 @_cache_dir_option
 def cache_stats_cmd(cache_dir: Path | None) -> None:
-    """Entries, size on disk and cache hits per node."""
+    """Entries, size on disk and cache hits per node, and of the embedding cache per model."""
     stats = cache_stats(cache_dir)
     table = Table(title=f"judge cache {stats.path}")
     for col in ("node", "entries", "hits"):
@@ -138,6 +144,16 @@ def cache_stats_cmd(cache_dir: Path | None) -> None:
     console = _console()
     console.print(table)
     console.print(f"size: {stats.size_bytes / 1e6:.2f} MB")
+    emb = embedding_cache_stats(cache_dir)
+    table = Table(title=f"embedding cache {emb.path}")
+    table.add_column("model and dtype")
+    table.add_column("entries", justify="right")
+    for model, n in sorted(emb.entries_by_model.items()):
+        table.add_row(model, str(n))
+    table.add_row("[b]total[/]", str(emb.entries))
+    console.print(table)
+    console.print(f"hits: {emb.hits}; size: {emb.size_bytes / 1e6:.2f} MB; "
+                  f"bound: {emb.max_entries} entries (least recently used deleted past it)")
 
 
 @cache_group.command(
@@ -145,12 +161,20 @@ def cache_stats_cmd(cache_dir: Path | None) -> None:
     epilog="\b\nExamples:\n  nexagauge-local cache clear\n"
     "  nexagauge-local cache clear --node grounding",
 )
-@click.option("--node", default=None, help="Only this node's entries.")
+@click.option("--node", default=None, help="Only this node's judge entries (embeddings kept).")
+@click.option("--embeddings", "only_embeddings", is_flag=True,
+              help="Only the embedding cache (judge answers kept).")
 @_cache_dir_option
-def cache_clear_cmd(node: str | None, cache_dir: Path | None) -> None:
-    """Delete cached judge answers (all, or one node's)."""
-    deleted = clear_cache(cache_dir, node)
-    click.echo(
-        f"deleted {deleted} entr{'y' if deleted == 1 else 'ies'}"
-        + (f" of node {node}" if node else "")
-    )
+def cache_clear_cmd(node: str | None, only_embeddings: bool, cache_dir: Path | None) -> None:
+    """Delete cached judge answers (all, or one node's) and cached embeddings."""
+    if node and only_embeddings:
+        raise click.UsageError("--node and --embeddings clear different caches: give one")
+    if not only_embeddings:
+        deleted = clear_cache(cache_dir, node)
+        click.echo(
+            f"deleted {deleted} entr{'y' if deleted == 1 else 'ies'}"
+            + (f" of node {node}" if node else "")
+        )
+    if not node:
+        vectors = clear_embedding_cache(cache_dir)
+        click.echo(f"deleted {vectors} cached embedding{'' if vectors == 1 else 's'}")

@@ -48,7 +48,7 @@ if TYPE_CHECKING:  # typing only: --help must not import the estimate service
 @click.option("--cache-dir", type=click.Path(file_okay=False, path_type=Path),
               default=default_cache_dir, show_default="~/.cache/nexagauge-local",
               help="Judge cache and derived model files.")
-@click.option("--no-cache", is_flag=True, help="Do not read or write the judge cache.")
+@click.option("--no-cache", is_flag=True, help="Do not read or write the judge or embedding cache.")
 @click.option("--model", default="demo", show_default=True,
               help="Judge profile name (see `models`) or a path to weights.")
 @click.option("--backend", type=click.Choice(["auto", "hf", "vllm"]), default="auto", show_default=True,

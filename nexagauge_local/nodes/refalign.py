@@ -19,7 +19,7 @@ the judge.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict
 from typing import Any
 
@@ -70,7 +70,7 @@ class RefalignNode(NodeBase):
             if ng:
                 out, ref = units[id(state)]
             else:
-                refined: dict[str, Refined] = state.artifacts["refiner"]
+                refined: Mapping[str, Refined] = state.artifacts["refiner"]
                 out, ref = refined["output"], refined["reference"]
             blank = not (whole[2 * i] and whole[2 * i + 1])
             cosine_ = 0.0 if blank else text_cosine(vectors[2 * i], vectors[2 * i + 1])

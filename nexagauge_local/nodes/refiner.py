@@ -2,15 +2,21 @@
 
 All chunks of the shard are embedded in one encode call; the kept chunks' embeddings travel
 with them so refalign does not embed twice.
+
+The work is done at the first read, not when the node runs: only claims, atomic_units and
+refalign with `--refalign-units sentences` read the refined chunks. refalign's default units
+(nexa-gauge's) never do, and embedding them eagerly spent about half of a 2,000-record
+refalign run's model time on vectors nobody looked at (issue 35).
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
 
+from nexagauge_local.embed import Embedder
 from nexagauge_local.nodes.base import CaseState, NodeBase, RunContext
 from nexagauge_local.nodes.refalign_block import RefalignBlock
 from nexagauge_local.nodes.spec import NodeSpec
@@ -64,27 +70,72 @@ SPEC = NodeSpec("refiner", ("chunk",), ("output",), "utility",
                 order=2, impl=f"{__name__}:RefinerNode")
 
 
-class RefinerNode(NodeBase):
-    name = SPEC.name
+SIDES = ("output", "reference")
 
-    def run(self, states: Sequence[CaseState], ctx: RunContext) -> None:
+
+class _ShardRefinement:
+    """The refined chunks of every case of one shard, computed (one encode call) at the first
+    read of any case's, so a shard nobody reads costs nothing and one that is read is still
+    embedded in one batch."""
+
+    def __init__(self, states: Sequence[CaseState], embedder: Callable[[], Embedder]) -> None:
+        self._states = list(states)
+        self._embedder = embedder
+        self._refined: list[dict[str, Refined]] | None = None
+
+    def of(self, index: int) -> dict[str, Refined]:
+        if self._refined is None:
+            self._refined = self._compute()
+            self._states = []  # the chunks were read; the states need not be kept alive here
+        return self._refined[index]
+
+    def _compute(self) -> list[dict[str, Refined]]:
         texts: list[str] = []
-        for state in states:
+        for state in self._states:
             chunks = state.artifacts["chunk"]
-            texts.extend(chunks["output"])
-            texts.extend(chunks["reference"])
-        vectors = ctx.embedder.encode(texts)
+            for side in SIDES:
+                texts.extend(chunks[side])
+        vectors = self._embedder().encode(texts)
         pos = 0
-        for state in states:
+        out: list[dict[str, Refined]] = []
+        for state in self._states:
             chunks = state.artifacts["chunk"]
             # refalign.refine_top_k caps the REFERENCE side only, as nexa-gauge's reference
             # refiner does; the output keeps every distinct chunk.
             ref_k = state.case.settings("refalign", RefalignBlock).refine_top_k
             top_k = {"output": None, "reference": ref_k}
-            out: dict[str, Refined] = {}
-            for side in ("output", "reference"):
+            sides: dict[str, Refined] = {}
+            for side in SIDES:
                 n = len(chunks[side])
-                out[side] = refine(chunks[side], vectors[pos : pos + n], top_k[side])
+                sides[side] = refine(chunks[side], vectors[pos : pos + n], top_k[side])
                 pos += n
-            state.artifacts[self.name] = out
+            out.append(sides)
+        return out
+
+
+class RefinedSides(Mapping[str, Refined]):
+    """One case's refiner artifact: side ("output", "reference") -> Refined, computed with the
+    rest of its shard when first read."""
+
+    def __init__(self, shard: _ShardRefinement, index: int) -> None:
+        self._shard = shard
+        self._index = index
+
+    def __getitem__(self, side: str) -> Refined:
+        return self._shard.of(self._index)[side]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(SIDES)
+
+    def __len__(self) -> int:
+        return len(SIDES)
+
+
+class RefinerNode(NodeBase):
+    name = SPEC.name
+
+    def run(self, states: Sequence[CaseState], ctx: RunContext) -> None:
+        shard = _ShardRefinement(states, lambda: ctx.embedder)
+        for i, state in enumerate(states):
+            state.artifacts[self.name] = RefinedSides(shard, i)
             ctx.advance(self.name, 1)
