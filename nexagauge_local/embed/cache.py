@@ -22,7 +22,7 @@ from __future__ import annotations
 import hashlib
 import sqlite3
 import time
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping
 from contextlib import closing
 from pathlib import Path
 
@@ -61,7 +61,7 @@ class EmbeddingCacheStats(BaseModel):
 
 def embedding_key(model: str, dtype: str, device_kind: str, text: str) -> str:
     """sha256 over everything that decides a text's vector."""
-    material = "\0".join((model, dtype, device_kind, text))
+    material = f"{model}\0{dtype}\0{device_kind}\0{text}"
     return hashlib.sha256(material.encode("utf-8", "surrogatepass")).hexdigest()
 
 
