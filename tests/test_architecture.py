@@ -18,7 +18,7 @@ PKG = Path(__file__).resolve().parents[1] / "nexagauge_local"
 # Lowest first. A module may import its own layer or a lower one.
 LAYERS: tuple[tuple[str, ...], ...] = (
     ("settings", "blocks", "case", "records", "dataset", "results", "embed", "scoring", "probes",
-     "libc", "lone_surrogates", "memo"),
+     "libc", "lone_surrogates", "memo", "sqlite_store"),
     ("judge",),
     ("cluster", "responder"),
     ("nodes",),

@@ -130,26 +130,30 @@ def test_cache_cli(tmp_path: Path) -> None:
 
 
 def test_a_full_disk_is_one_line_naming_the_cache_and_keeps_what_was_committed(
-        tmp_path) -> None:
+        tmp_path, monkeypatch) -> None:
     """SQLite's own 'database or disk is full' (a page limit stands in for the disk): the
     write is refused as a CacheWriteError, and every answer committed before reads back."""
     import pytest
 
-    from nexagauge_local.judge.cache import CacheWriteError
+    from nexagauge_local import sqlite_store
+    from nexagauge_local.judge import CacheWriteError
 
-    class SmallDisk(JudgeCache):
-        def _connect(self) -> sqlite3.Connection:
-            con = super()._connect()
-            con.execute("PRAGMA max_page_count = 16")
-            return con
-
-    cache = SmallDisk(tmp_path)
+    cache = JudgeCache(tmp_path)
     first = [_entry(f"k{i}") for i in range(3)]
     cache.put_many(first)
+    plain = sqlite_store.connect_wal
+
+    def small_disk(path: Path) -> sqlite3.Connection:
+        con = plain(path)
+        con.execute("PRAGMA max_page_count = 16")
+        return con
+
+    monkeypatch.setattr(sqlite_store, "connect_wal", small_disk)
     big = [CacheEntry(key=f"big{i}", node="n", raw_text="x" * 4000, prompt_tokens=1,
                       output_tokens=1, gpu_seconds=0.0) for i in range(40)]
     with pytest.raises(CacheWriteError) as caught:
         cache.put_many(big)
     assert str(caught.value) == (f"--cache-dir {tmp_path}: the judge cache {DB_NAME} cannot be "
                                  "written (database or disk is full); what it holds is intact")
+    monkeypatch.undo()
     assert set(JudgeCache(tmp_path).get_many([e.key for e in first + big])) == {"k0", "k1", "k2"}

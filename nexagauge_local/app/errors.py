@@ -29,8 +29,9 @@ class OutputDirError(AppError):
     """The --output-dir cannot be created or written; nothing was run."""
 
 
-class JudgeCacheError(AppError):
-    """The judge cache refused a write part-way (a full disk); what it holds is intact."""
+class CacheError(AppError):
+    """A cache under --cache-dir (judge answers, embeddings) refused a write part-way (a full
+    disk); what it holds is intact."""
 
 
 class JudgeSetupError(AppError):

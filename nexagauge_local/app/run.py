@@ -17,7 +17,7 @@ from typing import Any
 from rich.console import Console
 
 from nexagauge_local.app.audit import AuditTrail
-from nexagauge_local.app.errors import JudgeCacheError
+from nexagauge_local.app.errors import CacheError
 from nexagauge_local.app.judge import JudgeClients, check_gpus, preflight
 from nexagauge_local.app.output_folder import OutputFolder
 from nexagauge_local.dataset import Dataset
@@ -122,7 +122,7 @@ def run(
                 try:
                     outcome = runner.run(dataset)
                 except CacheWriteError as exc:
-                    raise JudgeCacheError(str(exc)) from None
+                    raise CacheError(str(exc)) from None
             trail.finish(dataset, outcome, runner.console, into=staged.output_dir)
             if folder is not None:
                 folder.commit()

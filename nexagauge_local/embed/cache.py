@@ -29,6 +29,8 @@ from pathlib import Path
 import numpy as np
 from pydantic import BaseModel
 
+from nexagauge_local.sqlite_store import connect_wal, writing
+
 DB_NAME = "embeddings.sqlite"
 _BATCH = 500  # keys per IN (...) query: under SQLite's default host-parameter limit
 
@@ -97,12 +99,7 @@ class EmbeddingCache:
             con.executescript(_SCHEMA)
 
     def _connect(self) -> sqlite3.Connection:
-        con = sqlite3.connect(self.path, timeout=30.0)
-        con.execute("PRAGMA journal_mode=WAL")
-        # NORMAL in WAL: a committed batch survives a process crash (SIGKILL); an OS crash can
-        # drop the last batches but never corrupts the file (the judge cache's setting).
-        con.execute("PRAGMA synchronous=NORMAL")
-        return con
+        return connect_wal(self.path)
 
     def model_identity(self, model_dir: Path) -> str:
         """The sha256 of the model folder's files, hashed once per (path, size, newest mtime).
@@ -161,7 +158,7 @@ class EmbeddingCache:
         for key, vec in vectors.items():
             blob = np.ascontiguousarray(vec, dtype=np.float32).tobytes()
             rows.append((key, model, dtype, blob, now, _checksum(key, blob)))
-        with closing(self._connect()) as con, con:
+        with writing(self.path, "embedding cache") as con:
             con.executemany("INSERT OR REPLACE INTO entries VALUES (?,?,?,?,?,?)", rows)
             excess = con.execute("SELECT COUNT(*) FROM entries").fetchone()[0] - self.max_entries
             if excess > 0:

@@ -9,13 +9,7 @@ engine sub-packages, `hf/` and `vllm/`, which only the factory builds. Importing
 loads no torch, transformers or vLLM.
 """
 
-from nexagauge_local.judge.cache import (
-    CacheStats,
-    CacheWriteError,
-    JudgeCache,
-    OutputHistory,
-    request_key,
-)
+from nexagauge_local.judge.cache import CacheStats, JudgeCache, OutputHistory, request_key
 from nexagauge_local.judge.client import Executor, JudgeClient
 from nexagauge_local.judge.factory import (
     BackendFactory,
@@ -50,6 +44,7 @@ from nexagauge_local.judge.schemas import (
     schema_suffix,
 )
 from nexagauge_local.judge.types import Backend, JudgeRequest, JudgeResult, Messages
+from nexagauge_local.sqlite_store import CacheWriteError
 
 __all__ = [  # noqa: RUF022 (grouped by purpose, not sorted)
     # the protocol nodes call, and what travels through it

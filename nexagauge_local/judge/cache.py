@@ -16,12 +16,14 @@ import hashlib
 import json
 import sqlite3
 import time
-from collections.abc import Iterable, Iterator, Mapping, Sequence
-from contextlib import closing, contextmanager
+from collections.abc import Iterable, Mapping, Sequence
+from contextlib import AbstractContextManager, closing
 from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel, Field
+
+from nexagauge_local.sqlite_store import connect_wal, writing
 
 DB_NAME = "judge.sqlite"
 
@@ -154,12 +156,6 @@ def request_key(
     return hashlib.sha256(material.encode()).hexdigest()
 
 
-class CacheWriteError(Exception):
-    """The judge cache refused a write (a full disk, a read-only folder). What it committed
-    before stays intact (SQLite rolls the failed transaction back); the run must stop with
-    one line naming the cache, not a traceback."""
-
-
 class JudgeCache:
     """Judge answers keyed by `request_key`. One short-lived connection per operation, so the
     object is cheap to pass around and safe to use from a forked/spawned worker."""
@@ -172,22 +168,10 @@ class JudgeCache:
             con.executescript(_SCHEMA)
 
     def _connect(self) -> sqlite3.Connection:
-        con = sqlite3.connect(self.path, timeout=30.0)
-        con.execute("PRAGMA journal_mode=WAL")
-        # NORMAL in WAL: a committed transaction survives a process crash (SIGKILL); only an OS
-        # crash/power loss can drop the last transactions, and never corrupts the file.
-        con.execute("PRAGMA synchronous=NORMAL")
-        return con
+        return connect_wal(self.path)
 
-    @contextmanager
-    def _writing(self) -> Iterator[sqlite3.Connection]:
-        """One write transaction; a refusal by the disk is a CacheWriteError naming the file."""
-        try:
-            with closing(self._connect()) as con, con:
-                yield con
-        except sqlite3.OperationalError as exc:
-            raise CacheWriteError(f"--cache-dir {self.dir}: the judge cache {self.path.name} cannot "
-                                  f"be written ({exc}); what it holds is intact") from None
+    def _writing(self) -> AbstractContextManager[sqlite3.Connection]:
+        return writing(self.path, "judge cache")
 
     def get_many(self, keys: Iterable[str]) -> dict[str, CacheEntry]:
         """Entries for the keys that are present and intact (checksum verified)."""
