@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import signal
 
 # Ray on loopback only (tests/test_cluster_ray.py): Ray reads this switch once, when it is
 # imported, and vLLM imports Ray with itself. The real-engine tests import vLLM into this
@@ -13,6 +14,12 @@ os.environ.setdefault("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "0")
 # each gets its own engine-core process (judge/vllm/host.py). The CLI runs and pool workers
 # the tests start host one engine each and run it in-process, as users get it.
 os.environ.setdefault("VLLM_ENABLE_V1_MULTIPROCESSING", "1")
+# The Ctrl-C tests send SIGINT to CLI runs they start. A shell without job control (a CI step
+# started with `&`, nohup) starts its children with SIGINT ignored, an ignored signal stays
+# ignored across exec, and Python then installs no KeyboardInterrupt handler: those runs
+# would ignore the Ctrl-C. This session's children get SIGINT as under a terminal.
+if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 def user_env() -> dict[str, str]:

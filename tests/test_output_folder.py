@@ -28,6 +28,7 @@ from tests.conftest import user_env
 ROOT = Path(__file__).resolve().parents[1]
 SAMPLE = ROOT / "nexagauge_local" / "data" / "sample.jsonl"
 TIMEOUT_S = 300
+BIG = 6_000  # records: a run of a few seconds, long enough to be caught part-way
 
 
 def cli(*args: object) -> tuple[int, str]:
@@ -60,7 +61,7 @@ def error_lines(output: str) -> list[str]:
 
 
 def big_input(tmp_path: Path, n: int) -> Path:
-    """n refmatch records (a run of a few seconds at n = 20,000)."""
+    """n refmatch records."""
     path = tmp_path / f"big-{n}.jsonl"
     with path.open("w", encoding="utf-8") as fh:
         for i in range(n):
@@ -152,7 +153,7 @@ def test_ctrl_c_in_the_report_stage_exits_130_and_keeps_the_previous_run(tmp_pat
     assert refmatch(out, cache, "--limit", "3")[0] == 0
     before = listing(out)
     # summary.json is the runner's last file: from then on the run is rendering and auditing
-    proc = spawn("run", "refmatch", "--input", big_input(tmp_path, 20_000), "--output-dir", out,
+    proc = spawn("run", "refmatch", "--input", big_input(tmp_path, BIG), "--output-dir", out,
                  "--cache-dir", cache, "-q")
     wait_for(lambda: any((s / "summary.json").exists() for s in staging_of(out)), proc,
              "summary.json in the staging folder")
@@ -169,9 +170,9 @@ def test_kill_9_part_way_leaves_the_previous_run_and_the_next_run_cleans_up(
     out, cache = tmp_path / "out", tmp_path / "cache"
     assert refmatch(out, cache, "--limit", "3")[0] == 0
     before = listing(out)
-    data = big_input(tmp_path, 20_000)
+    data = big_input(tmp_path, BIG)
     proc = spawn("run", "refmatch", "--input", data, "--output-dir", out, "--cache-dir", cache,
-                 "-q")
+                 "--shard-size", "500", "-q")
     wait_for(lambda: any(any((s / "case_report").glob("*.json")) for s in staging_of(out)), proc,
              "a case report in the staging folder")
     proc.kill()
@@ -187,7 +188,7 @@ def test_kill_9_part_way_leaves_the_previous_run_and_the_next_run_cleans_up(
 
 def test_a_second_run_on_the_same_folder_refuses_naming_the_lock(tmp_path: Path) -> None:
     out, cache = tmp_path / "out", tmp_path / "cache"
-    first = spawn("run", "refmatch", "--input", big_input(tmp_path, 20_000), "--output-dir", out,
+    first = spawn("run", "refmatch", "--input", big_input(tmp_path, BIG), "--output-dir", out,
                   "--cache-dir", cache, "-q")
     wait_for(lambda: bool(staging_of(out)), first, "the first run's staging folder")
     code, said = refmatch(out, cache, "--limit", "2")
@@ -198,7 +199,7 @@ def test_a_second_run_on_the_same_folder_refuses_naming_the_lock(tmp_path: Path)
         f"{first.pid}); wait for it, or choose another folder")]
     _, err = first.communicate(timeout=TIMEOUT_S)
     assert first.returncode == 0, err
-    assert len(list((out / "case_report").iterdir())) == 20_000  # the first run, untouched
+    assert len(list((out / "case_report").iterdir())) == BIG  # the first run, untouched
     assert leftovers(out) == [] and verify(out)[0] == 0
 
 
