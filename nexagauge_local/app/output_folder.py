@@ -60,8 +60,7 @@ def is_run_entry(name: str) -> bool:
 
 def foreign_entries(folder: Path) -> list[str]:
     """Names at the top of `folder` that no run wrote (sorted)."""
-    return sorted(e.name for e in os.scandir(folder)
-                  if not is_run_entry(e.name) and not e.name.startswith(".nexagauge"))
+    return sorted(name for name in _top_entries(folder) if not is_run_entry(name))
 
 
 class OutputFolder:
@@ -157,13 +156,11 @@ class OutputFolder:
         elif not self.final.exists():
             os.rename(self.staging, self.final)
         elif exchange_paths(self.staging, self.final):
-            self.committed = True
             _remove(self.staging)  # now the previous run
         else:  # no renameat2 here: two renames; a crash between them is undone by _recover
             previous = self.final.parent / f".{self.final.name}.previous-{os.getpid()}"
             os.rename(self.final, previous)
             os.rename(self.staging, self.final)
-            self.committed = True
             _remove(previous)
         self.committed = True
 
@@ -175,7 +172,6 @@ class OutputFolder:
         for entry in os.scandir(self.staging):
             os.rename(entry.path, self.final / entry.name)
         self.staging.rmdir()  # the journal's mark: from here on the new run is complete
-        self.committed = True
         _remove(previous)
 
     def _recover(self) -> None:
