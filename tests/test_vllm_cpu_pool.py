@@ -23,7 +23,7 @@ from nexagauge_local.judge.cache import DB_NAME
 from nexagauge_local.judge.schemas import max_tokens_for
 from nexagauge_local.judge.types import JudgeRequest
 from nexagauge_local.nodes.redteam.schema import verdict_schema
-from tests.conftest import make_vllm_demo, user_env
+from tests.conftest import fresh_demo_cache, make_vllm_demo, user_env
 from tests.judge_fixtures import redteam_messages
 from tests.test_kill_resume import committed_count
 
@@ -102,15 +102,6 @@ def _profile(tmp_path: Path, engines: int) -> Path:
     return path
 
 
-def _cache(tmp_path: Path, demo_cache_dir: Path) -> Path:
-    """A fresh judge cache that reuses the session's dequantised demo weights."""
-    cache = tmp_path / "cache"
-    (cache / "dequantised").mkdir(parents=True)
-    for f in (demo_cache_dir / "dequantised").iterdir():
-        (cache / "dequantised" / f.name).symlink_to(f)
-    return cache
-
-
 def _start(args: list[str]) -> subprocess.Popen[str]:
     return subprocess.Popen([sys.executable, "-m", "nexagauge_local", *args], cwd=ROOT,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
@@ -131,7 +122,7 @@ def test_kill_9_while_judging_then_resume(tmp_path: Path, demo_cache_dir: Path,
     """`kill -9` of a run on a pool of two engines while it judges: no worker and no engine
     core of it is alive 10 s later, and a re-run (one engine) reuses every committed answer
     and computes only the rest."""
-    data, cache = _records(tmp_path, 6), _cache(tmp_path, demo_cache_dir)
+    data, cache = _records(tmp_path, 6), fresh_demo_cache(tmp_path / "cache", demo_cache_dir)
     args = ["run", "redteam", "--input", str(data), "--cache-dir", str(cache), "-q"]
     proc = _start([*args, "--model", str(_profile(tmp_path, 2)), "--output-dir",
                    str(tmp_path / "killed")])
@@ -169,7 +160,7 @@ def test_ctrl_c_exits_130_keeping_committed_answers(tmp_path: Path, demo_cache_d
     """Ctrl-C (SIGINT to the run's process group, as a terminal sends it) on a pool of two
     engines: exit 130 with one line, what was committed stays, no engine left, and the output
     folder is as it was."""
-    data, cache = _records(tmp_path, 20), _cache(tmp_path, demo_cache_dir)
+    data, cache = _records(tmp_path, 20), fresh_demo_cache(tmp_path / "cache", demo_cache_dir)
     proc = _start(["run", "redteam", "--input", str(data), "--output-dir", str(tmp_path / "out"),
                    "--cache-dir", str(cache), "--model", str(_profile(tmp_path, 2)), "-q"])
     try:
