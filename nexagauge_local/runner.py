@@ -38,10 +38,11 @@ from nexagauge_local.judge import Judge, vllm_distribution
 from nexagauge_local.libc import release_free_pages
 from nexagauge_local.nodes.base import CaseState, Node, RunContext
 from nexagauge_local.records import RecordsError
-from nexagauge_local.report.files import case_filename, write_json
+from nexagauge_local.report.files import case_filename, json_text, write_json
 from nexagauge_local.report.html import write_report_or_warn
 from nexagauge_local.report.stats import NodeStats
 from nexagauge_local.report.usage import USAGE_TOTALS, zero_usage
+from nexagauge_local.report.writer import BackgroundWriter
 from nexagauge_local.settings import RunSettings
 
 _VERSIONED = ("nexagauge-local", "torch", "transformers", "outlines", "sentence-transformers",
@@ -139,7 +140,7 @@ class Runner:
             case_dir = os.fspath(out_dir / "case_report")
         kept: list[dict[str, Any]] = []
 
-        with self._progress(specs, scan.valid) as (progress, tasks):
+        with self._progress(specs, scan.valid) as (progress, tasks), BackgroundWriter() as files:
             def advance(node: str, n: int) -> None:
                 if node in tasks:
                     progress.advance(tasks[node], n)
@@ -147,7 +148,7 @@ class Runner:
             ctx = RunContext(self.settings, self.embedder_factory, self.judge_factory, advance,
                              metric_nodes=tuple(s.name for s in specs if s.metric))
             for shard in shards(dataset.cases(), self.settings.shard_size):
-                self._run_shard(shard, specs, nodes, stats, wall, ctx, case_dir, kept)
+                self._run_shard(shard, specs, nodes, stats, wall, ctx, case_dir, kept, files)
                 if ctx.embedder_started:
                     ctx.embedder.forget()
                 release_free_pages()  # the shard's objects are gone: hand their pages back
@@ -182,7 +183,7 @@ class Runner:
     def _run_shard(
         self, shard: list[Case], specs: list[NodeSpec], nodes: dict[str, Node],
         stats: dict[str, NodeStats], wall: dict[str, float], ctx: RunContext, case_dir: str,
-        kept: list[dict[str, Any]],
+        kept: list[dict[str, Any]], files: BackgroundWriter,
     ) -> None:
         """Every node over one shard, then its case reports. A method of its own so that the
         shard's states are unreachable once it returns (the loop then releases their pages)."""
@@ -192,7 +193,8 @@ class Runner:
         def case_done(state: CaseState) -> None:
             report = self._case_report(state, specs, ctx.truncated_inputs.pop(state.case.case_id, None))
             if case_dir:
-                write_json(os.path.join(case_dir, case_filename(state.case.case_id)), report, indent=None)
+                files.put(os.path.join(case_dir, case_filename(state.case.case_id)),
+                          json_text(report, indent=None))
             early[id(state)] = report if self.keep_reports else None
 
         for i, spec in enumerate(specs):
@@ -221,8 +223,8 @@ class Runner:
                 report = self._case_report(
                     state, specs, ctx.truncated_inputs.pop(state.case.case_id, None))
                 if case_dir:
-                    write_json(os.path.join(case_dir, case_filename(state.case.case_id)), report,
-                               indent=None)
+                    files.put(os.path.join(case_dir, case_filename(state.case.case_id)),
+                              json_text(report, indent=None))
             if self.keep_reports:
                 kept.append(report)
 

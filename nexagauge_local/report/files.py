@@ -20,12 +20,22 @@ def write_json(path: str | os.PathLike[str], data: Any, indent: int | None = 2) 
     per case report kept each file name alive for the rest of the process (240 bytes a case).
     """
     path = os.fspath(path)
-    folder, name = os.path.split(path)
+    folder = os.path.dirname(path)
     os.makedirs(folder or ".", exist_ok=True)
+    write_text_atomic(path, json_text(data, indent))
+
+
+def json_text(data: Any, indent: int | None = 2) -> str:
+    """What write_json writes: UTF-8 JSON, non-JSON values as their str(), a final newline."""
+    return json.dumps(data, indent=indent, ensure_ascii=False, default=str) + "\n"
+
+
+def write_text_atomic(path: str, text: str) -> None:
+    """`text` into `path` through a temp file and a rename, in an existing folder."""
+    folder, name = os.path.split(path)
     tmp = os.path.join(folder, f".{name}.tmp")
     with open(tmp, "w", encoding="utf-8") as fh:
-        fh.write(json.dumps(data, indent=indent, ensure_ascii=False, default=str))
-        fh.write("\n")
+        fh.write(text)
     os.replace(tmp, path)
 
 
