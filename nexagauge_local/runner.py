@@ -38,11 +38,12 @@ from nexagauge_local.judge import Judge, vllm_distribution
 from nexagauge_local.libc import release_free_pages
 from nexagauge_local.nodes.base import CaseState, Node, RunContext
 from nexagauge_local.records import RecordsError
-from nexagauge_local.report.files import case_filename, json_text, write_json
+from nexagauge_local.report.files import write_json
 from nexagauge_local.report.html import write_report_or_warn
 from nexagauge_local.report.stats import NodeStats
 from nexagauge_local.report.usage import USAGE_TOTALS, zero_usage
-from nexagauge_local.report.writer import BackgroundWriter
+from nexagauge_local.report.view_cases import CaseDigester, CasesDigest
+from nexagauge_local.report.writer import BackgroundWriter, CaseSink
 from nexagauge_local.settings import RunSettings
 
 _VERSIONED = ("nexagauge-local", "torch", "transformers", "outlines", "sentence-transformers",
@@ -75,6 +76,7 @@ class RunOutcome:
     summary: dict[str, Any]
     node_summaries: dict[str, dict[str, Any]]
     case_reports: list[dict[str, Any]] = field(default_factory=list)  # only when keep_reports
+    digest: CasesDigest | None = None  # report.html's view of the case reports, made as written
 
 
 class Runner:
@@ -139,6 +141,7 @@ class Runner:
             (out_dir / "case_report").mkdir(parents=True, exist_ok=True)
             case_dir = os.fspath(out_dir / "case_report")
         kept: list[dict[str, Any]] = []
+        digester = CaseDigester(scan.valid) if case_dir else None
 
         with self._progress(specs, scan.valid) as (progress, tasks), BackgroundWriter() as files:
             def advance(node: str, n: int) -> None:
@@ -148,7 +151,8 @@ class Runner:
             ctx = RunContext(self.settings, self.embedder_factory, self.judge_factory, advance,
                              metric_nodes=tuple(s.name for s in specs if s.metric))
             for shard in shards(dataset.cases(), self.settings.shard_size):
-                self._run_shard(shard, specs, nodes, stats, wall, ctx, case_dir, kept, files)
+                self._run_shard(shard, specs, nodes, stats, wall, ctx, kept,
+                                CaseSink(case_dir, files, digester))
                 if ctx.embedder_started:
                     ctx.embedder.forget()
                 release_free_pages()  # the shard's objects are gone: hand their pages back
@@ -173,17 +177,18 @@ class Runner:
                 if name in metric_nodes or name in extras:  # e.g. claims: the extraction's yield
                     write_json(out_dir / "metrics" / f"{name}.json", summ)
             write_json(out_dir / "summary.json", summary)
-            if self.render_report:
-                write_report_or_warn(out_dir, self.console, graph=self.graph,
-                                     memo_dir=self.settings.memo_dir("report"))
-        return RunOutcome(out_dir, summary, node_summaries, kept)
+        digest = digester.result() if digester is not None else None
+        if out_dir is not None and self.render_report:
+            write_report_or_warn(out_dir, self.console, graph=self.graph,
+                                 memo_dir=self.settings.memo_dir("report"), digest=digest)
+        return RunOutcome(out_dir, summary, node_summaries, kept, digest)
 
     # ------------------------------------------------------------ helpers
 
     def _run_shard(
         self, shard: list[Case], specs: list[NodeSpec], nodes: dict[str, Node],
-        stats: dict[str, NodeStats], wall: dict[str, float], ctx: RunContext, case_dir: str,
-        kept: list[dict[str, Any]], files: BackgroundWriter,
+        stats: dict[str, NodeStats], wall: dict[str, float], ctx: RunContext,
+        kept: list[dict[str, Any]], sink: CaseSink,
     ) -> None:
         """Every node over one shard, then its case reports. A method of its own so that the
         shard's states are unreachable once it returns (the loop then releases their pages)."""
@@ -192,9 +197,7 @@ class Runner:
 
         def case_done(state: CaseState) -> None:
             report = self._case_report(state, specs, ctx.truncated_inputs.pop(state.case.case_id, None))
-            if case_dir:
-                files.put(os.path.join(case_dir, case_filename(state.case.case_id)),
-                          json_text(report, indent=None))
+            sink.write(state.case.case_id, report)
             early[id(state)] = report if self.keep_reports else None
 
         for i, spec in enumerate(specs):
@@ -222,9 +225,7 @@ class Runner:
             else:
                 report = self._case_report(
                     state, specs, ctx.truncated_inputs.pop(state.case.case_id, None))
-                if case_dir:
-                    files.put(os.path.join(case_dir, case_filename(state.case.case_id)),
-                              json_text(report, indent=None))
+                sink.write(state.case.case_id, report)
             if self.keep_reports:
                 kept.append(report)
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import random
+import re
 from pathlib import Path
 
 import pytest
@@ -193,3 +194,33 @@ def test_the_case_loop_hands_each_shards_pages_back_once_its_states_are_gone(
     Runner(settings, render_report=False).run(Dataset(data))
     assert alive_at_release == [0, 0, 0]  # 7 cases in shards of 3: three shards
     assert len(list((tmp_path / "out" / "case_report").iterdir())) == 7
+
+
+def test_the_runs_digest_is_the_one_the_case_files_give(tmp_path: Path) -> None:
+    """The runner digests each case report as it writes it (report/writer.CaseSink), so
+    report.html need not read the files back: that digest must be the one the files give, and
+    a folder that no longer holds exactly those cases is read again instead."""
+    from nexagauge_local.report.html import build_context, environment, render_html
+    from nexagauge_local.report.rundata import load_run
+    from nexagauge_local.runner import Runner
+    from nexagauge_local.settings import RunSettings
+
+    sample = Path(__file__).resolve().parents[1] / "nexagauge_local" / "data" / "sample.jsonl"
+    out = tmp_path / "out"
+    settings = RunSettings(target="refmatch", output_dir=out, cache_dir=tmp_path / "cache",
+                           progress=False)
+    outcome = Runner(settings).run(Dataset(sample))
+    run = load_run(out)
+    n = run.count_cases()
+    assert outcome.digest is not None and outcome.digest.total == n > 10
+    assert outcome.digest == digest_cases(run.iter_cases(ordered=False), n)
+    stamp = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\+00:00")  # when it was rendered
+    assert (stamp.sub("T", render_html(run, digest=outcome.digest))
+            == stamp.sub("T", render_html(run)))
+
+    worst = outcome.digest.cases[0]
+    (out / "case_report" / worst.filename).unlink()  # the folder changed after the run
+    seen: list[int] = []
+    context = build_context(environment(), run, progress=seen.append, digest=outcome.digest)
+    assert context["cases"]["total"] == n - 1 and len(seen) == n - 1  # read again, one by one
+    assert worst.case_id not in {v.case_id for v in context["cases"]["views"]}

@@ -292,7 +292,7 @@ class AuditTrail:
             key_fingerprint=self.key_fp,
         )
         write_report_or_warn(out, console, provenance=panel, shown_as=self.settings.output_dir,
-                             memo_dir=self.settings.memo_dir("report"))
+                             memo_dir=self.settings.memo_dir("report"), digest=outcome.digest)
         settings = self.settings.model_dump(mode="json")
         settings["field_map"] = dict(dataset.field_map)  # the CLI gives --field to the dataset
         _, path, _ = finalize_run(

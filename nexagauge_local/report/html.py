@@ -32,7 +32,13 @@ from nexagauge_local.nodes.panel import PanelTools
 from nexagauge_local.report import charts
 from nexagauge_local.report.highlight import safe_text
 from nexagauge_local.report.rundata import CaseFile, RunData, load_run
-from nexagauge_local.report.view_cases import CaseView, digest_cases
+from nexagauge_local.report.view_cases import (
+    MAX_LISTED,
+    CasesDigest,
+    CaseView,
+    digest_cases,
+    field_budget,
+)
 from nexagauge_local.report.view_extra import agreement_view, compare_view
 from nexagauge_local.report.view_run import cost_view, header_view, nodes_view
 
@@ -148,11 +154,18 @@ def build_context(
     progress: Callable[[int], None] | None = None,
     provenance: ProvenancePanel | None = None,
     graph: Graph = GRAPH,
+    digest: CasesDigest | None = None,
 ) -> dict[str, Any]:
     """Everything the templates print, as plain values, Markup (charts, highlighted text) and
-    small dataclasses."""
+    small dataclasses. `digest`: the case reports' digest made while they were written (the
+    runner's); used only when the folder holds exactly the cases it was made from, else the
+    case files are read."""
     n_cases = run.count_cases()
-    digest = digest_cases(_counted(run.iter_cases(ordered=False), progress), n_cases)
+    if (digest is None or digest.total != n_cases
+            or digest.field_chars != field_budget(min(n_cases, MAX_LISTED))):
+        digest = digest_cases(_counted(run.iter_cases(ordered=False), progress), n_cases)
+    elif progress:
+        progress(n_cases)
     entries, full = case_entries(env, digest.cases)
     pages = _pages(digest.cases)
     return {
@@ -182,11 +195,13 @@ def render_html(
     provenance: ProvenancePanel | None = None,
     graph: Graph = GRAPH,
     memo_dir: Path | None = None,
+    digest: CasesDigest | None = None,
 ) -> str:
     """The page; `graph` says which nodes' panels it has (the pipeline's by default).
-    `memo_dir`: where compiled templates and drawn charts are kept between runs (None: none)."""
+    `memo_dir`: where compiled templates and drawn charts are kept between runs (None: none).
+    `digest`: see build_context."""
     env = environment(graph, memo_dir / "templates" if memo_dir is not None else None)
-    context = build_context(env, run, progress, provenance, graph)
+    context = build_context(env, run, progress, provenance, graph, digest)
     return env.get_template("report.html.j2").render(context)
 
 
@@ -197,6 +212,7 @@ def write_report(
     provenance: ProvenancePanel | None = None,
     graph: Graph = GRAPH,
     memo_dir: Path | None = None,
+    digest: CasesDigest | None = None,
 ) -> Path:
     """Render `out_dir`'s report to `output` (default out_dir/report.html), atomically.
 
@@ -211,7 +227,7 @@ def write_report(
     if provenance is None:
         provenance = provenance_for_outdir(out_dir)
     with charts.memo_in(memo_dir / "charts" if memo_dir is not None else None):
-        html = render_html(run, progress, provenance, graph, memo_dir)
+        html = render_html(run, progress, provenance, graph, memo_dir, digest)
     target.parent.mkdir(parents=True, exist_ok=True)
     tmp = target.with_name(f".{target.name}.tmp")
     tmp.write_text(html, encoding="utf-8")
@@ -222,13 +238,15 @@ def write_report(
 def write_report_or_warn(
     out_dir: Path, console: Console, provenance: ProvenancePanel | None = None,
     graph: Graph = GRAPH, shown_as: Path | None = None, memo_dir: Path | None = None,
+    digest: CasesDigest | None = None,
 ) -> Path | None:
     """The runner's hook: a report that fails to render must not fail a finished run (its JSON
     is already on disk), but the user must see why report.html is missing. A disk that refuses
     the write is not a rendering bug: that OSError fails the run (app/output_folder.py keeps
     the previous run). `shown_as`: the folder to name (out_dir may be the staging folder)."""
     try:
-        return write_report(out_dir, provenance=provenance, graph=graph, memo_dir=memo_dir)
+        return write_report(out_dir, provenance=provenance, graph=graph, memo_dir=memo_dir,
+                            digest=digest)
     except OSError:
         raise
     except Exception as exc:  # noqa: BLE001 - any rendering bug is reported, never fatal

@@ -248,37 +248,60 @@ class _Smallest:
         return heapq.nsmallest(self.k, self.items, key=self.key)
 
 
+class CaseDigester:
+    """digest_cases one case at a time, for a caller that sees the cases as they are made: the
+    runner feeds it each case report as it writes the file, so report.html need not read 2,000
+    case files back and build their views after the run (0.8 s of a 6.5 s refmatch run); the
+    work is done while the scoring pool keeps the cores busy. `n_cases` sets the field budget,
+    so a digest only stands for a folder holding exactly that many case reports."""
+
+    def __init__(self, n_cases: int) -> None:
+        self.n_cases = n_cases
+        self.budget = field_budget(min(n_cases, MAX_LISTED))
+        self.listed = _Smallest(MAX_LISTED, key=_sort_key)
+        self.scores: dict[str, dict[str, ScoreCounts]] = {}
+        self.lowest: dict[str, _Smallest] = {}
+        self.errors: dict[str, _Smallest] = {}
+        self.worst: dict[str, Worst] = {}
+        self.total = 0
+
+    def add(self, case: CaseFile) -> None:
+        self.total += 1
+        rows = list(metric_rows(case.report))
+        view = case_view(case, rows, self.budget)
+        self.listed.add(view)
+        for r in rows:
+            w = self.worst.setdefault(r.key, Worst())
+            w.gated |= r.passed is not None
+            w.ungated |= r.score is not None and r.passed is None and not r.error
+            if r.score is not None:
+                (self.scores.setdefault(r.node, {}).setdefault(r.metric, ScoreCounts())
+                 .add(float(r.score)))
+                self.lowest.setdefault(r.key, _Smallest(WORST_N)).add((float(r.score),
+                                                                        view.case_id))
+            if r.error:
+                w.error_count += 1
+                self.errors.setdefault(r.key, _Smallest(ERROR_EXAMPLES)).add((view.case_id,
+                                                                              r.error))
+
+    def result(self) -> CasesDigest:
+        views = sorted(self.listed.result(), key=_sort_key)
+        anchors = {v.case_id: v.anchor for v in views}
+        for key, smallest in self.lowest.items():
+            self.worst[key].lowest = [(score, cid, anchors.get(cid))
+                                      for score, cid in smallest.result()]
+        for key, smallest in self.errors.items():
+            self.worst[key].errors = [(err, cid, anchors.get(cid))
+                                      for cid, err in smallest.result()]
+        return CasesDigest(views, self.scores, self.worst, anchors, self.budget, self.total)
+
+
 def digest_cases(cases: Iterable[CaseFile], n_cases: int) -> CasesDigest:
     """One pass in bounded memory, whatever the run's size: at most MAX_LISTED case views
     (the worst), WORST_N lowest scores and ERROR_EXAMPLES errors per metric, and the
     histogram's bin counts per metric for the charts. The order the files come in does not matter:
     every kept list is chosen by a total order (score or status, then case id)."""
-    budget = field_budget(min(n_cases, MAX_LISTED))
-    listed = _Smallest(MAX_LISTED, key=_sort_key)
-    scores: dict[str, dict[str, ScoreCounts]] = {}
-    lowest: dict[str, _Smallest] = {}
-    errors: dict[str, _Smallest] = {}
-    worst: dict[str, Worst] = {}
-    total = 0
+    digester = CaseDigester(n_cases)
     for case in cases:
-        total += 1
-        rows = list(metric_rows(case.report))
-        view = case_view(case, rows, budget)
-        listed.add(view)
-        for r in rows:
-            w = worst.setdefault(r.key, Worst())
-            w.gated |= r.passed is not None
-            w.ungated |= r.score is not None and r.passed is None and not r.error
-            if r.score is not None:
-                scores.setdefault(r.node, {}).setdefault(r.metric, ScoreCounts()).add(float(r.score))
-                lowest.setdefault(r.key, _Smallest(WORST_N)).add((float(r.score), view.case_id))
-            if r.error:
-                w.error_count += 1
-                errors.setdefault(r.key, _Smallest(ERROR_EXAMPLES)).add((view.case_id, r.error))
-    views = sorted(listed.result(), key=_sort_key)
-    anchors = {v.case_id: v.anchor for v in views}
-    for key, smallest in lowest.items():
-        worst[key].lowest = [(score, cid, anchors.get(cid)) for score, cid in smallest.result()]
-    for key, smallest in errors.items():
-        worst[key].errors = [(err, cid, anchors.get(cid)) for cid, err in smallest.result()]
-    return CasesDigest(views, scores, worst, anchors, budget, total)
+        digester.add(case)
+    return digester.result()

@@ -15,12 +15,17 @@ previous run.
 
 from __future__ import annotations
 
+import json
+import os
 import queue
 import threading
+from dataclasses import dataclass
 from types import TracebackType
-from typing import Self
+from typing import Any, Self
 
-from nexagauge_local.report.files import write_text_atomic
+from nexagauge_local.report.files import case_filename, json_text, write_text_atomic
+from nexagauge_local.report.rundata import CaseFile
+from nexagauge_local.report.view_cases import CaseDigester
 
 MAX_PENDING = 256  # reports queued at most (~1 MB of text at 4 KB a report)
 
@@ -75,3 +80,24 @@ class BackgroundWriter:
             self.close()
         else:
             self.abandon()
+
+
+@dataclass
+class CaseSink:
+    """Where the runner hands each finished case report: its file in `case_dir` (none when the
+    run has no output folder) and, when there is one, report.html's digest, fed with exactly
+    what the file holds (the JSON read back from its text: a value JSON cannot hold is a str
+    in both)."""
+
+    case_dir: str
+    files: BackgroundWriter
+    digester: CaseDigester | None = None
+
+    def write(self, case_id: str, report: dict[str, Any]) -> None:
+        if not self.case_dir:
+            return
+        name = case_filename(case_id)
+        text = json_text(report, indent=None)
+        self.files.put(os.path.join(self.case_dir, name), text)
+        if self.digester is not None:
+            self.digester.add(CaseFile(name, json.loads(text)))
