@@ -57,27 +57,39 @@ class Timed:
         return statistics.median(self.seconds)
 
 
+class RunFailed(Exception):
+    """One run that timed out or exited non-zero: its measure is reported as failed, and the
+    measures before and after it still print (a timeout used to end the script silently)."""
+
+
 def timed_run(cmd: list[str], env: dict[str, str], cwd: Path, timeout: float) -> tuple[float, float]:
-    """(wall seconds, peak RSS MB) of one child process; fails loudly on a non-zero exit."""
+    """(wall seconds, peak RSS MB) of one child process; RunFailed on a timeout or a non-zero
+    exit (the log's tail goes to stderr)."""
     t0 = time.perf_counter()
     with tempfile.TemporaryFile() as log:
         proc = subprocess.Popen(cmd, env=env, cwd=cwd, stdout=log, stderr=log)
         deadline = t0 + timeout
+        # The child's own peak, read from /proc while it runs: wait4's ru_maxrss also counts the
+        # pages it shared with this process before exec (235 MB for a 0.1 s `--help`).
+        peak = 0.0
         while True:
+            with contextlib.suppress(OSError, ValueError):
+                peak = max(peak, peak_rss_mb(proc.pid))
             pid, status, usage = os.wait4(proc.pid, os.WNOHANG)
             if pid:
                 break
             if time.perf_counter() > deadline:
                 proc.kill()
-                raise SystemExit(f"timed out after {timeout:.0f} s: {' '.join(cmd)}")
+                proc.wait()
+                raise RunFailed(f"timed out after {timeout:.0f} s: {' '.join(cmd)}")
             time.sleep(0.01)
         seconds = time.perf_counter() - t0
         code = os.waitstatus_to_exitcode(status)
         if code != 0:
             log.seek(0)
             sys.stderr.write(log.read()[-3000:].decode(errors="replace"))
-            raise SystemExit(f"exit {code}: {' '.join(cmd)}")
-    return seconds, usage.ru_maxrss / 1024
+            raise RunFailed(f"exit {code}: {' '.join(cmd)}")
+    return seconds, peak or usage.ru_maxrss / 1024
 
 
 def write_jsonl(path: Path, records: list[dict]) -> Path:
@@ -97,7 +109,7 @@ def peak_rss_mb(pid: int) -> float:
     for line in Path(f"/proc/{pid}/status").read_text().splitlines():
         if line.startswith("VmHWM:"):
             return int(line.split()[1]) / 1024
-    return float("nan")
+    return 0.0  # a zombie has no memory left to report
 
 
 @dataclass
@@ -221,25 +233,12 @@ def main(argv: list[str] | None = None) -> int:
     rows = []
     notes: list[str] = []
     for measure in measures:
-        with contextlib.ExitStack() as stack:
-            url, server = "", None
-            if measure == "redteam-peer":
-                server = stack.enter_context(judge_server(args.llama_python, demo_gguf(args.local_python, local_env), work))
-                url = server.url
-            cmd_l, cmd_n = commands(measure, work, args.local_python, args.nexagauge_python, args.n,
-                                    Path(args.peer_input), url)
-            if server:  # untimed: this tool's first run dequantises the GGUF into its cache
-                for cmd, env in ((cmd_l, local_env), (cmd_n, ng_env)):
-                    timed_run(cmd, env, work, args.timeout)
-            ours, theirs = Timed(), Timed()
-            for _ in range(args.reps):
-                for timed, cmd, env in ((ours, cmd_l, local_env), (theirs, cmd_n, ng_env)):
-                    secs, peak = timed_run(cmd, env, work, args.timeout)
-                    timed.seconds.append(secs)
-                    timed.peak_mb.append(peak)
-            if server:
-                notes.append(f"{measure}: {redteam_counts(work / 'out_local', work / 'out_ng')}; "
-                             f"nexa-gauge's judge server (llama-cpp-python) peak RSS {server.peak_mb():.0f} MB")
+        ours, theirs = Timed(), Timed()
+        try:
+            measure_pair(measure, args, work, local_env, ng_env, ours, theirs, notes)
+        except RunFailed as exc:
+            notes.append(f"{measure}: FAILED, {exc}")
+            print(f"  {measure}: failed: {exc}", flush=True)
         rows.append((measure, ours, theirs))
         print(f"  {measure}: ours {[round(s, 2) for s in ours.seconds]} s, "
               f"nexa-gauge {[round(s, 2) for s in theirs.seconds]} s", flush=True)
@@ -247,11 +246,51 @@ def main(argv: list[str] | None = None) -> int:
     print("\n| measure | nexagauge-local (s) | nexa-gauge (s) | ratio | peak RSS ours / theirs (MB) |")
     print("| --- | ---: | ---: | ---: | ---: |")
     for measure, ours, theirs in rows:
-        print(f"| {measure} | {ours.median:.2f} | {theirs.median:.2f} | {theirs.median / ours.median:.1f}x "
-              f"| {max(ours.peak_mb):.0f} / {max(theirs.peak_mb):.0f} |")
+        print(f"| {measure} | {_cell(ours)} | {_cell(theirs)} | {_ratio(ours, theirs)} "
+              f"| {_peak(ours)} / {_peak(theirs)} |")
     for note in notes:
         print(f"- {note}")
-    return 0
+    return 1 if any(n.split(": ", 1)[-1].startswith("FAILED") for n in notes) else 0
+
+
+def _cell(t: Timed) -> str:
+    return f"{t.median:.2f}" if t.seconds else "-"
+
+
+def _peak(t: Timed) -> str:
+    return f"{max(t.peak_mb):.0f}" if t.peak_mb else "-"
+
+
+def _ratio(ours: Timed, theirs: Timed) -> str:
+    if not (ours.seconds and theirs.seconds):
+        return "-"
+    return f"{theirs.median / ours.median:.1f}x"
+
+
+def measure_pair(measure: str, args: argparse.Namespace, work: Path, local_env: dict[str, str],
+                 ng_env: dict[str, str], ours: Timed, theirs: Timed, notes: list[str]) -> None:
+    """`args.reps` interleaved runs of each side into `ours` and `theirs`, each printed as it
+    ends, so a later failure keeps what was measured."""
+    with contextlib.ExitStack() as stack:
+        url, server = "", None
+        if measure == "redteam-peer":
+            server = stack.enter_context(judge_server(args.llama_python, demo_gguf(args.local_python, local_env), work))
+            url = server.url
+        cmd_l, cmd_n = commands(measure, work, args.local_python, args.nexagauge_python, args.n,
+                                Path(args.peer_input), url)
+        if server:  # untimed: this tool's first run dequantises the GGUF into its cache
+            for cmd, env in ((cmd_l, local_env), (cmd_n, ng_env)):
+                timed_run(cmd, env, work, args.timeout)
+        for rep in range(args.reps):
+            for side, timed, cmd, env in (("ours", ours, cmd_l, local_env),
+                                          ("nexa-gauge", theirs, cmd_n, ng_env)):
+                secs, peak = timed_run(cmd, env, work, args.timeout)
+                timed.seconds.append(secs)
+                timed.peak_mb.append(peak)
+                print(f"    {measure} run {rep + 1}/{args.reps} {side}: {secs:.2f} s", flush=True)
+        if server:
+            notes.append(f"{measure}: {redteam_counts(work / 'out_local', work / 'out_ng')}; "
+                         f"nexa-gauge's judge server (llama-cpp-python) peak RSS {server.peak_mb():.0f} MB")
 
 
 if __name__ == "__main__":

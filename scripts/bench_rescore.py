@@ -46,7 +46,7 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench_peer import NG_CLI, demo_gguf, judge_server, write_jsonl
+from bench_peer import NG_CLI, demo_gguf, judge_server, peak_rss_mb, write_jsonl
 from bench_pipeline import make_records
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -80,7 +80,10 @@ def timed_run(cmd: list[str], env: dict[str, str], cwd: Path, timeout: float
     t0 = time.perf_counter()
     with tempfile.TemporaryFile() as log:
         proc = subprocess.Popen(cmd, env=env, cwd=cwd, stdout=log, stderr=log)
+        peak = 0.0  # the child's own, from /proc (bench_peer.timed_run says why)
         while True:
+            with contextlib.suppress(OSError, ValueError):
+                peak = max(peak, peak_rss_mb(proc.pid))
             pid, status, usage = os.wait4(proc.pid, os.WNOHANG)
             if pid:
                 break
@@ -94,7 +97,7 @@ def timed_run(cmd: list[str], env: dict[str, str], cwd: Path, timeout: float
             log.seek(0)
             sys.stderr.write(log.read()[-3000:].decode(errors="replace"))
             raise SystemExit(f"exit {code}: {' '.join(cmd)}")
-    return seconds, usage.ru_maxrss / 1024, usage.ru_utime + usage.ru_stime
+    return seconds, peak or usage.ru_maxrss / 1024, usage.ru_utime + usage.ru_stime
 
 
 def cpu_model() -> str:
