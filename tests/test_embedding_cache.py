@@ -86,6 +86,24 @@ def test_damaged_row_is_a_miss(tmp_path: Path) -> None:
     assert cache.get_many(["k"]) == {}
 
 
+def test_a_disk_that_refuses_writes_still_serves_hits(tmp_path: Path,
+                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    """A hit refreshes its row's age, a write; on a full or read-only disk that write fails
+    and the read must still return the vectors (the age only orders what the bound deletes)."""
+    from nexagauge_local.embed import cache as C
+
+    cache = EmbeddingCache(tmp_path)
+    cache.put_many("m@1", "float32", {"k": np.ones(4, dtype=np.float32)})
+
+    def read_only(path: Path) -> sqlite3.Connection:
+        con = sqlite3.connect(path)
+        con.execute("PRAGMA query_only = ON")  # every write: "attempt to write a readonly database"
+        return con
+
+    monkeypatch.setattr(C, "connect_wal", read_only)
+    assert set(cache.get_many(["k", "missing"])) == {"k"}
+
+
 def test_bound_deletes_the_least_recently_used(tmp_path: Path) -> None:
     cache = EmbeddingCache(tmp_path, max_entries=2)
     vec = np.ones(4, dtype=np.float32)

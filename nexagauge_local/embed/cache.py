@@ -136,17 +136,26 @@ class EmbeddingCache:
                     if dim is None or vec.shape[0] == dim:
                         found[key] = vec
             if found:
-                now = time.time()
-                with con:
-                    hit = list(found)
-                    for start in range(0, len(hit), _BATCH):
-                        chunk = hit[start : start + _BATCH]
-                        con.execute(f"UPDATE entries SET used=? WHERE key IN ({','.join('?' * len(chunk))})",
-                                    [now, *chunk])
-                    con.execute("INSERT INTO counters VALUES ('hits', ?) "
-                                "ON CONFLICT(name) DO UPDATE SET value = value + excluded.value",
-                                (len(found),))
+                self._touch(con, list(found))
         return found
+
+    @staticmethod
+    def _touch(con: sqlite3.Connection, hit: list[str]) -> None:
+        """Refresh the hits' age and count them. Best effort: the age only orders what the
+        bound deletes, so a disk that refuses the write (full, read-only) must not fail a run
+        whose vectors were read intact; the transaction is rolled back whole."""
+        now = time.time()
+        try:
+            with con:
+                for start in range(0, len(hit), _BATCH):
+                    chunk = hit[start : start + _BATCH]
+                    con.execute(f"UPDATE entries SET used=? WHERE key IN ({','.join('?' * len(chunk))})",
+                                [now, *chunk])
+                con.execute("INSERT INTO counters VALUES ('hits', ?) "
+                            "ON CONFLICT(name) DO UPDATE SET value = value + excluded.value",
+                            (len(hit),))
+        except sqlite3.OperationalError:
+            pass
 
     def put_many(self, model: str, dtype: str, vectors: Mapping[str, np.ndarray]) -> None:
         """Write a batch in one transaction (all or nothing), then trim to `max_entries`.
