@@ -144,6 +144,7 @@ class Runner:
         digester = CaseDigester(scan.valid) if case_dir else None
 
         with self._progress(specs, scan.valid) as (progress, tasks), BackgroundWriter() as files:
+            sink = CaseSink(case_dir, files, digester)
             def advance(node: str, n: int) -> None:
                 if node in tasks:
                     progress.advance(tasks[node], n)
@@ -151,8 +152,7 @@ class Runner:
             ctx = RunContext(self.settings, self.embedder_factory, self.judge_factory, advance,
                              metric_nodes=tuple(s.name for s in specs if s.metric))
             for shard in shards(dataset.cases(), self.settings.shard_size):
-                self._run_shard(shard, specs, nodes, stats, wall, ctx, kept,
-                                CaseSink(case_dir, files, digester))
+                self._run_shard(shard, specs, nodes, stats, wall, ctx, kept, sink)
                 if ctx.embedder_started:
                     ctx.embedder.forget()
                 release_free_pages()  # the shard's objects are gone: hand their pages back

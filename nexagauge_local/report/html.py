@@ -32,13 +32,7 @@ from nexagauge_local.nodes.panel import PanelTools
 from nexagauge_local.report import charts
 from nexagauge_local.report.highlight import safe_text
 from nexagauge_local.report.rundata import CaseFile, RunData, load_run
-from nexagauge_local.report.view_cases import (
-    MAX_LISTED,
-    CasesDigest,
-    CaseView,
-    digest_cases,
-    field_budget,
-)
+from nexagauge_local.report.view_cases import CasesDigest, CaseView, digest_cases
 from nexagauge_local.report.view_extra import agreement_view, compare_view
 from nexagauge_local.report.view_run import cost_view, header_view, nodes_view
 
@@ -161,8 +155,7 @@ def build_context(
     runner's); used only when the folder holds exactly the cases it was made from, else the
     case files are read."""
     n_cases = run.count_cases()
-    if (digest is None or digest.total != n_cases
-            or digest.field_chars != field_budget(min(n_cases, MAX_LISTED))):
+    if digest is None or not digest.stands_for(n_cases):
         digest = digest_cases(_counted(run.iter_cases(ordered=False), progress), n_cases)
     elif progress:
         progress(n_cases)

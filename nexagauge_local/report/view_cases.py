@@ -226,6 +226,11 @@ class CasesDigest:
     field_chars: int
     total: int = 0  # cases read; total - len(cases) are not listed on the page
 
+    def stands_for(self, n_cases: int) -> bool:
+        """Whether this digest is the one a folder of `n_cases` case reports gives: as many
+        cases, clipped to that count's field budget."""
+        return self.total == n_cases and self.field_chars == field_budget(min(n_cases, MAX_LISTED))
+
 
 def _sort_key(view: CaseView) -> tuple[int, float, str]:
     return (STATUS_ORDER[view.status], view.score if view.score is not None else 2.0, view.case_id)
@@ -256,7 +261,6 @@ class CaseDigester:
     so a digest only stands for a folder holding exactly that many case reports."""
 
     def __init__(self, n_cases: int) -> None:
-        self.n_cases = n_cases
         self.budget = field_budget(min(n_cases, MAX_LISTED))
         self.listed = _Smallest(MAX_LISTED, key=_sort_key)
         self.scores: dict[str, dict[str, ScoreCounts]] = {}
