@@ -65,6 +65,14 @@ class RunFailed(Exception):
 def timed_run(cmd: list[str], env: dict[str, str], cwd: Path, timeout: float) -> tuple[float, float]:
     """(wall seconds, peak RSS MB) of one child process; RunFailed on a timeout or a non-zero
     exit (the log's tail goes to stderr)."""
+    seconds, peak, _cpu = run_child(cmd, env, cwd, timeout)
+    return seconds, peak
+
+
+def run_child(cmd: list[str], env: dict[str, str], cwd: Path, timeout: float,
+              ok: tuple[int, ...] = (0,)) -> tuple[float, float, float]:
+    """(wall s, peak RSS MB, CPU s user+system) of one child process; RunFailed on a timeout or
+    an exit code not in `ok` (the log's tail goes to stderr)."""
     t0 = time.perf_counter()
     with tempfile.TemporaryFile() as log:
         proc = subprocess.Popen(cmd, env=env, cwd=cwd, stdout=log, stderr=log)
@@ -85,11 +93,11 @@ def timed_run(cmd: list[str], env: dict[str, str], cwd: Path, timeout: float) ->
             time.sleep(0.01)
         seconds = time.perf_counter() - t0
         code = os.waitstatus_to_exitcode(status)
-        if code != 0:
+        if code not in ok:
             log.seek(0)
             sys.stderr.write(log.read()[-3000:].decode(errors="replace"))
             raise RunFailed(f"exit {code}: {' '.join(cmd)}")
-    return seconds, peak or usage.ru_maxrss / 1024
+    return seconds, peak or usage.ru_maxrss / 1024, usage.ru_utime + usage.ru_stime
 
 
 def write_jsonl(path: Path, records: list[dict]) -> Path:

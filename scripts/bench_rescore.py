@@ -39,14 +39,13 @@ import statistics
 import subprocess
 import sys
 import tempfile
-import time
 import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench_peer import NG_CLI, demo_gguf, judge_server, peak_rss_mb, write_jsonl
+from bench_peer import NG_CLI, RunFailed, demo_gguf, judge_server, run_child, write_jsonl
 from bench_pipeline import make_records
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -75,29 +74,13 @@ class Side:
 
 def timed_run(cmd: list[str], env: dict[str, str], cwd: Path, timeout: float
               ) -> tuple[float, float, float]:
-    """(wall s, peak RSS MB, CPU s user+system) of one child process; fails on a non-zero exit.
-    CPU seconds are printed beside wall time because they move far less with the host's load."""
-    t0 = time.perf_counter()
-    with tempfile.TemporaryFile() as log:
-        proc = subprocess.Popen(cmd, env=env, cwd=cwd, stdout=log, stderr=log)
-        peak = 0.0  # the child's own, from /proc (bench_peer.timed_run says why)
-        while True:
-            with contextlib.suppress(OSError, ValueError):
-                peak = max(peak, peak_rss_mb(proc.pid))
-            pid, status, usage = os.wait4(proc.pid, os.WNOHANG)
-            if pid:
-                break
-            if time.perf_counter() - t0 > timeout:
-                proc.kill()
-                raise SystemExit(f"timed out after {timeout:.0f} s: {' '.join(cmd)}")
-            time.sleep(0.01)
-        seconds = time.perf_counter() - t0
-        code = os.waitstatus_to_exitcode(status)
-        if code not in (0, 1):  # 1: a gate rule said no, still a finished run
-            log.seek(0)
-            sys.stderr.write(log.read()[-3000:].decode(errors="replace"))
-            raise SystemExit(f"exit {code}: {' '.join(cmd)}")
-    return seconds, peak or usage.ru_maxrss / 1024, usage.ru_utime + usage.ru_stime
+    """(wall s, peak RSS MB, CPU s user+system) of one child process; a timeout or a failed exit
+    ends the benchmark. CPU seconds are printed beside wall time because they move far less
+    with the host's load."""
+    try:
+        return run_child(cmd, env, cwd, timeout, ok=(0, 1))  # 1: a gate rule said no, still a run
+    except RunFailed as exc:
+        raise SystemExit(str(exc)) from None
 
 
 def cpu_model() -> str:
