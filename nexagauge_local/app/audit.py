@@ -12,6 +12,7 @@ manifest.json -> manifest.json.sig.
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import inspect
 import json
@@ -55,8 +56,9 @@ from nexagauge_local.judge import (
     JudgeResult,
     schema_id,
 )
+from nexagauge_local.report.charts_ahead import ChartsAhead, charts_ahead
 from nexagauge_local.report.files import write_json
-from nexagauge_local.report.html import write_report_or_warn
+from nexagauge_local.report.html import chart_memo_dir, draw_charts_job, write_report_or_warn
 from nexagauge_local.runner import RunOutcome
 from nexagauge_local.settings import RunSettings
 
@@ -273,10 +275,37 @@ class AuditTrail:
             return None
         for stale in NOT_OUTPUTS:  # a previous run's manifest, sidecars, signature
             (out / stale).unlink(missing_ok=True)
-        memo = HashMemo(self.settings.cache_dir / "audit")
+        memo_dir = self.settings.memo_dir("report")
+        # report.html's charts are drawn on the idle core while the facts below are gathered
+        job = draw_charts_job(out, outcome.digest)
+        with (charts_ahead(job, chart_memo_dir(memo_dir)) if job is not None
+              else contextlib.nullcontext(None)) as ahead:
+            inp, judge, prompts, schemas = self._report(dataset, outcome, console, out,
+                                                        memo_dir, ahead)
+        settings = self.settings.model_dump(mode="json")
+        settings["field_map"] = dict(dataset.field_map)  # the CLI gives --field to the dataset
+        _, path, _ = finalize_run(
+            out,
+            started_at=self.started,
+            argv=self.argv,
+            settings=settings,
+            input=inp,
+            judge=judge,
+            prompts=prompts,
+            schemas=schemas,
+            sign_key=self.sign_key,
+        )
+        return path
+
+    def _report(self, dataset: Dataset, outcome: RunOutcome, console: Console, out: Path,
+                memo_dir: Path | None, ahead: ChartsAhead | None) -> tuple[
+                    InputFacts, JudgeFacts | None, list[PromptEntry], list[SchemaEntry]]:
+        """The manifest's facts (input, judge, prompts, schemas), then report.html with them
+        in its provenance panel."""
         judge = None
         if outcome.summary.get("judge") is not None:  # the judge answered (backend or cache)
-            judge = collect_judge(backend_factory(self.settings), memo)
+            judge = collect_judge(backend_factory(self.settings),
+                                  HashMemo(self.settings.cache_dir / "audit"))
         prompts = prompt_entries(outcome.summary.get("prompt_versions") or {})
         if prompts:  # summary.json names the exact templates too, not only their versions
             outcome.summary["prompt_templates"] = {p.node: p.template_sha256 for p in prompts}
@@ -292,18 +321,5 @@ class AuditTrail:
             key_fingerprint=self.key_fp,
         )
         write_report_or_warn(out, console, provenance=panel, shown_as=self.settings.output_dir,
-                             memo_dir=self.settings.memo_dir("report"), digest=outcome.digest)
-        settings = self.settings.model_dump(mode="json")
-        settings["field_map"] = dict(dataset.field_map)  # the CLI gives --field to the dataset
-        _, path, _ = finalize_run(
-            out,
-            started_at=self.started,
-            argv=self.argv,
-            settings=settings,
-            input=inp,
-            judge=judge,
-            prompts=prompts,
-            schemas=schemas,
-            sign_key=self.sign_key,
-        )
-        return path
+                             memo_dir=memo_dir, digest=outcome.digest, ahead=ahead)
+        return inp, judge, prompts, schemas

@@ -30,6 +30,7 @@ from nexagauge_local.audit import ProvenancePanel, provenance_for_outdir
 from nexagauge_local.graph import GRAPH, Graph
 from nexagauge_local.nodes.panel import PanelTools
 from nexagauge_local.report import charts
+from nexagauge_local.report.charts_ahead import ChartsAhead
 from nexagauge_local.report.highlight import safe_text
 from nexagauge_local.report.rundata import CaseFile, RunData, load_run
 from nexagauge_local.report.view_cases import CasesDigest, CaseView, digest_cases
@@ -142,6 +143,28 @@ def panels_view(graph: Graph, run: RunData, anchors: dict[str, str]) -> list[dic
     return out
 
 
+def chart_views(graph: Graph, run: RunData, digest: CasesDigest) -> tuple[Any, list[dict[str, Any]]]:
+    """The page's views that hold charts: the metric overview and the node panels."""
+    return nodes_view(run.node_metrics, digest), panels_view(graph, run, digest.anchors)
+
+
+def draw_charts_job(out_dir: Path, digest: CasesDigest | None,
+                    graph: Graph = GRAPH) -> Callable[[], object] | None:
+    """What a ChartsAhead child runs for a run's page: chart_views as build_context will call
+    them, when `digest` stands for the folder's cases (else None: the page digests the case
+    files itself, and a child would have to as well)."""
+    if digest is None:
+        return None
+
+    def job() -> object:
+        run = load_run(out_dir)
+        if not digest.stands_for(run.count_cases()):
+            return None
+        return chart_views(graph, run, digest)
+
+    return job
+
+
 def build_context(
     env: Environment,
     run: RunData,
@@ -149,11 +172,13 @@ def build_context(
     provenance: ProvenancePanel | None = None,
     graph: Graph = GRAPH,
     digest: CasesDigest | None = None,
+    ahead: ChartsAhead | None = None,
 ) -> dict[str, Any]:
     """Everything the templates print, as plain values, Markup (charts, highlighted text) and
     small dataclasses. `digest`: the case reports' digest made while they were written (the
     runner's); used only when the folder holds exactly the cases it was made from, else the
-    case files are read."""
+    case files are read. `ahead`: a child drawing the charts into the active chart memo
+    (chart_views); waited for once the case blocks are rendered, just before the charts."""
     n_cases = run.count_cases()
     if digest is None or not digest.stands_for(n_cases):
         digest = digest_cases(_counted(run.iter_cases(ordered=False), progress), n_cases)
@@ -161,11 +186,14 @@ def build_context(
         progress(n_cases)
     entries, full = case_entries(env, digest.cases)
     pages = _pages(digest.cases)
+    if ahead is not None:
+        ahead.wait()
+    nodes, panels = chart_views(graph, run, digest)
     return {
         "header": header_view(run.summary, n_cases),
         "cost": cost_view(run.summary),
-        "nodes": nodes_view(run.node_metrics, digest),
-        "panels": panels_view(graph, run, digest.anchors),
+        "nodes": nodes,
+        "panels": panels,
         "agree": agreement_view(run.agreement, digest.anchors),
         "cmp": compare_view(run.compare, digest.anchors),
         "prov": provenance,
@@ -189,12 +217,13 @@ def render_html(
     graph: Graph = GRAPH,
     memo_dir: Path | None = None,
     digest: CasesDigest | None = None,
+    ahead: ChartsAhead | None = None,
 ) -> str:
     """The page; `graph` says which nodes' panels it has (the pipeline's by default).
     `memo_dir`: where compiled templates and drawn charts are kept between runs (None: none).
-    `digest`: see build_context."""
+    `digest`, `ahead`: see build_context."""
     env = environment(graph, memo_dir / "templates" if memo_dir is not None else None)
-    context = build_context(env, run, progress, provenance, graph, digest)
+    context = build_context(env, run, progress, provenance, graph, digest, ahead)
     return env.get_template("report.html.j2").render(context)
 
 
@@ -206,6 +235,7 @@ def write_report(
     graph: Graph = GRAPH,
     memo_dir: Path | None = None,
     digest: CasesDigest | None = None,
+    ahead: ChartsAhead | None = None,
 ) -> Path:
     """Render `out_dir`'s report to `output` (default out_dir/report.html), atomically.
 
@@ -213,14 +243,19 @@ def write_report(
     hold), else what out_dir/manifest.json holds (a re-render), else says there is none.
     `memo_dir`: a folder where compiled templates and charts (keyed by their arguments,
     charts.memo_in) are kept, so an unchanged re-score renders without matplotlib.
+    `ahead`: a child drawing the charts into its memo folder (charts_ahead.py), which is then
+    the chart memo this render reads.
     Raises RunDirError when out_dir is not a finished run.
     """
     run = load_run(out_dir)
     target = output or Path(out_dir) / REPORT_NAME
     if provenance is None:
         provenance = provenance_for_outdir(out_dir)
-    with charts.memo_in(memo_dir / "charts" if memo_dir is not None else None):
-        html = render_html(run, progress, provenance, graph, memo_dir, digest)
+    chart_memo = chart_memo_dir(memo_dir)
+    if ahead is not None:
+        chart_memo = ahead.memo_folder
+    with charts.memo_in(chart_memo):
+        html = render_html(run, progress, provenance, graph, memo_dir, digest, ahead)
     target.parent.mkdir(parents=True, exist_ok=True)
     tmp = target.with_name(f".{target.name}.tmp")
     tmp.write_text(html, encoding="utf-8")
@@ -228,10 +263,15 @@ def write_report(
     return target
 
 
+def chart_memo_dir(memo_dir: Path | None) -> Path | None:
+    """Where the page's charts are memoised under a report memo folder (None: not at all)."""
+    return memo_dir / "charts" if memo_dir is not None else None
+
+
 def write_report_or_warn(
     out_dir: Path, console: Console, provenance: ProvenancePanel | None = None,
     graph: Graph = GRAPH, shown_as: Path | None = None, memo_dir: Path | None = None,
-    digest: CasesDigest | None = None,
+    digest: CasesDigest | None = None, ahead: ChartsAhead | None = None,
 ) -> Path | None:
     """The runner's hook: a report that fails to render must not fail a finished run (its JSON
     is already on disk), but the user must see why report.html is missing. A disk that refuses
@@ -239,7 +279,7 @@ def write_report_or_warn(
     the previous run). `shown_as`: the folder to name (out_dir may be the staging folder)."""
     try:
         return write_report(out_dir, provenance=provenance, graph=graph, memo_dir=memo_dir,
-                            digest=digest)
+                            digest=digest, ahead=ahead)
     except OSError:
         raise
     except Exception as exc:  # noqa: BLE001 - any rendering bug is reported, never fatal
