@@ -62,6 +62,31 @@ def test_digest_keeps_the_worst_cases_only_and_any_order_gives_the_same_page(mon
     assert len(counts.bins) == 10 and counts == b.scores["grounding"]["faithfulness"]  # not N floats
 
 
+def test_views_are_built_only_for_the_listed_cases(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A drill-down view is about 5.7 KB of objects: the runner's digester keeps a candidate
+    as its JSON text and builds views only for the cases the page lists, so the case loop
+    does not hold 2 * MAX_LISTED views, and a large run does not build views it throws away."""
+    monkeypatch.setattr(view_cases, "MAX_LISTED", 6)
+    built: list[str] = []
+    real = view_cases.case_view
+
+    def counting(case: CaseFile, rows: list, budget: int) -> view_cases.CaseView:
+        built.append(case.filename)
+        return real(case, rows, budget)
+
+    cases = _cases(60)
+    expected = digest_cases(iter(cases), len(cases))
+    built.clear()
+    monkeypatch.setattr(view_cases, "case_view", counting)
+    digester = view_cases.CaseDigester(len(cases))
+    for case in cases:
+        text = json.dumps(case.report)
+        digester.add(CaseFile(case.filename, json.loads(text)), text)
+        assert not built  # nothing built while the cases come
+    assert digester.result() == expected  # as text or as dicts: the same digest
+    assert sorted(built) == sorted(v.filename for v in expected.cases)
+
+
 def test_report_streams_case_files_without_listing_them(tmp_path: Path, monkeypatch) -> None:
     from nexagauge_local.report.html import render_html
 

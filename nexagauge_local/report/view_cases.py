@@ -11,8 +11,10 @@ listed at all: the page and the memory that builds it stay bounded at a million 
 from __future__ import annotations
 
 import heapq
+import json
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+from operator import itemgetter
 from pathlib import Path
 from statistics import fmean
 from typing import Any
@@ -232,8 +234,12 @@ class CasesDigest:
         return self.total == n_cases and self.field_chars == field_budget(min(n_cases, MAX_LISTED))
 
 
-def _sort_key(view: CaseView) -> tuple[int, float, str]:
-    return (STATUS_ORDER[view.status], view.score if view.score is not None else 2.0, view.case_id)
+SortKey = tuple[int, float, str]
+
+
+def _sort_key(status: str, score: float | None, case_id: str) -> SortKey:
+    """Worst first: failures, then errors; lower scores first; then the case id."""
+    return (STATUS_ORDER[status], score if score is not None else 2.0, case_id)
 
 
 class _Smallest:
@@ -253,27 +259,42 @@ class _Smallest:
         return heapq.nsmallest(self.k, self.items, key=self.key)
 
 
+# A case that may be listed: its sort key, file name and report (or the report's JSON text,
+# a third of the memory of the parsed dict or of its view).
+_Candidate = tuple[SortKey, str, "Mapping[str, Any] | str"]
+
+
 class CaseDigester:
     """digest_cases one case at a time, for a caller that sees the cases as they are made: the
     runner feeds it each case report as it writes the file, so report.html need not read 2,000
-    case files back and build their views after the run (0.8 s of a 6.5 s refmatch run); the
-    work is done while the scoring pool keeps the cores busy. `n_cases` sets the field budget,
-    so a digest only stands for a folder holding exactly that many case reports."""
+    case files back after the run (0.8 s of a 6.5 s refmatch run); the work is done while the
+    scoring pool keeps the cores busy. `n_cases` sets the field budget, so a digest only stands
+    for a folder holding exactly that many case reports.
+
+    A case's drill-down view (highlighted texts, metric views: about 5.7 KB of objects) is
+    built only in `result`, for the MAX_LISTED cases that are listed: until then a candidate is
+    kept as its report's JSON text when the caller has it. Building every view as it came held
+    up to 2 * MAX_LISTED of them (118 MB) inside the case loop, and built views for cases a
+    large run never lists (0.3 ms each)."""
 
     def __init__(self, n_cases: int) -> None:
         self.budget = field_budget(min(n_cases, MAX_LISTED))
-        self.listed = _Smallest(MAX_LISTED, key=_sort_key)
+        self.listed = _Smallest(MAX_LISTED, key=itemgetter(0))
         self.scores: dict[str, dict[str, ScoreCounts]] = {}
         self.lowest: dict[str, _Smallest] = {}
         self.errors: dict[str, _Smallest] = {}
         self.worst: dict[str, Worst] = {}
         self.total = 0
 
-    def add(self, case: CaseFile) -> None:
+    def add(self, case: CaseFile, text: str | None = None) -> None:
+        """`text`: the JSON text `case.report` was read from, kept instead of the dict."""
         self.total += 1
         rows = list(metric_rows(case.report))
-        view = case_view(case, rows, self.budget)
-        self.listed.add(view)
+        case_id = case_id_of(case.report)
+        status, score, _ = case_status(rows)
+        candidate: _Candidate = (_sort_key(status, score, case_id), case.filename,
+                                 case.report if text is None else text)
+        self.listed.add(candidate)
         for r in rows:
             w = self.worst.setdefault(r.key, Worst())
             w.gated |= r.passed is not None
@@ -281,15 +302,18 @@ class CaseDigester:
             if r.score is not None:
                 (self.scores.setdefault(r.node, {}).setdefault(r.metric, ScoreCounts())
                  .add(float(r.score)))
-                self.lowest.setdefault(r.key, _Smallest(WORST_N)).add((float(r.score),
-                                                                        view.case_id))
+                self.lowest.setdefault(r.key, _Smallest(WORST_N)).add((float(r.score), case_id))
             if r.error:
                 w.error_count += 1
-                self.errors.setdefault(r.key, _Smallest(ERROR_EXAMPLES)).add((view.case_id,
-                                                                              r.error))
+                self.errors.setdefault(r.key, _Smallest(ERROR_EXAMPLES)).add((case_id, r.error))
+
+    def _view(self, candidate: _Candidate) -> CaseView:
+        _, filename, report = candidate
+        report = json.loads(report) if isinstance(report, str) else report
+        return case_view(CaseFile(filename, report), list(metric_rows(report)), self.budget)
 
     def result(self) -> CasesDigest:
-        views = sorted(self.listed.result(), key=_sort_key)
+        views = [self._view(c) for c in sorted(self.listed.result(), key=itemgetter(0))]
         anchors = {v.case_id: v.anchor for v in views}
         for key, smallest in self.lowest.items():
             self.worst[key].lowest = [(score, cid, anchors.get(cid))

@@ -100,4 +100,4 @@ class CaseSink:
         text = json_text(report, indent=None)
         self.files.put(os.path.join(self.case_dir, name), text)
         if self.digester is not None:
-            self.digester.add(CaseFile(name, json.loads(text)))
+            self.digester.add(CaseFile(name, json.loads(text)), text)
