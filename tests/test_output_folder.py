@@ -223,7 +223,7 @@ def test_a_file_too_large_part_way_fails_one_line_keeping_the_previous_run(
     lines = error_lines(err)
     assert len(lines) == 1 and lines[0].startswith(f"Error: --output-dir {out}: writing the run "
                                                    "failed"), err
-    assert "(File too large); the folder was left as it was" in lines[0]
+    assert " failed at report.html (File too large); the folder was left as it was" in lines[0]
     assert "Traceback" not in err
     assert listing(out) == before and leftovers(out) == []
     assert verify(out)[0] == 0

@@ -31,11 +31,18 @@ def json_text(data: Any, indent: int | None = 2) -> str:
 
 
 def write_text_atomic(path: str, text: str) -> None:
-    """`text` into `path` through a temp file and a rename, in an existing folder."""
+    """`text` into `path` through a temp file and a rename, in an existing folder. A write
+    the disk refuses (ENOSPC, EFBIG) raises an OSError naming `path`: the kernel's own error
+    names no file, and the output folder's one-line message says which file failed."""
     folder, name = os.path.split(path)
     tmp = os.path.join(folder, f".{name}.tmp")
-    with open(tmp, "w", encoding="utf-8") as fh:
-        fh.write(text)
+    try:
+        with open(tmp, "w", encoding="utf-8") as fh:
+            fh.write(text)
+    except OSError as exc:
+        if exc.filename is None:
+            exc.filename = path
+        raise
     os.replace(tmp, path)
 
 

@@ -31,6 +31,7 @@ from nexagauge_local.graph import GRAPH, Graph
 from nexagauge_local.nodes.panel import PanelTools
 from nexagauge_local.report import charts
 from nexagauge_local.report.charts_ahead import ChartsAhead
+from nexagauge_local.report.files import write_text_atomic
 from nexagauge_local.report.highlight import safe_text
 from nexagauge_local.report.rundata import CaseFile, RunData, load_run
 from nexagauge_local.report.view_cases import CasesDigest, CaseView, digest_cases
@@ -257,9 +258,7 @@ def write_report(
     with charts.memo_in(chart_memo):
         html = render_html(run, progress, provenance, graph, memo_dir, digest, ahead)
     target.parent.mkdir(parents=True, exist_ok=True)
-    tmp = target.with_name(f".{target.name}.tmp")
-    tmp.write_text(html, encoding="utf-8")
-    os.replace(tmp, target)
+    write_text_atomic(os.fspath(target), html)
     return target
 
 
