@@ -10,7 +10,9 @@ case report) and the nodes' own time from summary.json.
 
 `--rss` runs the real CLI (`run refmatch`: summary, metrics, report.html and manifest included)
 once per size on records streamed to disk, and prints each process's peak RSS (wait4's
-rusage) beside its wall time and output size: the peak must not grow with N.
+rusage) beside its wall time and output size: the peak must not grow with N. Beside it, the
+peak of the process tree's summed PSS (the run, its scoring pool and its chart child, shared
+pages counted once), sampled from /proc every 0.25 s: the memory the whole run really held.
 """
 
 from __future__ import annotations
@@ -82,10 +84,35 @@ def write_records(path: Path, n: int, seed: int = 0) -> None:
                 fh.write(json.dumps(rec) + "\n")
 
 
+def process_tree(pid: int) -> list[int]:
+    """`pid` and its descendants now (Linux /proc; a process that just ended is skipped)."""
+    out = [pid]
+    for children in Path(f"/proc/{pid}/task").glob("*/children"):
+        try:
+            kids = children.read_text().split()
+        except OSError:
+            continue
+        for kid in kids:
+            out += process_tree(int(kid))
+    return out
+
+
+def pss_kb(pid: int) -> int:
+    """A process's proportional set size: its private pages plus its share of shared ones."""
+    try:
+        for line in Path(f"/proc/{pid}/smaps_rollup").read_text().splitlines():
+            if line.startswith("Pss:"):
+                return int(line.split()[1])
+    except OSError:
+        pass
+    return 0
+
+
 def rss_at_scale(sizes: list[int]) -> None:
     print("bench_pipeline --rss: peak RSS of `nexagauge-local run refmatch` (whole process) by size")
     print(f"machine: {platform.platform()}, {os.cpu_count()} CPU(s), python {platform.python_version()}\n")
-    print(f"{'records':>9}{'wall s':>9}{'peak RSS MB':>13}{'output MB':>11}{'report MB':>11}")
+    print(f"{'records':>9}{'wall s':>9}{'peak RSS MB':>13}{'tree PSS MB':>13}{'output MB':>11}"
+          f"{'report MB':>11}")
     for n in sizes:
         with tempfile.TemporaryDirectory() as tmp:
             data, out = Path(tmp) / "records.jsonl", Path(tmp) / "out"
@@ -94,13 +121,20 @@ def rss_at_scale(sizes: list[int]) -> None:
                    "--output-dir", str(out), "--no-cache", "--cache-dir", f"{tmp}/cache", "-q"]
             t0 = time.perf_counter()
             proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-            _, status, usage = os.wait4(proc.pid, 0)
+            tree_kb = 0
+            while True:
+                tree_kb = max(tree_kb, sum(pss_kb(pid) for pid in process_tree(proc.pid)))
+                pid, status, usage = os.wait4(proc.pid, os.WNOHANG)
+                if pid:
+                    break
+                time.sleep(0.25)
             wall = time.perf_counter() - t0
             if os.waitstatus_to_exitcode(status) != 0:
                 raise SystemExit(f"run failed at n={n}: {proc.stderr.read().decode()[-2000:] if proc.stderr else ''}")
             size = sum(f.stat().st_size for f in out.rglob("*") if f.is_file()) / 1e6
             report = (out / "report.html").stat().st_size / 1e6
-            print(f"{n:>9,}{wall:>9.1f}{usage.ru_maxrss / 1024:>13.0f}{size:>11.0f}{report:>11.1f}", flush=True)
+            print(f"{n:>9,}{wall:>9.1f}{usage.ru_maxrss / 1024:>13.0f}{tree_kb / 1024:>13.0f}"
+                  f"{size:>11.0f}{report:>11.1f}", flush=True)
 
 
 def main() -> None:
