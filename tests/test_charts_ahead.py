@@ -122,3 +122,5 @@ def test_no_job_when_the_digest_does_not_stand_for_the_folder(
         finished: tuple[Path, RunOutcome, str]) -> None:
     out, _, _ = finished
     assert draw_charts_job(out, None) is None  # `report` re-renders: the page digests the files
+    with charts_ahead.charts_ahead(None, None) as ahead:
+        assert ahead is None

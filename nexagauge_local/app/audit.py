@@ -12,7 +12,6 @@ manifest.json -> manifest.json.sig.
 
 from __future__ import annotations
 
-import contextlib
 import importlib
 import inspect
 import json
@@ -277,9 +276,7 @@ class AuditTrail:
             (out / stale).unlink(missing_ok=True)
         memo_dir = self.settings.memo_dir("report")
         # report.html's charts are drawn on the idle core while the facts below are gathered
-        job = draw_charts_job(out, outcome.digest)
-        with (charts_ahead(job, chart_memo_dir(memo_dir)) if job is not None
-              else contextlib.nullcontext(None)) as ahead:
+        with charts_ahead(draw_charts_job(out, outcome.digest), chart_memo_dir(memo_dir)) as ahead:
             inp, judge, prompts, schemas = self._report(dataset, outcome, console, out,
                                                         memo_dir, ahead)
         settings = self.settings.model_dump(mode="json")

@@ -104,12 +104,12 @@ class ChartsAhead:
 
 
 @contextlib.contextmanager
-def charts_ahead(job: Callable[[], object], memo_folder: Path | None) -> Iterator[
+def charts_ahead(job: Callable[[], object] | None, memo_folder: Path | None) -> Iterator[
         ChartsAhead | None]:
     """Run `job` (it draws charts) in a forked child for the duration of the block; yields the
-    child's handle (None: no child, draw in-process). `memo_folder`: the run's chart memo,
-    None under --no-cache (a temporary one is used and removed afterwards)."""
-    if not can_fork_ahead():
+    child's handle (None: no job or no child, draw in-process). `memo_folder`: the run's chart
+    memo, None under --no-cache (a temporary one is used and removed afterwards)."""
+    if job is None or not can_fork_ahead():
         yield None
         return
     with contextlib.ExitStack() as stack:

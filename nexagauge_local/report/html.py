@@ -252,10 +252,7 @@ def write_report(
     target = output or Path(out_dir) / REPORT_NAME
     if provenance is None:
         provenance = provenance_for_outdir(out_dir)
-    chart_memo = chart_memo_dir(memo_dir)
-    if ahead is not None:
-        chart_memo = ahead.memo_folder
-    with charts.memo_in(chart_memo):
+    with charts.memo_in(ahead.memo_folder if ahead is not None else chart_memo_dir(memo_dir)):
         html = render_html(run, progress, provenance, graph, memo_dir, digest, ahead)
     target.parent.mkdir(parents=True, exist_ok=True)
     write_text_atomic(os.fspath(target), html)
