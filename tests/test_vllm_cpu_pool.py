@@ -35,8 +35,14 @@ START_TIMEOUT_S = 480
 
 
 def _requests(n: int) -> list[JudgeRequest]:
+    """n redteam prompts, the i-th with a note repeated i times: no two share a length."""
     schema = verdict_schema("binary_yes_no", False)
-    return [JudgeRequest(redteam_messages(i), schema, max_tokens_for(schema)) for i in range(n)]
+    out = []
+    for i in range(n):
+        system, user = redteam_messages(i)
+        user = {**user, "content": user["content"] + " Note: case under audit." * i}
+        out.append(JudgeRequest([system, user], schema, max_tokens_for(schema)))
+    return out
 
 
 def _tree(pid: int) -> list[psutil.Process]:
@@ -65,8 +71,13 @@ def _running(proc: psutil.Process) -> bool:
 
 
 def test_two_engines_answer_as_one_and_split_by_tokens(vllm_demo, demo_cache_dir: Path) -> None:
+    """The pool hands every answer back at its request's position. Its engines compute on one
+    thread each and cold, the session engine on two and warm: in bfloat16 (a CPU with native
+    bf16) that alone changes some answers' free text (issue 44), so the answers are matched by
+    their prompts, which differ in length, not by their text."""
     reqs = _requests(6)
     one = vllm_demo.generate(reqs)
+    assert len({r.prompt_tokens for r in one}) == len(reqs)  # each prompt its own length
     pool = make_vllm_demo(demo_cache_dir, vllm_cpu_engines=2)
     try:
         assert pool.data_parallel and pool.engines == 2 and len(pool._pool.pids) == 2
@@ -74,8 +85,9 @@ def test_two_engines_answer_as_one_and_split_by_tokens(vllm_demo, demo_cache_dir
         two = pool.generate(reqs, on_batch=lambda pos, res: seen.append(pos))
     finally:
         pool.close()
-    assert [r.raw_text for r in two] == [r.raw_text for r in one]
-    assert all(r.error is None for r in two)
+    assert [r.prompt_tokens for r in two] == [r.prompt_tokens for r in one]
+    assert all(r.error is None and r.parsed is not None for r in two)
+    assert len(seen) >= 2  # both engines streamed answers back
     assert sorted(p for batch in seen for p in batch) == list(range(len(reqs)))
 
 
