@@ -86,7 +86,7 @@ def _turn(message: Any, where: str, errors: list[tuple[str, str]]) -> _Turn | No
         kind = type(message).__name__
         errors.append((where, f"must be an object with role and content, got {kind}"))
         return None
-    role_key = "role" if "role" in message else "from"
+    role_key = "from" if "from" in message and "role" not in message else "role"
     role = message.get(role_key)
     if not isinstance(role, str) or not role.strip():
         errors.append((f"{where}.{role_key}", "missing; expected user, assistant, tool or system"))

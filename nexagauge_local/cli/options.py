@@ -62,3 +62,4 @@ def quiet_libraries() -> None:
     """
     os.environ.setdefault("TQDM_DISABLE", "1")
     os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
+

@@ -75,3 +75,8 @@ def require(module: str, name: str, what: str, extra: str | None = None) -> Any:
         fix = f"pip install 'nexagauge-local[{extra}]'" if extra else f"pip install {top}"
         raise DatasetError(name, f"reading {what} needs {top}, which is not installed: {fix}"
                            ) from None
+
+
+def one_line(exc: BaseException) -> str:
+    """An exception's message on one line (Arrow's span several), for `FILE: what` lines."""
+    return " ".join(str(exc).split()) or type(exc).__name__

@@ -19,7 +19,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import IO, Any
 
-from nexagauge_local.readers.base import DatasetError, require
+from nexagauge_local.readers.base import DatasetError, one_line, require
 
 _BZ2_BLOCKS = (b"\x31\x41\x59\x26\x53\x59", b"\x17\x72\x45\x38\x50\x90")  # a block or the end
 
@@ -80,7 +80,7 @@ def open_bytes(path: Path, name: str) -> Iterator[IO[bytes]]:
     except (*_CODEC_ERRORS, *zstd_error) as exc:
         if isinstance(exc, OSError) and not _codec_oserror(exc):
             raise
-        raise DatasetError(name, f"the {codec} data is corrupt or cut short ({exc})") from None
+        raise DatasetError(name, f"the {codec} data is corrupt or cut short ({one_line(exc)})") from None
 
 
 def _codec_oserror(exc: OSError) -> bool:

@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from nexagauge_local.case import SourceRef
-from nexagauge_local.readers.base import DatasetError, RawRecord, require
+from nexagauge_local.readers.base import DatasetError, RawRecord, one_line, require
 
 BATCH_ROWS = 1024
 _READ_BUFFER = 1 << 20  # bytes of column pages read at a time
@@ -90,7 +90,7 @@ def _json(path: Path, name: str) -> dict[str, Any]:
     try:
         value = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError) as exc:
-        raise DatasetError(name, f"{path.name}: not readable JSON ({exc})") from None
+        raise DatasetError(name, f"{path.name}: not readable JSON ({one_line(exc)})") from None
     if not isinstance(value, dict):
         raise DatasetError(name, f"{path.name}: expected a JSON object")
     return value
@@ -142,13 +142,13 @@ def _parquet_batches(file: Path, where: str) -> Iterator[list[dict[str, Any]]]:
     try:
         pf = pq.ParquetFile(file, buffer_size=_READ_BUFFER, pre_buffer=False)
     except (pa.ArrowException, OSError) as exc:
-        raise DatasetError(where, f"not a readable Parquet file ({exc})") from None
+        raise DatasetError(where, f"not a readable Parquet file ({one_line(exc)})") from None
     for group in range(pf.metadata.num_row_groups):
         try:
             for batch in pf.iter_batches(batch_size=BATCH_ROWS, row_groups=[group]):
                 yield rows_of(batch)
         except (pa.ArrowException, OSError) as exc:
-            raise DatasetError(where, f"row group {group} cannot be read ({exc})") from None
+            raise DatasetError(where, f"row group {group} cannot be read ({one_line(exc)})") from None
 
 
 def _arrow_batches(file: Path, where: str) -> Iterator[list[dict[str, Any]]]:
@@ -168,7 +168,7 @@ def _arrow_batches(file: Path, where: str) -> Iterator[list[dict[str, Any]]]:
                 for start in range(0, max(batch.num_rows, 1), BATCH_ROWS):
                     yield rows_of(batch.slice(start, BATCH_ROWS))
     except (pa.ArrowException, OSError) as exc:
-        raise DatasetError(where, f"not a readable Arrow file ({exc})") from None
+        raise DatasetError(where, f"not a readable Arrow file ({one_line(exc)})") from None
 
 
 def rows_of(batch: Any) -> list[dict[str, Any]]:
