@@ -186,6 +186,13 @@ def test_evaluate_iterables(jsonl_reports: dict[str, Any], tmp_path: Path) -> No
     assert _evaluate((dict(r) for r in RECORDS), tmp_path / "gen") == jsonl_reports
 
 
+def test_evaluate_refuses_what_is_no_records(tmp_path: Path) -> None:
+    from nexagauge_local import evaluate
+
+    with pytest.raises(TypeError, match="expected a path, a DataFrame or an iterable of dicts"):
+        evaluate(42, target="refmatch", cache_dir=tmp_path / "cache")
+
+
 def test_evaluate_names_a_bad_row(tmp_path: Path) -> None:
     from nexagauge_local import evaluate
     from nexagauge_local.records import RecordsError

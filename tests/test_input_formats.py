@@ -130,6 +130,19 @@ def test_dataset_dict_folder_names_its_splits(tmp_path: Path) -> None:
         f"one split's folder, e.g. --input {tmp_path / 'dd' / 'train'}")
 
 
+def test_folder_of_several_splits_is_refused(tmp_path: Path) -> None:
+    """The `datasets` cache keeps each split's Arrow file side by side: never mixed."""
+    folder = tmp_path / "cache"
+    folder.mkdir()
+    write_arrow(folder / "squad-train.arrow", RECORDS[:2], stream=True)
+    write_arrow(folder / "squad-validation.arrow", RECORDS[2:], stream=True)
+    result = run_refmatch(folder, tmp_path / "out")
+    assert result.exit_code == 2
+    assert result.stderr.strip() == (
+        f"{folder}: holds the files of several splits (train, validation); pass one split's "
+        "file (or a folder holding only its shards)")
+
+
 def test_bad_parquet_row_names_file_row_and_column(tmp_path: Path) -> None:
     rows = [dict(RECORDS[0]), {"case_id": "bad", "output": None, "reference": "x"},
             dict(RECORDS[2])]

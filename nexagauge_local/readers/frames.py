@@ -20,10 +20,12 @@ from nexagauge_local.readers.tables import BATCH_ROWS, jsonable
 
 
 def frame_kind(records: Any) -> str | None:
-    """"pandas" or "polars" for a DataFrame of either (told without importing them), else None."""
-    module = type(records).__module__.split(".")[0]
-    if module in ("pandas", "polars") and type(records).__name__ == "DataFrame":
-        return module
+    """"pandas" or "polars" for a DataFrame of either or a subclass (told by what it can do,
+    without importing either), else None."""
+    if hasattr(records, "iloc") and hasattr(records, "to_dict"):
+        return "pandas"
+    if hasattr(records, "iter_slices") and hasattr(records, "to_dicts"):
+        return "polars"
     return None
 
 
@@ -33,6 +35,9 @@ class MemoryRows:
 
     def __init__(self, records: Iterable[Any], name: str | None = None) -> None:
         self.kind = frame_kind(records)
+        if self.kind is None and not isinstance(records, Iterable):
+            raise TypeError(f"records: expected a path, a DataFrame or an iterable of dicts, "
+                            f"got {type(records).__name__}")
         if self.kind is None and iter(records) is records:  # a generator: read it once
             records = list(records)
         self._records = records

@@ -18,6 +18,7 @@ import base64
 import datetime as dt
 import decimal
 import json
+import re
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -76,6 +77,7 @@ def folder_files(path: Path, name: str) -> tuple[str, list[Path]]:
         p.suffix.lower()) == fmt) for fmt in TABLE_FORMATS}
     kinds = [fmt for fmt, files in found.items() if files]
     if len(kinds) == 1:
+        _one_split(found[kinds[0]], name)
         return kinds[0], found[kinds[0]]
     if kinds:
         raise DatasetError(name, "holds both Parquet and Arrow files; pass one file, or a "
@@ -84,6 +86,22 @@ def folder_files(path: Path, name: str) -> tuple[str, list[Path]]:
         name, "is a directory; --input takes a dataset file (JSON, JSONL, CSV, Parquet or "
               "Arrow, compressed or not) or a folder of Parquet or Arrow files (a Hugging Face "
               "save_to_disk folder)")
+
+
+_SPLITS = {"train", "validation", "valid", "val", "test", "dev", "eval"}
+_SHARD = re.compile(r"-\d{5}-of-\d{5}$")
+
+
+def _one_split(files: list[Path], name: str) -> None:
+    """DatasetError when the files are several splits of one dataset (the `datasets` cache
+    keeps `squad-train.arrow` beside `squad-validation.arrow`): read together they would mix
+    training and test rows. Shards of one split (`train-00000-of-00004`) and names that say no
+    split (Spark's `part-00000-...`) are one dataset."""
+    splits = {_SHARD.sub("", f.name.split(".")[0]).rsplit("-", 1)[-1].lower() for f in files}
+    named = sorted(splits & _SPLITS)
+    if len(named) > 1:
+        raise DatasetError(name, f"holds the files of several splits ({', '.join(named)}); "
+                                 "pass one split's file (or a folder holding only its shards)")
 
 
 def _json(path: Path, name: str) -> dict[str, Any]:
