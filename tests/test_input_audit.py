@@ -157,8 +157,10 @@ def test_evaluate_a_pandas_dataframe(jsonl_reports: dict[str, Any], tmp_path: Pa
     assert not list(tmp_path.glob("**/records.jsonl"))  # no temporary file was written
     # the frame saved as a file has its records: verify and reproduce take it
     df.to_json(tmp_path / "frame.json", orient="records")
-    res = invoke(["verify", tmp_path / "out", "--input", tmp_path / "frame.json"])
-    assert res.exit_code == 0 and "same records" in res.output, res.output
+    df.to_parquet(tmp_path / "frame.parquet")
+    for saved in ("frame.json", "frame.parquet"):
+        res = invoke(["verify", tmp_path / "out", "--input", tmp_path / saved])
+        assert res.exit_code == 0 and "same records" in res.output, res.output
     res = invoke(["reproduce", tmp_path / "out", "--output-dir", tmp_path / "again"])
     assert res.exit_code == 2 and "records in memory" in res.stderr
     res = invoke(["reproduce", tmp_path / "out", "--output-dir", tmp_path / "again",
