@@ -1,17 +1,18 @@
-"""A dataset on disk, read in two passes: validate everything first, then stream cases to run.
+"""A dataset, read in two passes: validate everything first, then stream cases to run.
 
 The first pass lets `--on-error fail` stop before any work with every bad line listed; the
 second streams cases in shards. Only case ids and digests are kept between passes, so a
-100k-record JSONL never sits in memory as cases.
+100k-record JSONL (or Parquet file) never sits in memory as cases. The records come from a
+file or folder on disk (readers/), a pipe spooled to disk, or records held in memory.
 """
 
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from nexagauge_local.blocks import BlockModels
 from nexagauge_local.case import Case, SourceRef
@@ -188,10 +189,28 @@ class Dataset:
     # the cases: `GRAPH.blocks`. None until bound; the Runner binds its graph's registry, so
     # only a caller that reads the dataset itself must pass one.
     blocks: BlockModels | None = None
+    # Records held in memory (readers/frames.py: a DataFrame, a list of dicts), read in place
+    # of `path`; None for data on disk.
+    rows: Iterable[RawRecord] | None = None
+    # How the input arrived, which the manifest records: a file or dataset folder (read again
+    # by verify and reproduce), a stream (a pipe or stdin, spooled to `path` for the run) or
+    # records in memory (`rows`).
+    origin: Literal["file", "stream", "memory"] = "file"
 
     @property
     def name(self) -> str:
         return self.display or str(self.path)
+
+    @property
+    def reads(self) -> tuple[Path, ...]:
+        """The paths the run reads (none for records in memory)."""
+        return () if self.rows is not None else (self.path,)
+
+    def raw(self) -> Iterator[RawRecord]:
+        """Every record as read, with its position; DatasetError when the input is unusable."""
+        if self.rows is not None:
+            return iter(self.rows)
+        return iter_raw(self.path, self.fmt, self.name)
 
     def with_blocks(self, blocks: BlockModels) -> Dataset:
         """This dataset read with `blocks` (a copy; a subclass keeps its own fields)."""
@@ -211,7 +230,7 @@ class Dataset:
         """
         blocks = self._blocks()
         seen = SeenIds(tuple(blocks))
-        for n, raw in enumerate(iter_raw(self.path, self.fmt, self.name)):
+        for n, raw in enumerate(self.raw()):
             if self.limit is not None and n >= self.limit:
                 return
             result = normalise(raw, self.field_map, blocks=blocks)
@@ -266,7 +285,7 @@ class Dataset:
         if not self.field_map:
             return
         found: set[str] = set()
-        for n, raw in enumerate(iter_raw(self.path, self.fmt, self.name)):
+        for n, raw in enumerate(self.raw()):
             if self.limit is not None and n >= self.limit:
                 break
             if raw.data is not None:

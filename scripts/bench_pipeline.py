@@ -7,12 +7,15 @@ case report) and the nodes' own time from summary.json.
     python scripts/bench_pipeline.py            # 5,000 records
     python scripts/bench_pipeline.py --n 20000
     python scripts/bench_pipeline.py --rss 10000,100000,1000000   # memory at scale
+    python scripts/bench_pipeline.py --rss 100000 --formats jsonl,parquet
 
 `--rss` runs the real CLI (`run refmatch`: summary, metrics, report.html and manifest included)
 once per size on records streamed to disk, and prints each process's peak RSS (wait4's
 rusage) beside its wall time and output size: the peak must not grow with N. Beside it, the
 peak of the process tree's summed PSS (the run, its scoring pool and its chart child, shared
 pages counted once), sampled from /proc every 0.25 s: the memory the whole run really held.
+`--formats` runs each size once per input format over the same records: jsonl (the default),
+parquet (snappy, row groups of 10,000 rows, as pyarrow writes blocks), jsonl.gz and jsonl.zst.
 """
 
 from __future__ import annotations
@@ -84,6 +87,43 @@ def write_records(path: Path, n: int, seed: int = 0) -> None:
                 fh.write(json.dumps(rec) + "\n")
 
 
+FORMATS = ("jsonl", "parquet", "jsonl.gz", "jsonl.zst")
+
+
+def write_format(path: Path, n: int, fmt: str) -> Path:
+    """write_records' records as `fmt`, streamed block by block (a million never in memory)."""
+    jsonl = path.with_suffix(".jsonl")
+    write_records(jsonl, n)
+    if fmt == "jsonl":
+        return jsonl
+    out = path.with_suffix(f".{fmt}")
+    if fmt == "parquet":
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+
+        writer = None
+        with jsonl.open(encoding="utf-8") as fh:
+            while block := [json.loads(line) for _, line in zip(range(10_000), fh)]:
+                table = pa.Table.from_pylist(block)
+                writer = writer or pq.ParquetWriter(out, table.schema)
+                writer.write_table(table)
+        if writer is not None:
+            writer.close()
+    else:
+        import gzip
+
+        import zstandard
+
+        with jsonl.open("rb") as src, out.open("wb") as raw:
+            sink = (gzip.GzipFile(fileobj=raw, mode="wb") if fmt == "jsonl.gz"
+                    else zstandard.ZstdCompressor().stream_writer(raw))
+            with sink:
+                while chunk := src.read(1 << 20):
+                    sink.write(chunk)
+    jsonl.unlink()
+    return out
+
+
 def process_tree(pid: int) -> list[int]:
     """`pid` and its descendants now (Linux /proc; a process that just ended is skipped)."""
     out = [pid]
@@ -108,43 +148,55 @@ def pss_kb(pid: int) -> int:
     return 0
 
 
-def rss_at_scale(sizes: list[int]) -> None:
+def rss_at_scale(sizes: list[int], formats: list[str]) -> None:
     print("bench_pipeline --rss: peak RSS of `nexagauge-local run refmatch` (whole process) by size")
     print(f"machine: {platform.platform()}, {os.cpu_count()} CPU(s), python {platform.python_version()}\n")
-    print(f"{'records':>9}{'wall s':>9}{'peak RSS MB':>13}{'tree PSS MB':>13}{'output MB':>11}"
-          f"{'report MB':>11}")
+    print(f"{'format':>10}{'records':>9}{'input MB':>10}{'wall s':>9}{'peak RSS MB':>13}"
+          f"{'tree PSS MB':>13}{'output MB':>11}{'report MB':>11}")
     for n in sizes:
-        with tempfile.TemporaryDirectory() as tmp:
-            data, out = Path(tmp) / "records.jsonl", Path(tmp) / "out"
-            write_records(data, n)
-            cmd = [sys.executable, "-m", "nexagauge_local", "run", "refmatch", "--input", str(data),
-                   "--output-dir", str(out), "--no-cache", "--cache-dir", f"{tmp}/cache", "-q"]
-            t0 = time.perf_counter()
-            proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-            tree_kb = 0
-            while True:
-                tree_kb = max(tree_kb, sum(pss_kb(pid) for pid in process_tree(proc.pid)))
-                pid, status, usage = os.wait4(proc.pid, os.WNOHANG)
-                if pid:
-                    break
-                time.sleep(0.25)
-            wall = time.perf_counter() - t0
-            if os.waitstatus_to_exitcode(status) != 0:
-                raise SystemExit(f"run failed at n={n}: {proc.stderr.read().decode()[-2000:] if proc.stderr else ''}")
-            size = sum(f.stat().st_size for f in out.rglob("*") if f.is_file()) / 1e6
-            report = (out / "report.html").stat().st_size / 1e6
-            print(f"{n:>9,}{wall:>9.1f}{usage.ru_maxrss / 1024:>13.0f}{tree_kb / 1024:>13.0f}"
-                  f"{size:>11.0f}{report:>11.1f}", flush=True)
+        for fmt in formats:
+            rss_run(n, fmt)
+
+
+def rss_run(n: int, fmt: str) -> None:
+    """One `run refmatch` over n records in `fmt`: its row of the --rss table."""
+    with tempfile.TemporaryDirectory() as tmp:
+        data, out = write_format(Path(tmp) / "records", n, fmt), Path(tmp) / "out"
+        cmd = [sys.executable, "-m", "nexagauge_local", "run", "refmatch", "--input", str(data),
+               "--output-dir", str(out), "--no-cache", "--cache-dir", f"{tmp}/cache", "-q"]
+        t0 = time.perf_counter()
+        proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        tree_kb = 0
+        while True:
+            tree_kb = max(tree_kb, sum(pss_kb(pid) for pid in process_tree(proc.pid)))
+            pid, status, usage = os.wait4(proc.pid, os.WNOHANG)
+            if pid:
+                break
+            time.sleep(0.25)
+        wall = time.perf_counter() - t0
+        if os.waitstatus_to_exitcode(status) != 0:
+            raise SystemExit(f"run failed at n={n}: {proc.stderr.read().decode()[-2000:] if proc.stderr else ''}")
+        size = sum(f.stat().st_size for f in out.rglob("*") if f.is_file()) / 1e6
+        report = (out / "report.html").stat().st_size / 1e6
+        print(f"{fmt:>10}{n:>9,}{data.stat().st_size / 1e6:>10.0f}{wall:>9.1f}"
+              f"{usage.ru_maxrss / 1024:>13.0f}{tree_kb / 1024:>13.0f}"
+              f"{size:>11.0f}{report:>11.1f}", flush=True)
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--n", type=int, default=5000, help="synthetic records (default 5000)")
     ap.add_argument("--rss", default=None, help="comma list of sizes: peak RSS of the CLI at each")
+    ap.add_argument("--formats", default="jsonl",
+                    help=f"with --rss: comma list of input formats ({', '.join(FORMATS)})")
     ap.add_argument("--worker", nargs=4, metavar=("TARGET", "DATA", "OUT", "CACHE"), help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.rss:
-        rss_at_scale([int(x) for x in args.rss.split(",")])
+        formats = [f.strip() for f in args.formats.split(",") if f.strip()]
+        unknown = [f for f in formats if f not in FORMATS]
+        if unknown:
+            ap.error(f"--formats: unknown {', '.join(unknown)}; choose from {', '.join(FORMATS)}")
+        rss_at_scale([int(x) for x in args.rss.split(",")], formats)
         return
     if args.worker:
         target, data, out, cache = args.worker

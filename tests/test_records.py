@@ -137,7 +137,7 @@ def test_alias_table_matches_design() -> None:
         "label",
         "expected_output",
     }
-    assert set(logical_fields(REGISTRY)) == set(ALIASES) | set(BLOCKS)
+    assert set(logical_fields(REGISTRY)) == set(ALIASES) | {"messages"} | set(BLOCKS)
 
 
 def test_canonical_name_wins_over_alias_and_alias_lands_in_extra() -> None:
@@ -345,7 +345,7 @@ def test_explicit_format_overrides_detection(tmp_path: Path) -> None:
     raws = list(iter_raw(path, fmt="jsonl", display="<stdin>"))
     assert len(raws) == 1 and str(raws[0].source) == "<stdin>:1"
     with pytest.raises(ValueError, match="unknown format"):
-        list(iter_raw(path, fmt="parquet"))
+        list(iter_raw(path, fmt="xml"))
 
 
 # ---------------------------------------------------------------- --field mapping

@@ -35,6 +35,7 @@ from nexagauge_local.audit import (
     JudgeFacts,
     finalize_run,
     hash_input,
+    hash_rows,
     hash_tokenizer,
     hash_weights,
     judge_facts,
@@ -201,8 +202,9 @@ def collect_judge(factory: BackendFactory, memo: HashMemo | None) -> JudgeFacts:
 
 
 def collect_input(dataset: Dataset, into: Path) -> InputFacts:
-    """The input file with the case id the run gave each record, by source position; the
-    records' digests stream into ``into`` (one pass over the dataset, nothing per record kept)."""
+    """The input with the case id the run gave each record, by source position; the records'
+    digests stream into ``into`` (one pass over the dataset, nothing per record kept). Records
+    in memory are hashed as they were read; a pipe's or stdin's as the bytes that came."""
 
     def run_ids() -> Iterator[tuple[int, str]]:
         for item in dataset.items():
@@ -212,8 +214,10 @@ def collect_input(dataset: Dataset, into: Path) -> InputFacts:
                 yield pos, item.case_id  # type: ignore[union-attr]
 
     display = dataset.display or str(dataset.path.resolve())
+    if dataset.rows is not None:
+        return hash_rows(dataset.rows, into=into, display=display, case_ids=run_ids())
     return hash_input(dataset.path, into=into, case_ids=run_ids(), fmt=dataset.fmt,
-                      display=display)
+                      display=display, origin="stream" if dataset.origin == "stream" else None)
 
 
 def check_sign_key(path: str | os.PathLike[str]) -> str:

@@ -94,7 +94,7 @@ def case_prompts(
         if chosen is None:
             raise InputError(f"{dataset.name}: no valid case with case_id {case_id!r}")
         one = _OneCase(dataset.path, dataset.field_map, dataset.limit, dataset.display,
-                       dataset.fmt, only=chosen)
+                       dataset.fmt, dataset.blocks, dataset.rows, dataset.origin, only=chosen)
         recorder = RecordingJudge()
         quiet = settings.model_copy(update={"output_dir": None, "progress": False})
         Runner(quiet, registry=estimate_registry(GRAPH), judge_factory=lambda: recorder,

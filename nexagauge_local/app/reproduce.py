@@ -10,6 +10,7 @@ actually used is pinned (a profile's `auto` may pick another backend on another 
 from __future__ import annotations
 
 import os
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -21,15 +22,19 @@ from nexagauge_local.app.judge import resolve_judge
 from nexagauge_local.app.run import RunResult, run
 from nexagauge_local.audit import (
     HashMemo,
+    InputFacts,
+    Manifest,
     ManifestError,
     ReproReport,
     compare_runs,
     read_manifest,
     rerun_plan,
-    sha256_file,
 )
+from nexagauge_local.audit.inputs import input_identity, same_input
 from nexagauge_local.dataset import Dataset
 from nexagauge_local.graph import BLOCKS
+from nexagauge_local.readers import FORMATS, is_stream
+from nexagauge_local.readers.streams import spool_path
 from nexagauge_local.settings import RunSettings
 
 __all__ = ["ReproduceRefused", "ReproduceSetupError", "Reproduction", "reproduce"]
@@ -69,20 +74,29 @@ def reproduce(
     if new.resolve() == Path(outdir).resolve():
         raise ReproduceSetupError(f"--output-dir {new}: must differ from the run being reproduced")
     plan = rerun_plan(manifest, new)
+    inp = manifest.input
+    if input_path is None and inp is not None and inp.origin in ("stream", "memory"):
+        what = "a stream (a pipe or stdin)" if inp.origin == "stream" else "records in memory"
+        raise ReproduceSetupError(
+            f"{inp.path}: the run read {what}, which cannot be read again; pass --input FILE "
+            "(or a pipe) holding the same bytes or the same records")
     src = Path(input_path) if input_path is not None else (
         Path(plan.input_path) if plan.input_path else None
     )
-    if src is None or not src.is_file():
+    if src is None or inp is None or not src.exists():
         raise ReproduceSetupError(
             f"{src or 'the input'}: not found (the run read {plan.input_path!r}); pass --input FILE"
         )
-    actual = sha256_file(src)
-    if actual != plan.input_sha256:
-        raise ReproduceRefused(
-            f"{src}: not the input this run read (sha256 {actual[:16]}, manifest "
-            f"{(plan.input_sha256 or '-')[:16]}); `verify OUTDIR --input {src}` lists the records"
-        )
     settings = _settings(plan.settings, new, manifest.judge.backend if manifest.judge else None)
+    with tempfile.TemporaryDirectory(prefix="nexagauge-reproduce-") as tmp:
+        dataset = _checked_input(src, inp, settings, Path(tmp))  # before the judge is loaded
+        _check_weights(manifest, settings)
+        result = run(settings, lambda _: dataset, console=console, argv=argv)
+    return Reproduction(compare_runs(outdir, new, tolerance), result)
+
+
+def _check_weights(manifest: Manifest, settings: RunSettings) -> None:
+    """ReproduceRefused unless the judge's weights here are the manifest's."""
     if manifest.judge is not None:
         factory = resolve_judge(settings)
         facts = collect_judge(factory, HashMemo(settings.cache_dir / "audit"))
@@ -92,11 +106,20 @@ def reproduce(
                 f"{facts.weights_sha256[:16]}, manifest {manifest.judge.weights_sha256[:16]}); "
                 f"`verify OUTDIR --model {facts.weights_path}` lists the files"
             )
-    fmt = manifest.input.format if manifest.input else None
-    result = run(
-        settings,
-        lambda tmp: Dataset(src, settings.field_map, settings.limit, fmt=fmt, blocks=BLOCKS),
-        console=console,
-        argv=argv,
-    )
-    return Reproduction(compare_runs(outdir, new, tolerance), result)
+
+
+def _checked_input(src: Path, facts: InputFacts, settings: RunSettings, tmp: Path) -> Dataset:
+    """The re-run's dataset, once it is known to be the run's input (a pipe is read into `tmp`
+    first): the same bytes, or the same records in other bytes; ReproduceRefused otherwise."""
+    stream = is_stream(src)
+    path = spool_path(src, tmp, str(src)) if stream else src
+    same = same_input(path, facts)
+    if same is None:
+        actual = input_identity(path)[1]
+        raise ReproduceRefused(
+            f"{src}: not the input this run read (sha256 {actual[:16]}, manifest "
+            f"{facts.sha256[:16]}); `verify OUTDIR --input {src}` lists the records"
+        )
+    fmt = facts.format if same == "bytes" and facts.format in FORMATS else None
+    return Dataset(path, settings.field_map, settings.limit, display=str(src) if stream else None,
+                   fmt=fmt, blocks=BLOCKS, origin="stream" if stream else "file")

@@ -26,7 +26,7 @@ from nexagauge_local.judge import CacheWriteError
 from nexagauge_local.runner import Runner, RunOutcome
 from nexagauge_local.settings import RunSettings
 
-# Opens the run's dataset; gets a private temporary folder (for spooling stdin).
+# Opens the run's dataset; gets a private temporary folder (for spooling stdin and pipes).
 OpenInput = Callable[[Path], Dataset]
 
 
@@ -110,7 +110,7 @@ def run(
                 console.print(f"judge: {factory.model_name} on the {factory.backend} backend "
                               f"({factory.reason})", soft_wrap=True, highlight=False)
         trail = AuditTrail.start(settings, argv, sign_key)  # checks a --sign key first
-        with _staged(settings, keep=(dataset.path, settings.cache_dir)) as (staged, folder):
+        with _staged(settings, keep=(*dataset.reads, settings.cache_dir)) as (staged, folder):
             with JudgeClients(settings) as clients:
                 runner = Runner(
                     staged,

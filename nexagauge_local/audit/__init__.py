@@ -23,7 +23,7 @@ from nexagauge_local.audit.hashing import (
     tokenizer_files_in,
 )
 from nexagauge_local.audit.host import HostFacts, collect_host, package_versions
-from nexagauge_local.audit.inputs import InputFacts, RecordDigest, hash_input
+from nexagauge_local.audit.inputs import InputFacts, RecordDigest, hash_input, hash_rows
 from nexagauge_local.audit.manifest import (
     MANIFEST_NAME,
     SIGNATURE_NAME,
@@ -85,6 +85,7 @@ __all__ = [
     "finalize_run",
     "hash_input",
     "hash_outputs",
+    "hash_rows",
     "hash_tokenizer",
     "hash_weights",
     "judge_facts",

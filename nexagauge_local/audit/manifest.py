@@ -43,7 +43,10 @@ from nexagauge_local.audit.sidecar import (
 )
 
 # /2: input records and outputs moved from inline lists to hashed sidecar files
-SCHEMA_VERSION = "nexagauge-local.manifest/2"
+# /3: the input's origin (file, folder, stream, memory), compression and records_sha256; a /2
+#     manifest reads as /3 with those unset (its input was a file, read as stored)
+SCHEMA_VERSION = "nexagauge-local.manifest/3"
+READABLE_VERSIONS = frozenset({"nexagauge-local.manifest/2", SCHEMA_VERSION})
 MANIFEST_NAME = "manifest.json"
 SIGNATURE_NAME = "manifest.json.sig"
 # Never listed under outputs: the manifest cannot contain its own hash, the signature is made
@@ -273,7 +276,7 @@ def read_manifest(outdir: str | os.PathLike[str]) -> Manifest:
             f"manifest.json); this version reads {SCHEMA_VERSION!r}: verify it with the version "
             f"that wrote it (its tool_version)"
         )
-    if version != SCHEMA_VERSION:
+    if version not in READABLE_VERSIONS:
         raise ManifestError(f"{path}: schema_version {version!r}, expected {SCHEMA_VERSION!r}")
     try:
         return Manifest.model_validate(data)

@@ -16,8 +16,15 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict
 
-from nexagauge_local.audit.hashing import hash_weights, sha256_file
-from nexagauge_local.audit.inputs import RecordDigest, hash_records
+from nexagauge_local.audit.hashing import hash_weights
+from nexagauge_local.audit.inputs import (
+    InputFacts,
+    RecordDigest,
+    hash_records,
+    input_identity,
+    readable_input,
+    records_digest,
+)
 from nexagauge_local.audit.manifest import (
     MANIFEST_NAME,
     SIGNATURE_NAME,
@@ -28,6 +35,7 @@ from nexagauge_local.audit.manifest import (
 )
 from nexagauge_local.audit.sidecar import SidecarError, check_sidecar
 from nexagauge_local.audit.signing import SignatureMissing, SigningError, verify_manifest_signature
+from nexagauge_local.readers import RecordsError
 
 Kind = Literal[
     "manifest",
@@ -214,33 +222,58 @@ def _unchecked(why: str, label: str) -> list[Difference]:
                        message=f"{MANIFEST_NAME}: {why}, cannot check {label}")]
 
 
-def compare_input(outdir: Path, input_path: Path, manifest: Manifest) -> list[Difference]:
+# verify's `checked` entry when the input's bytes differ from the run's but its records are
+# the same ones (a recompressed file, the file behind a pipe, records the run held in memory).
+SAME_RECORDS = "input records (same records, other bytes)"
+
+
+def compare_input(outdir: Path, input_path: Path, manifest: Manifest,
+                  checked: list[str] | None = None) -> list[Difference]:
+    """The input against the manifest: its bytes first, then its records. A pipe given as
+    `input_path` is read once into a private copy. When only the records match, `checked`
+    (verify's list) says so: the same records were read from other bytes."""
     name = input_path.name
     if manifest.input is None:
         return _unchecked("records no input file", name)
-    if not input_path.is_file():
+    if not input_path.exists():
         return [Difference(kind="input_changed", file=name, message=f"{name}: not found")]
-    actual = sha256_file(input_path)
-    if actual == manifest.input.sha256:
-        return []
-    diffs = [_changed("input_changed", name, name, manifest.input.sha256, actual)]
+    try:
+        with readable_input(input_path) as path:
+            diffs, same_records = _compare_input(outdir, path, name, manifest, manifest.input)
+    except RecordsError as exc:  # a folder that holds no dataset, an unreadable file
+        return [Difference(kind="input_changed", file=name, message=str(exc))]
+    if same_records and checked is not None:
+        checked[checked.index("input")] = SAME_RECORDS
+    return diffs
+
+
+def _compare_input(outdir: Path, path: Path, name: str, manifest: Manifest,
+                   facts: InputFacts) -> tuple[list[Difference], bool]:
+    """(differences, whether only the records matched)."""
+    actual = None
+    if facts.origin != "memory":  # records held in memory have no bytes a file could share
+        actual = input_identity(path)[1]
+        if actual == facts.sha256:
+            return [], False
     try:  # which records changed: only a changed input pays for aligning the two lists
-        check_sidecar(outdir, manifest.input.records)
+        records = hash_records(path, facts.format)  # "records" (in memory): by content
+    except (ValueError, OSError, RecordsError) as exc:
+        what = f"{name}: cannot be read as records ({exc})"
+        return [Difference(kind="input_changed", file=name, message=what)], False
+    if facts.records_sha256 is not None and records_digest(records) == facts.records_sha256:
+        return [], True
+    if actual is None:
+        diffs = [Difference(kind="input_changed", file=name, expected=facts.records_sha256,
+                            message=f"{name}: not the records the run held in memory "
+                                    f"({facts.path})")]
+    else:
+        diffs = [_changed("input_changed", name, name, facts.sha256, actual)]
+    try:
+        check_sidecar(outdir, facts.records)
         expected = list(manifest.iter_records(outdir))
     except SidecarError as exc:
-        return [*diffs, _manifest_diff(exc)]
-    try:
-        records = hash_records(input_path, manifest.input.format)
-    except (ValueError, OSError) as exc:
-        diffs.append(
-            Difference(
-                kind="input_changed",
-                file=name,
-                message=f"{name}: cannot be read as {manifest.input.format} ({exc})",
-            )
-        )
-        return diffs
-    return diffs + compare_records(name, expected, records)
+        return [*diffs, _manifest_diff(exc)], False
+    return diffs + compare_records(name, expected, records), False
 
 
 def compare_weights(model_path: Path, manifest: Manifest) -> list[Difference]:
@@ -302,7 +335,7 @@ def verify(
     diffs += compare_outputs(d, manifest)
     if input_path is not None:
         checked.append("input")
-        diffs += compare_input(d, Path(input_path), manifest)
+        diffs += compare_input(d, Path(input_path), manifest, checked)
     if model_path is not None:
         checked.append("weights")
         diffs += compare_weights(Path(model_path), manifest)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+
 import click
 
 from nexagauge_local.cli.lazy import LazyCommand, LazyGroup
@@ -109,3 +111,16 @@ def main() -> None:
     judge running locally under constrained decoding, and with deterministic lexical and
     embedding metrics. Nothing leaves the machine: no API keys, no telemetry, no downloads.
     """
+    arrow_uses_the_system_allocator()
+
+
+def arrow_uses_the_system_allocator() -> None:
+    """Have pyarrow allocate with malloc in this CLI process, unless the user chose a pool.
+
+    Why: pyarrow's default mimalloc pool keeps the pages of every batch it decoded: streaming a
+    Parquet file of 10,000 rows grew the run's peak RSS by 45 MB more than with malloc (the
+    pool itself never held more than 7 MB), and more on each pass over the file. pyarrow
+    reads the variable once, when first imported (after option parsing, by the readers), so
+    the CLI process is the right scope; a library caller's own pool choice is left alone.
+    """
+    os.environ.setdefault("ARROW_DEFAULT_MEMORY_POOL", "system")

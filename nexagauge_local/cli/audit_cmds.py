@@ -71,8 +71,9 @@ def sign_cmd(out_dir: Path, key: Path) -> None:
 
 @click.command("verify")
 @click.argument("out_dir", type=RUN_DIR, metavar="OUTDIR")
-@click.option("--input", "input_path", type=click.Path(dir_okay=False, path_type=Path),
-              help="The dataset file: checked record by record against the manifest.")
+@click.option("--input", "input_path", type=click.Path(path_type=Path),
+              help="The dataset (a file, a dataset folder or a pipe): checked against the "
+                   "manifest, record by record when its bytes differ.")
 @click.option("--model", "model", metavar="PATH",
               help="Judge weights (a folder, a .gguf file or a profile name): checked file by file.")
 @click.option("--pubkey", type=KEY_FILE, help="Public key: check manifest.json.sig with it.")
@@ -101,8 +102,10 @@ def verify_cmd(out_dir: Path, input_path: Path | None, model: str | None,
 @click.argument("out_dir", type=RUN_DIR, metavar="OUTDIR")
 @click.option("--output-dir", "new_dir", type=click.Path(file_okay=False, path_type=Path),
               required=True, help="Where the re-run writes (a new folder).")
-@click.option("--input", "input_path", type=click.Path(dir_okay=False, path_type=Path),
-              help="The dataset, when it is no longer where the manifest says it was.")
+@click.option("--input", "input_path", type=click.Path(path_type=Path),
+              help="The dataset, when it is no longer where the manifest says it was, or when "
+                   "the run read a pipe or records in memory: a file, folder or pipe with the "
+                   "same bytes or the same records.")
 @click.option("--tolerance", type=click.FloatRange(min=0), default=0.0, show_default=True,
               help="Absolute score tolerance (0: scores must be identical).")
 def reproduce_cmd(out_dir: Path, new_dir: Path, input_path: Path | None, tolerance: float) -> None:

@@ -33,10 +33,15 @@ def target_argument(value: str) -> str:
 def dataset_options(fn: Callable[..., Any]) -> Callable[..., Any]:
     opts = [
         click.option("--input", "input_path", required=True, metavar="PATH",
-                     help="Dataset: JSON array, JSONL or CSV file; '-' reads JSONL from stdin."),
+                     help="Dataset: JSONL, JSON array, CSV/TSV, Parquet or Arrow file, a Hugging "
+                          "Face save_to_disk folder; gzip/bz2/xz/zstd compressed too; a pipe "
+                          "such as <(zcat data.jsonl.gz); '-' reads stdin (README, input "
+                          "formats)."),
         click.option("--limit", type=click.IntRange(min=1), help="Use only the first N records."),
         click.option("--field", "fields", multiple=True, metavar="LOGICAL=COLUMN",
-                     help="Map a column to a logical field, e.g. --field output=model_answer. Repeatable."),
+                     help="Map a column to a logical field, e.g. --field output=model_answer; a "
+                          "dotted path reaches into nested columns (output=response.text). "
+                          "Repeatable."),
         click.option("--on-error", type=click.Choice(["fail", "skip"]), default="fail", show_default=True,
                      help="fail: stop before any work if a record is bad (exit 2). "
                           "skip: run the good records and list the bad ones in summary.json."),
@@ -57,3 +62,4 @@ def quiet_libraries() -> None:
     """
     os.environ.setdefault("TQDM_DISABLE", "1")
     os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
+
