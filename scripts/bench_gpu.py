@@ -8,7 +8,10 @@ Model: a Llama-3-8B-shaped config.json + the demo judge's tokenizer, run by vLLM
 
 Phases, each in its own process so each starts with a free GPU:
   probe     bf16 matmul FLOP/s and memory bandwidth, measured (the floor's rates)
-  ours      every request fed to one engine through vllm_backend's settings and code (step loop)
+  ours_caps every request fed to one engine through vllm_backend's settings and code (step loop),
+            as shipped: the grammar without string maxLength, strings closed by the caps processor
+  ours      the same with each string's maxLength in the grammar (vllm_string_bounds = grammar)
+  ours_clip the grammar without string maxLength and nothing closing the strings
   ours_outlines  the same with the outlines grammar engine instead of xgrammar (issue 13)
   baseline  vLLM's OpenAI-compatible server on 127.0.0.1 with the same engine settings, one
             request per case x metric, 16 concurrent (what per-request tools do)
@@ -187,7 +190,7 @@ Examples:
   python scripts/bench_gpu.py --dry-run                      # plan + floor, no GPU
   python scripts/bench_gpu.py --dry-run --cases 50 --out plan.json
   python scripts/bench_gpu.py --tokenizer /tmp/kit/tokenizer --workdir /tmp/bench \\
-      --phases probe,ours --out $OUT/bench_gpu.json          # on the GPU machine
+      --phases probe,ours_caps --out $OUT/bench_gpu.json          # on the GPU machine
   python scripts/bench_gpu.py --phases baseline --workdir /tmp/bench   # adds to the report
 """
 )
@@ -202,7 +205,7 @@ Examples:
 )
 @click.option(
     "--phases",
-    default="probe,ours,ours_outlines,baseline,hf",
+    default="probe,ours_caps,ours,ours_outlines,baseline,hf",
     show_default=True,
     help=f"Comma-separated subset of {','.join(PHASES)}.",
 )

@@ -113,6 +113,14 @@ def demo_cache(tmp_path: Path, demo_cache_dir: Path) -> Path:
     return fresh_demo_cache(tmp_path / "cache", demo_cache_dir)
 
 
+def other_dtype() -> str:
+    """The dtype this host's `auto` does not pick (bfloat16 on a CPU with native bf16, else
+    float32): tests run some real engines in it, so one CI run covers both kinds of host."""
+    from nexagauge_local.judge.runtime import resolve_dtype
+
+    return "float32" if resolve_dtype("auto", "cpu") == "bfloat16" else "bfloat16"
+
+
 def make_vllm_demo(cache_dir: Path, grammar: str = "xgrammar", model_path: str | None = None,
                    **profile: object):
     """A vLLM backend on this host's CPUs with the demo judge (its dequantised weights)."""

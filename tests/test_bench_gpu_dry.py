@@ -252,6 +252,17 @@ def test_string_bounds_compared_side_by_side() -> None:
     assert "string_bounds" not in benchreport.summarise(phases(), floor.LLAMA3_8B)
 
 
+def test_the_capped_phase_is_ours_when_it_ran() -> None:
+    """`ours_caps` is the product's policy: the floor and the ratio to the baseline use it,
+    and the bounds in the grammar are reported beside it."""
+    caps = phases()["ours"] | {"wall_s": 2.0}
+    s = benchreport.summarise(phases() | {"ours_caps": caps}, floor.LLAMA3_8B)
+    assert s["ours"]["phase"] == "ours_caps" and s["ours"]["wall_s"] == 2.0
+    assert s["string_bounds"]["grammar_over_caps"] == pytest.approx(5.0)
+    assert "in the grammar 10.00 s, clip+caps 2.00 s = 5.00x" in "\n".join(benchreport.lines(s))
+    assert s["ratio"] == pytest.approx(s["baseline"]["seconds_all"] / 2.0)
+
+
 def test_cut_short_baseline_is_extrapolated_and_says_so() -> None:
     s = benchreport.summarise(phases(baseline_done=500, valid=1999), floor.LLAMA3_8B)
     assert s["baseline"]["seconds_all"] == pytest.approx(240.0)

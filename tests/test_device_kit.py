@@ -216,7 +216,7 @@ def test_plan_stages_every_part_then_installs_and_runs(kit) -> None:
     bench = [c.command for c in calls[n:]]
     assert all("scripts/bench_gpu.py" in c and "$OUT/bench_gpu.json" in c for c in bench)
     assert [c.split("--phases ")[1].split()[0] for c in bench] == [
-        "probe,ours", "ours_clip", "baseline", "ours_outlines", "hf"]
+        "probe,ours_caps", "baseline", "ours", "ours_clip", "ours_outlines", "hf"]
 
 
 def test_plan_command_prints_runnable_calls(kit, monkeypatch: pytest.MonkeyPatch) -> None:

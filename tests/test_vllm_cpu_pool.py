@@ -78,17 +78,27 @@ def test_two_engines_answer_as_one_and_split_by_tokens(vllm_demo, demo_cache_dir
     reqs = _requests(6)
     one = vllm_demo.generate(reqs)
     assert len({r.prompt_tokens for r in one}) == len(reqs)  # each prompt its own length
+    # 24 characters of reasoning at most: the demo judge writes more, so each worker's engine
+    # must have loaded the string-caps processor to end it there (vllm/caps.py)
+    small = verdict_schema("scale_1_5", True, reasoning_chars=24)
+    capped = [JudgeRequest(redteam_messages(i), small, max_tokens_for(small)) for i in range(4)]
     pool = make_vllm_demo(demo_cache_dir, vllm_cpu_engines=2)
     try:
         assert pool.data_parallel and pool.engines == 2 and len(pool._pool.pids) == 2
+        assert pool.string_caps  # vLLM's default: the cheap grammar and the caps
         seen: list[list[int]] = []
         two = pool.generate(reqs, on_batch=lambda pos, res: seen.append(pos))
+        both = pool.generate(capped + capped[::-1])  # each half on its own engine
     finally:
         pool.close()
     assert [r.prompt_tokens for r in two] == [r.prompt_tokens for r in one]
     assert all(r.error is None and r.parsed is not None for r in two)
     assert len(seen) >= 2  # both engines streamed answers back
     assert sorted(p for batch in seen for p in batch) == list(range(len(reqs)))
+    assert all(r.error is None for r in both), [r.raw_text for r in both]
+    lengths = [len(json.loads(r.raw_text)["reasoning"]) for r in both]
+    assert max(lengths) < 24 + 16, lengths  # closed at the token that reached the bound
+    assert sum(n >= 24 for n in lengths[:4]) and sum(n >= 24 for n in lengths[4:]), lengths
 
 
 def _records(tmp_path: Path, n: int) -> Path:

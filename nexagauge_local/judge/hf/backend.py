@@ -48,7 +48,6 @@ from nexagauge_local.judge.hf.grammar import (
     guidance_tokenizer,
 )
 from nexagauge_local.judge.hf.kv_cache import SharedPrefix
-from nexagauge_local.judge.hf.string_caps import StringCaps, token_texts
 from nexagauge_local.judge.long_inputs import refusal
 from nexagauge_local.judge.profiles import DEFAULT_GRAMMAR, JudgeProfile, fingerprint
 from nexagauge_local.judge.runtime import (
@@ -59,6 +58,7 @@ from nexagauge_local.judge.runtime import (
     resolve_dtype,
 )
 from nexagauge_local.judge.schemas import engine_schema_json, parse_output, schema_id
+from nexagauge_local.judge.string_caps import StringCaps, token_texts
 from nexagauge_local.judge.types import JudgeRequest, JudgeResult, Messages, OnBatch
 
 TOP_LOGPROBS = 5

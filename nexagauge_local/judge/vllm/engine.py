@@ -19,7 +19,9 @@ from typing import Any
 
 from nexagauge_local.judge.profiles import DEFAULT_GRAMMAR, JudgeProfile
 from nexagauge_local.judge.schemas import engine_schema, parse_output
+from nexagauge_local.judge.string_caps import schema_limits
 from nexagauge_local.judge.types import JudgeRequest, JudgeResult, Messages
+from nexagauge_local.judge.vllm.cap_rows import CAPS_ARG, PROCESSOR_FQCN
 from nexagauge_local.judge.vllm.host import Device, host_engine_kwargs
 
 TOP_LOGPROBS = 5
@@ -75,17 +77,23 @@ class WireRequest:
     max_tokens: int
     want_logprobs: bool
     prompt_ids: tuple[int, ...] = ()
+    # {field: maxLength} for the engine's string-caps processor (vllm/caps.py); None: no caps
+    string_limits: dict[str, int] | None = None
 
 
 def to_wire(
     requests: Sequence[JudgeRequest],
     ids: Sequence[Sequence[int]] | None = None,
     clip_strings: bool = False,
+    string_caps: bool = True,
 ) -> list[WireRequest]:
-    """`clip_strings`: the profile's string_bounds is "clip" (schemas.engine_schema_json)."""
+    """`clip_strings`: the profile's string_bounds is "clip" (schemas.engine_schema_json): the
+    grammar leaves string lengths open and, with `string_caps`, the engine's processor ends
+    each string at its bound (caps off is for measuring what they save)."""
     return [
         WireRequest(r.messages, engine_schema(r.schema, clip_strings), r.max_tokens,
-                    r.want_logprobs, tuple(ids[i]) if ids is not None else ())
+                    r.want_logprobs, tuple(ids[i]) if ids is not None else (),
+                    schema_limits(r.schema) if clip_strings and string_caps else None)
         for i, r in enumerate(requests)
     ]
 
@@ -124,6 +132,8 @@ def build_sampling_params(
                 kw["logit_bias"] = {int(i): BANNED for i in stop_ids[1:]}
         if final_only is not None:
             kw["output_kind"] = final_only
+        if r.string_limits:
+            kw["extra_args"] = {CAPS_ARG: r.string_limits}
         params.append(vllm.SamplingParams(**kw))
     return params
 
@@ -142,16 +152,18 @@ def engine_kwargs(
     tensor_parallel: int,
     grammar: str | None = DEFAULT_GRAMMAR["vllm"],
     device: Device = "cuda",
+    string_caps: bool = False,
 ) -> dict[str, Any]:
     """`vllm.LLM` arguments; `device` adds the host's own (host.host_engine_kwargs). `grammar`
-    None: free text (the model-under-test responder), no structured-outputs engine."""
+    None: free text (the model-under-test responder), no structured-outputs engine.
+    `string_caps`: load the string-caps processor (requests opt in one by one)."""
     kwargs: dict[str, Any] = {
         "model": model_path,
         "dtype": dtype,
         "max_model_len": profile.max_model_len,
         "seed": seed,
         "tensor_parallel_size": max(1, tensor_parallel),
-        "enable_prefix_caching": True,
+        "enable_prefix_caching": profile.vllm_prefix_caching,
         **host_engine_kwargs(device, profile),
     }
     if grammar is not None:
@@ -159,6 +171,8 @@ def engine_kwargs(
         if grammar in ("xgrammar", "guidance"):  # outlines has no such flag
             structured["disable_any_whitespace"] = True
         kwargs["structured_outputs_config"] = structured
+    if string_caps:
+        kwargs["logits_processors"] = [PROCESSOR_FQCN]
     return kwargs
 
 

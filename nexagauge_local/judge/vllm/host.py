@@ -60,12 +60,18 @@ class EngineHost:
     device: Device
     gpu_ids: tuple[str, ...] = ()
     cpus: tuple[int, ...] = ()
+    # the engine loads a V1 logits processor (vllm/caps.py): vLLM 0.32's GPU default, its V2
+    # model runner, refuses those, so the V1 runner is asked for (CPU engines run V1 anyway)
+    v1_runner: bool = False
 
     def environment(self) -> dict[str, str]:
         """Variables set in the process that creates the engine, before it is created (its
         engine core and workers inherit them). A value the user set is kept."""
         if self.device == "cuda":
-            return {"CUDA_VISIBLE_DEVICES": ",".join(self.gpu_ids)}
+            env = {"CUDA_VISIBLE_DEVICES": ",".join(self.gpu_ids)}
+            if self.v1_runner:
+                env["VLLM_USE_V2_MODEL_RUNNER"] = "0"
+            return env
         return {
             # Every CPU of the slice computes; vLLM's "auto" keeps one for its front end,
             # which on a 2-core CI box halves the decode.
@@ -103,14 +109,15 @@ class EngineHost:
 
 
 def engine_hosts(
-    device: Device, gpu_ids: tuple[str, ...], profile: JudgeProfile, data_parallel: bool
+    device: Device, gpu_ids: tuple[str, ...], profile: JudgeProfile, data_parallel: bool,
+    v1_runner: bool = False,
 ) -> list[EngineHost]:
     """One EngineHost per engine: per GPU (data-parallel) or all GPUs in one (tensor), and on
     a CPU host `profile.vllm_cpu_engines` engines, each on its own slice of the CPUs."""
     if device == "cuda":
         if data_parallel:
-            return [EngineHost("cuda", (g,)) for g in gpu_ids]
-        return [EngineHost("cuda", gpu_ids)]
+            return [EngineHost("cuda", (g,), v1_runner=v1_runner) for g in gpu_ids]
+        return [EngineHost("cuda", gpu_ids, v1_runner=v1_runner)]
     slices = cpu_slices(usable_cpus(), profile.vllm_cpu_engines, profile.vllm_cpu_threads)
     return [EngineHost("cpu", cpus=tuple(s)) for s in slices]
 

@@ -1,11 +1,15 @@
-"""String bounds enforced by the hf decode loop instead of the grammar (string_bounds = "clip").
+"""String bounds kept beside the grammar, on both engines (string_bounds = "clip").
 
-Why: a string's maxLength inside the grammar is a counted repetition that costs outlines 1.8 GB
-and 15 s per verdict schema (`scripts/bench_grammar_bounds.py`), but without it nothing makes a
-small judge close a string: on the bundled sample the demo judge then ran 4 of 69 redteam answers
-to max_tokens. So the grammar leaves lengths open and the loop watches each answer's JSON text:
-once a value string has as many characters as its field allows, only tokens that close it (text
-starting with `"`) stay allowed. `parse_output` clips what a longer last token added.
+Why: a string's maxLength inside the grammar is a counted repetition. It costs outlines 1.8 GB
+and 15 s per verdict schema, and xgrammar 80-200 us per token mask on real answers
+(`scripts/bench_grammar_bounds.py`, `scripts/bench_vllm_host.py`): on a GPU that makes the
+grammar, not the model, set the pace. Without it nothing makes a small judge close a string (on
+vLLM the demo judge wrote 8.5x the tokens and ran 48 of 256 answers to max_tokens). So the
+grammar leaves lengths open and this module watches each answer's JSON text: once a value
+string has as many characters as its field allows, only tokens that close it (text starting
+with `"`) stay allowed. `parse_output` clips what a longer last token added. The hf decode loop
+(hf/decode.py) and vLLM's logits processor (vllm/caps.py) both use it, so the two engines end a
+string at the same character.
 
 No library tracks "which field am I in and how long is this string" over a token stream for a
 grammar engine we do not control, hence this small hand-written scanner. It relies on what the
@@ -16,9 +20,11 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Any
 
 import torch
+from pydantic import BaseModel
 
 from nexagauge_local.judge.schemas import resolve_ref
 
@@ -41,6 +47,13 @@ def string_limits(js: dict[str, Any]) -> dict[str, int]:
 
     visit(js)
     return limits
+
+
+@lru_cache(maxsize=256)
+def schema_limits(schema: type[BaseModel]) -> dict[str, int]:
+    """`string_limits` of a node schema, made once per schema class (a node sends thousands of
+    requests with a handful of schemas). Shared: callers must not change it."""
+    return string_limits(schema.model_json_schema())
 
 
 @dataclass
@@ -109,26 +122,57 @@ class StringTracker:
             self.limit = self.limits.get(key) if key is not None else None
 
 
+def closing_tokens(texts: Sequence[str]) -> torch.Tensor:
+    """Which token ids close a string: their text starts with `"`."""
+    return torch.tensor([t.startswith('"') for t in texts], dtype=torch.bool)
+
+
+def close_strings_(logits: torch.Tensor, rows: torch.Tensor, closing: torch.Tensor) -> None:
+    """In place: in each of `rows` (a string at its bound), every token that does not close
+    the string goes to -inf; a row where the grammar allows no closing token is left as it
+    was (the grammar knows better there). One batched gather/where/scatter, no host sync, so
+    a GPU engine's step is not stalled. `closing` covers the whole vocabulary (ids past the
+    tokenizer's are False)."""
+    sub = logits.index_select(0, rows)
+    capped = sub.masked_fill(~closing, float("-inf"))
+    allowed = torch.isfinite(capped).any(dim=1, keepdim=True)
+    logits.index_copy_(0, rows, torch.where(allowed, capped, sub))
+
+
 class StringCaps:
     """One schema's caps over one tokenizer: a tracker per answer and the closing tokens."""
 
     def __init__(self, js: dict[str, Any], token_texts: Sequence[str]) -> None:
         self.limits = string_limits(js)
         self.token_texts = token_texts
-        self.closing = torch.tensor([t.startswith('"') for t in token_texts], dtype=torch.bool)
+        self.closing = closing_tokens(token_texts)
+        self._masks: dict[tuple[int, str], torch.Tensor] = {}
+
+    def closing_mask(self, vocab: int, device: torch.device) -> torch.Tensor:
+        """`closing` fitted to a logits row of `vocab` ids on `device` (made once)."""
+        key = (vocab, str(device))
+        if key not in self._masks:
+            self._masks[key] = padded(self.closing, vocab).to(device)
+        return self._masks[key]
 
     def tracker(self) -> StringTracker:
         return StringTracker(self.limits)
 
     def restrict(self, logits: torch.Tensor) -> torch.Tensor:
         """One row's masked logits with every token that does not close the string at -inf;
-        the row unchanged when the grammar allows no closing token (it then knows better)."""
-        closing = self.closing.to(logits.device)[: logits.shape[0]]
-        capped = logits.clone()
-        capped[: closing.shape[0]][~closing] = float("-inf")
-        if closing.shape[0] < logits.shape[0]:
-            capped[closing.shape[0] :] = float("-inf")
-        return capped if torch.isfinite(capped).any() else logits
+        the row unchanged when the grammar allows no closing token."""
+        out = logits.clone().unsqueeze(0)
+        rows = torch.zeros(1, dtype=torch.long, device=logits.device)
+        close_strings_(out, rows, self.closing_mask(logits.shape[-1], logits.device))
+        return out[0]
+
+
+def padded(closing: torch.Tensor, vocab: int) -> torch.Tensor:
+    """`closing` cut or padded with False to `vocab` ids (a model's logits may be wider than
+    its tokenizer's vocabulary)."""
+    if closing.shape[0] >= vocab:
+        return closing[:vocab]
+    return torch.cat([closing, torch.zeros(vocab - closing.shape[0], dtype=torch.bool)])
 
 
 def token_texts(tokenizer: Any, vocab: int) -> list[str]:
