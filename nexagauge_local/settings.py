@@ -66,6 +66,9 @@ class RunSettings(BaseSettings):
     # ray://HOST:PORT, with ?workers=..&batch=.. options); None = this process
     cluster: str | None = None
     progress: bool = True
+    # judge requests the run is predicted to send, counted from its dataset by the run itself
+    # (not a user setting): `--backend auto` on a CPU host decides with it (judge/cpu_auto.py)
+    predicted_judgements: int | None = Field(default=None, ge=0)
 
     def memo_dir(self, kind: str) -> Path | None:
         """Where a run keeps memoised run-level results of one kind (memo.py: observability

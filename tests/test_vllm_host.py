@@ -66,7 +66,10 @@ def test_auto_backend_says_why(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(F, "gpu_visible", lambda: False)
     monkeypatch.setattr(F, "vllm_importable", lambda: True)
     backend, why = F.backend_choice("auto", prof)
-    assert backend == "hf" and "without a GPU" in why and "bench_backends" in why
+    assert backend == "hf" and "without a GPU" in why and "no workload known" in why
+    monkeypatch.setattr(F, "mem_available_gb", lambda: 64.0)
+    backend, why = F.backend_choice("auto", prof, judgements=1000)
+    assert backend == "vllm" and "~1000 judgements" in why and "cpu_auto" in why
     assert F.backend_choice("vllm", prof) == ("vllm", "--backend vllm")  # wherever it imports
     monkeypatch.setattr(F, "gpu_visible", lambda: True)
     assert F.backend_choice("auto", prof)[0] == "vllm"

@@ -40,6 +40,7 @@ def backend_factory(settings: RunSettings) -> BackendFactory:
         cache_dir=settings.cache_dir,
         seed=settings.seed,
         grammar_backend=settings.grammar_backend,
+        judgements=settings.predicted_judgements,
     )
 
 

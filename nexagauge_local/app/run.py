@@ -22,7 +22,8 @@ from nexagauge_local.app.judge import JudgeClients, check_gpus, preflight
 from nexagauge_local.app.output_folder import OutputFolder
 from nexagauge_local.dataset import Dataset
 from nexagauge_local.graph import SPECS, plan, predicted_eligibility
-from nexagauge_local.judge import CacheWriteError
+from nexagauge_local.judge import AUTO_COUNT_CAP, JUDGEMENTS_PER_UNIT, CacheWriteError
+from nexagauge_local.judge.runtime import gpu_visible, vllm_importable
 from nexagauge_local.runner import Runner, RunOutcome
 from nexagauge_local.settings import RunSettings
 
@@ -75,14 +76,34 @@ def needs_judge(target: str, dataset: Dataset | None = None) -> bool:
     one case would enter one. A refalign run whose records never set atomic_chunks needs none,
     so it runs (and is pre-flighted) like the deterministic node it is for those records."""
     specs = [s for s in plan(target) if s.per_case]
+    if dataset is None:
+        return any(s.kind == "llm" for s in specs)
+    return judge_units(target, dataset, stop_at=1) > 0
+
+
+def judge_units(target: str, dataset: Dataset, stop_at: int | None = None) -> int:
+    """How many (case, LLM node) pairs the run will judge, counting no further than `stop_at`
+    (a cap keeps a million-record count cheap where only "enough" matters)."""
+    specs = [s for s in plan(target) if s.per_case]
     llm = [s.name for s in specs if s.kind == "llm"]
-    if not llm or dataset is None:
-        return bool(llm)
+    units = 0
+    if not llm:
+        return 0
     for case in dataset.cases():
         reasons = predicted_eligibility(case, specs)
-        if any(reasons[name] is None for name in llm):
-            return True
-    return False
+        units += sum(reasons[name] is None for name in llm)
+        if stop_at is not None and units >= stop_at:
+            return units
+    return units
+
+
+def predict_judgements(settings: RunSettings, dataset: Dataset) -> RunSettings:
+    """`--backend auto` without a GPU weighs the run's workload (judge/cpu_auto.py): the
+    settings with the predicted judge requests, counted only where that choice is open."""
+    if settings.backend != "auto" or settings.cluster or gpu_visible() or not vllm_importable():
+        return settings
+    units = judge_units(settings.target, dataset, stop_at=AUTO_COUNT_CAP)
+    return settings.model_copy(update={"predicted_judgements": units * JUDGEMENTS_PER_UNIT})
 
 
 def run(
@@ -105,6 +126,7 @@ def run(
         dataset = open_input(Path(tmp))
         judged = needs_judge(settings.target, dataset)
         if judged:
+            settings = predict_judgements(settings, dataset)
             factory = preflight(settings)
             if console is not None and settings.progress:
                 console.print(f"judge: {factory.model_name} on the {factory.backend} backend "

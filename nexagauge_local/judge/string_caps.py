@@ -21,12 +21,14 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import torch
 from pydantic import BaseModel
 
 from nexagauge_local.judge.schemas import resolve_ref
+
+if TYPE_CHECKING:  # torch is imported where masks are made: the vLLM backend imports this
+    import torch  # module, and a fully cached re-score must not pay torch's import
 
 
 def string_limits(js: dict[str, Any]) -> dict[str, int]:
@@ -124,6 +126,8 @@ class StringTracker:
 
 def closing_tokens(texts: Sequence[str]) -> torch.Tensor:
     """Which token ids close a string: their text starts with `"`."""
+    import torch
+
     return torch.tensor([t.startswith('"') for t in texts], dtype=torch.bool)
 
 
@@ -133,6 +137,8 @@ def close_strings_(logits: torch.Tensor, rows: torch.Tensor, closing: torch.Tens
     was (the grammar knows better there). One batched gather/where/scatter, no host sync, so
     a GPU engine's step is not stalled. `closing` covers the whole vocabulary (ids past the
     tokenizer's are False)."""
+    import torch
+
     sub = logits.index_select(0, rows)
     capped = sub.masked_fill(~closing, float("-inf"))
     allowed = torch.isfinite(capped).any(dim=1, keepdim=True)
@@ -161,6 +167,8 @@ class StringCaps:
     def restrict(self, logits: torch.Tensor) -> torch.Tensor:
         """One row's masked logits with every token that does not close the string at -inf;
         the row unchanged when the grammar allows no closing token."""
+        import torch
+
         out = logits.clone().unsqueeze(0)
         rows = torch.zeros(1, dtype=torch.long, device=logits.device)
         close_strings_(out, rows, self.closing_mask(logits.shape[-1], logits.device))
@@ -170,6 +178,8 @@ class StringCaps:
 def padded(closing: torch.Tensor, vocab: int) -> torch.Tensor:
     """`closing` cut or padded with False to `vocab` ids (a model's logits may be wider than
     its tokenizer's vocabulary)."""
+    import torch
+
     if closing.shape[0] >= vocab:
         return closing[:vocab]
     return torch.cat([closing, torch.zeros(vocab - closing.shape[0], dtype=torch.bool)])
