@@ -43,7 +43,8 @@ def test_the_grammar_engine_is_part_of_the_fingerprint(tiny_judge_dir: Path, tmp
     assert guidance.fingerprint.endswith(f"/llguidance=={version('llguidance')}")
     vllm = JudgeProfile(name="v", weights=str(tiny_judge_dir))
     assert "/grammar=" not in fingerprint(vllm, "vllm", "bfloat16", "xgrammar")
-    assert fingerprint(vllm, "vllm", "bfloat16", "guidance").endswith("/grammar=guidance")
+    assert fingerprint(vllm, "vllm", "bfloat16", "guidance").endswith(
+        "/grammar=guidance/strings=caps")
 
 
 @pytest.mark.parametrize("engine", ["guidance", "outlines"])
