@@ -42,6 +42,7 @@ from nexagauge_local.audit.hashing import canonical_json, combined_digest, sha25
 from nexagauge_local.audit.sidecar import RECORDS_NAME, SidecarRef, write_sidecar
 from nexagauge_local.readers import FORMATS, RawRecord, compression_of, detect_format, is_stream
 from nexagauge_local.readers.compressed import open_bytes
+from nexagauge_local.readers.json_stream import NotAnArray, iter_array
 from nexagauge_local.readers.streams import spool_path
 from nexagauge_local.readers.tables import TABLE_FORMATS, folder_files, iter_table
 from nexagauge_local.readers.text import csv_delimiter
@@ -116,12 +117,13 @@ def _iter_jsonl(path: Path) -> Rows:
 
 
 def _iter_json(path: Path) -> Rows:
+    # element by element, as the run read it: hashing must not hold a large array whole
     with _text(path) as fh:
-        data = json.load(fh)
-    if not isinstance(data, list):
-        raise ValueError(f"{path.name}: a JSON input must be an array of records")  # noqa: TRY004
-    for item in data:
-        yield None, canonical_json(item), _case_id(item)
+        try:
+            for item in iter_array(fh):
+                yield None, canonical_json(item), _case_id(item)
+        except NotAnArray:
+            raise ValueError(f"{path.name}: a JSON input must be an array of records") from None
 
 
 def _iter_csv(path: Path) -> Rows:
