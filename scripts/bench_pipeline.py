@@ -15,7 +15,8 @@ rusage) beside its wall time and output size: the peak must not grow with N. Bes
 peak of the process tree's summed PSS (the run, its scoring pool and its chart child, shared
 pages counted once), sampled from /proc every 0.25 s: the memory the whole run really held.
 `--formats` runs each size once per input format over the same records: jsonl (the default),
-parquet (snappy, row groups of 10,000 rows, as pyarrow writes blocks), jsonl.gz and jsonl.zst.
+parquet (snappy, row groups of 10,000 rows, as pyarrow writes blocks), jsonl.gz, jsonl.zst,
+json (one JSON array, a record per line) and json.gz.
 """
 
 from __future__ import annotations
@@ -87,7 +88,7 @@ def write_records(path: Path, n: int, seed: int = 0) -> None:
                 fh.write(json.dumps(rec) + "\n")
 
 
-FORMATS = ("jsonl", "parquet", "jsonl.gz", "jsonl.zst")
+FORMATS = ("jsonl", "parquet", "jsonl.gz", "jsonl.zst", "json", "json.gz")
 
 
 def write_format(path: Path, n: int, fmt: str) -> Path:
@@ -98,30 +99,54 @@ def write_format(path: Path, n: int, fmt: str) -> Path:
         return jsonl
     out = path.with_suffix(f".{fmt}")
     if fmt == "parquet":
-        import pyarrow as pa
-        import pyarrow.parquet as pq
-
-        writer = None
-        with jsonl.open(encoding="utf-8") as fh:
-            while block := [json.loads(line) for _, line in zip(range(10_000), fh)]:
-                table = pa.Table.from_pylist(block)
-                writer = writer or pq.ParquetWriter(out, table.schema)
-                writer.write_table(table)
-        if writer is not None:
-            writer.close()
+        write_parquet(jsonl, out)
+    elif fmt == "json":
+        write_array(jsonl, out)
+    elif fmt == "json.gz":
+        array = path.with_suffix(".json")
+        write_array(jsonl, array)
+        compress(array, out, "gzip")
+        array.unlink()
     else:
-        import gzip
-
-        import zstandard
-
-        with jsonl.open("rb") as src, out.open("wb") as raw:
-            sink = (gzip.GzipFile(fileobj=raw, mode="wb") if fmt == "jsonl.gz"
-                    else zstandard.ZstdCompressor().stream_writer(raw))
-            with sink:
-                while chunk := src.read(1 << 20):
-                    sink.write(chunk)
+        compress(jsonl, out, fmt.removeprefix("jsonl."))
     jsonl.unlink()
     return out
+
+
+def write_parquet(jsonl: Path, out: Path) -> None:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    writer = None
+    with jsonl.open(encoding="utf-8") as fh:
+        while block := [json.loads(line) for _, line in zip(range(10_000), fh)]:
+            table = pa.Table.from_pylist(block)
+            writer = writer or pq.ParquetWriter(out, table.schema)
+            writer.write_table(table)
+    if writer is not None:
+        writer.close()
+
+
+def write_array(jsonl: Path, out: Path) -> None:
+    """The JSONL's records as one JSON array, one record per line, written line by line."""
+    with jsonl.open(encoding="utf-8") as src, out.open("w", encoding="utf-8") as dst:
+        dst.write("[\n")
+        for i, line in enumerate(src):
+            dst.write((",\n" if i else "") + line.rstrip("\n"))
+        dst.write("\n]\n")
+
+
+def compress(src_path: Path, out: Path, codec: str) -> None:
+    import gzip
+
+    import zstandard
+
+    with src_path.open("rb") as src, out.open("wb") as raw:
+        sink = (gzip.GzipFile(fileobj=raw, mode="wb") if codec == "gz"
+                else zstandard.ZstdCompressor().stream_writer(raw))
+        with sink:
+            while chunk := src.read(1 << 20):
+                sink.write(chunk)
 
 
 def process_tree(pid: int) -> list[int]:

@@ -127,6 +127,18 @@ def test_json_array_problems_are_reported_by_index(work: Path) -> None:
     ]
 
 
+def test_json_array_problems_are_skipped_by_index(work: Path) -> None:
+    # streamed element by element, a bad element is one skipped record, as a bad JSONL line is
+    (work / "data.json").write_text(json.dumps([GOOD, "nope", {"id": "x", "output": 3}]))
+    out = work / "out"
+    result = invoke(run_args("refmatch", "data.json", out, "--on-error", "skip"))
+    assert result.exit_code == 0, result.output
+    s = summary(out)
+    assert (s["cases"]["valid"], s["cases"]["skipped"], s["cases"]["records"]) == (1, 2, 3)
+    assert [(e["index"], e["reason"]) for e in s["skipped"]] == [
+        (1, "expected a JSON object, got str"), (2, "must be text, got int")]
+
+
 def test_conflicting_duplicate_case_id_is_a_bad_record(work: Path) -> None:
     write_jsonl(work / "data.jsonl", [GOOD, dict(GOOD, output="something else")])
     result = invoke(run_args("refmatch", "data.jsonl", work / "out"))

@@ -92,6 +92,37 @@ def test_compressed_file_cut_short_is_one_line(tmp_path: Path, codec: str) -> No
     assert not (tmp_path / "out").exists()
 
 
+@pytest.mark.parametrize(("codec", "suffix"),
+                         [("gzip", ".gz"), ("bz2", ".bz2"), ("xz", ".xz"), ("zstd", ".zst")])
+def test_compressed_json_array(baseline: dict[str, Any], tmp_path: Path, codec: str,
+                               suffix: str) -> None:
+    path = tmp_path / f"data.json{suffix}"
+    path.write_bytes(compress(json.dumps(RECORDS, indent=2).encode(), codec))
+    same_as_baseline(baseline, path, tmp_path / "out")
+
+
+def test_utf16_json_array_through_gzip(baseline: dict[str, Any], tmp_path: Path) -> None:
+    # the byte-order mark is sniffed after decompression; the array is read as decoded text
+    path = tmp_path / "records"
+    path.write_bytes(compress(json.dumps(RECORDS, indent=2).encode("utf-16"), "gzip"))
+    same_as_baseline(baseline, path, tmp_path / "out")
+
+
+@pytest.mark.parametrize("codec", [None, "gzip"])
+def test_json_array_cut_short_is_one_line_even_when_skipping(tmp_path: Path,
+                                                             codec: str | None) -> None:
+    text = json.dumps(RECORDS * 400, indent=2).encode()
+    cut = text[: len(text) // 2]  # mid-record: the records before it stream, none after
+    (tmp_path / "data.json").write_bytes(compress(cut, codec) if codec else cut)
+    result = run_refmatch(tmp_path / "data.json", tmp_path / "out", "--on-error", "skip")
+    assert result.exit_code == 2
+    (line,) = result.stderr.strip().splitlines()
+    lines, whole = cut.count(b"\n") + 1, cut.count(b"\n  }")  # indent=2: a record ends so
+    assert line.startswith(f"{tmp_path / 'data.json'}:{lines}: invalid JSON ("), line
+    assert line.endswith(f") in record [{whole}]"), line
+    assert not (tmp_path / "out").exists()
+
+
 # ---------------------------------------------------------------- columnar
 
 

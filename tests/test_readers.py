@@ -1,10 +1,11 @@
 """readers/ and chat.py piece by piece: sniffing by content, chat mapping, nested columns,
-JSON-ready table values, and flat memory while streaming a large Parquet file."""
+JSON-ready table values, and flat memory while streaming a large Parquet file or JSON array."""
 
 from __future__ import annotations
 
 import datetime as dt
 import decimal
+import gzip
 import json
 import subprocess
 import sys
@@ -197,3 +198,39 @@ def test_a_large_parquet_file_streams_in_flat_memory(tmp_path: Path) -> None:
     small_total, large_total = small["python"] + small["arrow"], large["python"] + large["arrow"]
     assert large_total < small_total * 1.5 + (4 << 20), (small, large)
     assert large_total < 40 << 20, large  # the decoded rows are ~190 MB
+
+
+_MEASURE_TEXT = """
+import json, sys, tracemalloc
+from pathlib import Path
+from nexagauge_local.readers import iter_raw
+tracemalloc.start()
+rows = sum(1 for raw in iter_raw(Path(sys.argv[1])) if raw.data is not None)
+print(json.dumps({"rows": rows, "python": tracemalloc.get_traced_memory()[1]}))
+"""
+
+
+def _text_peak(path: Path) -> dict[str, int]:
+    proc = subprocess.run([sys.executable, "-c", _MEASURE_TEXT, str(path)], cwd=REPO,
+                          capture_output=True, text=True, timeout=300, check=True)
+    return json.loads(proc.stdout)
+
+
+@pytest.mark.parametrize("suffix", [".json", ".json.gz"])
+def test_a_large_json_array_streams_in_flat_memory(tmp_path: Path, suffix: str) -> None:
+    """Pretty-printed records of ~0.7 KB: 10x the records must not take more memory, and the
+    peak stays a small part of the parsed array (parsed whole, 100k records held ~170 MB)."""
+    filler = "The committee reported a record harvest in the northern region. " * 5
+    for n, name in ((10_000, "small"), (100_000, "large")):
+        records = ({"case_id": f"c{i}", "output": f"{i} {filler}", "reference": f"{filler} {i}",
+                    "score": i / 7} for i in range(n))
+        opener = gzip.open if suffix.endswith(".gz") else open
+        with opener(tmp_path / f"{name}{suffix}", "wt", encoding="utf-8") as fh:
+            fh.write("[\n")
+            for i, record in enumerate(records):
+                fh.write((",\n" if i else "") + json.dumps(record, indent=2))
+            fh.write("\n]\n")
+    small, large = _text_peak(tmp_path / f"small{suffix}"), _text_peak(tmp_path / f"large{suffix}")
+    assert (small["rows"], large["rows"]) == (10_000, 100_000)
+    assert large["python"] < small["python"] * 1.5 + (1 << 20), (small, large)
+    assert large["python"] < 8 << 20, large

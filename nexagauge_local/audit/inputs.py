@@ -40,11 +40,19 @@ from pydantic import BaseModel, ConfigDict
 
 from nexagauge_local.audit.hashing import canonical_json, combined_digest, sha256_bytes, sha256_file
 from nexagauge_local.audit.sidecar import RECORDS_NAME, SidecarRef, write_sidecar
-from nexagauge_local.readers import FORMATS, RawRecord, compression_of, detect_format, is_stream
+from nexagauge_local.readers import (
+    FORMATS,
+    DatasetError,
+    RawRecord,
+    compression_of,
+    detect_format,
+    is_stream,
+)
 from nexagauge_local.readers.compressed import open_bytes
+from nexagauge_local.readers.json_stream import NotAnArray, iter_array
 from nexagauge_local.readers.streams import spool_path
 from nexagauge_local.readers.tables import TABLE_FORMATS, folder_files, iter_table
-from nexagauge_local.readers.text import csv_delimiter
+from nexagauge_local.readers.text import csv_delimiter, sniff_encoding
 
 ID_KEYS = ("case_id", "id")
 MEMORY_FORMAT = "records"  # the format of records handed to evaluate() in memory
@@ -95,11 +103,26 @@ Rows = Iterator[tuple[int | None, bytes, str | None]]
 
 
 @contextmanager
-def _text(path: Path, newline: str | None = None) -> Iterator[io.TextIOWrapper]:
+def _text(path: Path, newline: str | None = None,
+          encoding: str = "utf-8-sig") -> Iterator[io.TextIOWrapper]:
     # surrogateescape: a line that is not valid UTF-8 is still hashed byte for byte
     with open_bytes(path, str(path)) as raw, io.TextIOWrapper(
-            raw, encoding="utf-8-sig", errors="surrogateescape", newline=newline) as fh:
+            raw, encoding=encoding, errors="surrogateescape", newline=newline) as fh:
         yield fh
+
+
+def _array_encoding(path: Path) -> str:
+    """UTF-16 or UTF-32 where a byte-order mark says so, as the run decoded it; else UTF-8.
+
+    Why only for a JSON array: its records are hashed as parsed values, so the text must be
+    decoded to be parsed at all (read as UTF-8, a UTF-16 array was no JSON). JSONL and CSV
+    lines are hashed as read, and keep hashing as recorded manifests did.
+    """
+    try:
+        encoding = sniff_encoding(path)
+    except DatasetError:
+        return "utf-8-sig"
+    return encoding if encoding.startswith(("utf-16", "utf-32")) else "utf-8-sig"
 
 
 def _iter_jsonl(path: Path) -> Rows:
@@ -116,12 +139,13 @@ def _iter_jsonl(path: Path) -> Rows:
 
 
 def _iter_json(path: Path) -> Rows:
-    with _text(path) as fh:
-        data = json.load(fh)
-    if not isinstance(data, list):
-        raise ValueError(f"{path.name}: a JSON input must be an array of records")  # noqa: TRY004
-    for item in data:
-        yield None, canonical_json(item), _case_id(item)
+    # element by element, as the run read it: hashing must not hold a large array whole
+    with _text(path, encoding=_array_encoding(path)) as fh:
+        try:
+            for item in iter_array(fh):
+                yield None, canonical_json(item), _case_id(item)
+        except NotAnArray:
+            raise ValueError(f"{path.name}: a JSON input must be an array of records") from None
 
 
 def _iter_csv(path: Path) -> Rows:

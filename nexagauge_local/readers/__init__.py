@@ -1,6 +1,7 @@
 """Readers: every format a dataset is kept in, as a stream of RawRecords with their position.
 
-One module per format family (text.py: JSON/JSONL/CSV; compressed.py: gzip, bz2, xz, zstd;
+One module per format family (text.py: JSON/JSONL/CSV, with json_stream.py reading a JSON
+array element by element; compressed.py: gzip, bz2, xz, zstd;
 tables.py: Parquet, Arrow, dataset folders; streams.py: pipes; frames.py: in-memory records),
 and here the one rule that picks among them, which the audit uses too so that `verify` and
 `reproduce` read a file exactly as the run did. The format is found from content first (magic

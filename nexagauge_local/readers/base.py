@@ -48,8 +48,8 @@ class DatasetError(RecordsError):
     turns them into `FILE: what is wrong` and exit 2.
     """
 
-    def __init__(self, name: str, message: str):
-        super().__init__([RecordError(SourceRef(file=name), None, message)])
+    def __init__(self, name: str, message: str, line: int | None = None):
+        super().__init__([RecordError(SourceRef(file=name, line=line), None, message)])
 
 
 @dataclass(frozen=True)

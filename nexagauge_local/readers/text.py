@@ -2,9 +2,8 @@
 encodings.
 
 Every problem is reported as `file:line: field: message` (or `file[index]` for JSON arrays) so
-a user can fix a 100k-line file without guessing. JSONL and CSV stream; a JSON array is parsed
-whole (it has no record boundary before its closing bracket), so JSONL is the text format for
-datasets that must stream.
+a user can fix a 100k-line file without guessing. Every format streams: JSONL and CSV line by
+line, a JSON array element by element (json_stream.py), so memory stays flat whatever the size.
 """
 
 from __future__ import annotations
@@ -21,6 +20,7 @@ from typing import IO, Any
 from nexagauge_local.case import SourceRef
 from nexagauge_local.readers.base import DatasetError, RawRecord
 from nexagauge_local.readers.compressed import compression_of, inner_suffix, open_bytes
+from nexagauge_local.readers.json_stream import JsonSyntaxError, NotAnArray, iter_array, value_type
 
 # Byte-order marks and the codec that reads past them, longest first (a UTF-32 LE mark begins
 # with the UTF-16 LE one). Without a mark the file must be UTF-8: guessing among legacy code
@@ -153,39 +153,48 @@ def _is_whole_json_array(path: Path, name: str) -> bool:
     on every one of them, hiding the real mistake (the file is one object, not a list of
     records); that is a DatasetError. A pretty-printed array is a dataset, just misnamed: True.
     Anything that does not parse whole is a file of broken lines, reported one by one: False.
+    The check streams (an array is read element by element) and stops at the first syntax error.
     """
     with open_text(path, name) as fh:
         try:
-            value = json.load(fh)
-        except json.JSONDecodeError:
+            kind = value_type(fh)
+        except JsonSyntaxError:
             return False
-    if isinstance(value, list):
+    if kind is list:
         return True
-    kind = "a single JSON object" if isinstance(value, dict) else f"a JSON {type(value).__name__}"
+    what = "a single JSON object" if kind is dict else f"a JSON {kind.__name__}"
     raise DatasetError(
-        name, f"expected a JSON array of records or JSONL (one object per line), got {kind}"
+        name, f"expected a JSON array of records or JSONL (one object per line), got {what}"
     )
 
 
 def _iter_json_array(path: Path, name: str) -> Iterator[RawRecord]:
-    # A JSON array has to be parsed whole; JSONL is the format for datasets that must stream.
-    try:
-        with open_text(path, name) as fh:
-            items = json.load(fh)
-    except json.JSONDecodeError as exc:
-        yield RawRecord(None, SourceRef(file=name, line=exc.lineno), f"invalid JSON ({exc.msg})")
-        return
-    if not isinstance(items, list):
-        yield RawRecord(None, SourceRef(file=name), "expected a JSON array of records")
-        return
-    if not items:
+    """The array's elements as records named `name[index]`, read one at a time.
+
+    Text that stops being JSON part-way is a DatasetError (exit 2 under `--on-error skip` too):
+    nothing after it can be read, so skipping it would run a silently shorter dataset, as a
+    corrupt compressed file would.
+    """
+    count = 0
+    with open_text(path, name) as fh:
+        try:
+            for count, data in enumerate(iter_array(fh), start=1):
+                yield _array_record(data, SourceRef(file=name, index=count - 1))
+        except NotAnArray:
+            yield RawRecord(None, SourceRef(file=name), "expected a JSON array of records")
+            return
+        except JsonSyntaxError as exc:
+            where = "after the array" if exc.msg == "Extra data" else f"in record [{count}]"
+            raise DatasetError(name, f"invalid JSON ({exc.msg}) {where}", line=exc.lineno
+                               ) from None
+    if count == 0:
         raise DatasetError(name, "the JSON array is empty; there are no records")
-    for index, data in enumerate(items):
-        src = SourceRef(file=name, index=index)
-        if not isinstance(data, dict):
-            yield RawRecord(None, src, f"expected a JSON object, got {type(data).__name__}")
-            continue
-        yield RawRecord(data, src)
+
+
+def _array_record(data: Any, src: SourceRef) -> RawRecord:
+    if not isinstance(data, dict):
+        return RawRecord(None, src, f"expected a JSON object, got {type(data).__name__}")
+    return RawRecord(data, src)
 
 
 def _iter_csv(path: Path, name: str) -> Iterator[RawRecord]:
