@@ -752,22 +752,20 @@ def test_json_array_bad_item_reported_by_index(tmp_path: Path) -> None:
     ]
 
 
-def test_json_array_that_does_not_parse(tmp_path: Path) -> None:
+@pytest.mark.parametrize(("text", "message"), [
     # read as a stream, the records before the break have been read; nothing after it can be,
     # so the file is unusable (even under --on-error skip), named by line and record
+    ('[\n  {"output": "a"},\n  {"output": \n]\n',
+     "data.json:4: invalid JSON (Expecting value) in record [1]"),
+    ('[{"output": "a"}]\n\n[{"output": "b"}]\n',  # text after the array
+     "data.json:3: invalid JSON (Extra data) after the array"),
+])
+def test_json_array_that_does_not_parse(tmp_path: Path, text: str, message: str) -> None:
     path = tmp_path / "data.json"
-    path.write_text('[\n  {"output": "a"},\n  {"output": \n]\n')
+    path.write_text(text)
     with pytest.raises(DatasetError) as info:
         error_lines(path, display="data.json")
-    assert str(info.value) == "data.json:4: invalid JSON (Expecting value) in record [1]"
-
-
-def test_json_array_with_text_after_it(tmp_path: Path) -> None:
-    path = tmp_path / "data.json"
-    path.write_text('[{"output": "a"}]\n\n[{"output": "b"}]\n')
-    with pytest.raises(DatasetError) as info:
-        error_lines(path, display="data.json")
-    assert str(info.value) == "data.json:3: invalid JSON (Extra data) after the array"
+    assert str(info.value) == message
 
 
 def test_json_format_needs_an_array(tmp_path: Path) -> None:

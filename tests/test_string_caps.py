@@ -63,10 +63,14 @@ def test_tracker_reaches_the_limit_only_in_bounded_value_strings(piece: int) -> 
 
 def test_restrict_keeps_only_closing_tokens_the_grammar_allows() -> None:
     caps = StringCaps(verdict_schema().model_json_schema(), ["a", '"', '",', "b", ' "'])
-    logits = torch.tensor([5.0, 1.0, float("-inf"), 9.0, 8.0])
-    assert caps.restrict(logits).argmax().item() == 1  # '"' (the grammar forbids '",')
-    none_allowed = torch.tensor([5.0, float("-inf"), float("-inf"), 9.0, 8.0])
-    assert torch.equal(caps.restrict(none_allowed), none_allowed)  # the grammar knows better
+    closing, row = caps.closing_mask(5, torch.device("cpu")), torch.tensor([0])
+    logits = torch.tensor([[5.0, 1.0, float("-inf"), 9.0, 8.0]])
+    close_strings_(logits, row, closing)
+    assert logits[0].argmax().item() == 1  # '"' (the grammar forbids '",')
+    none_allowed = torch.tensor([[5.0, float("-inf"), float("-inf"), 9.0, 8.0]])
+    before = none_allowed.clone()
+    close_strings_(none_allowed, row, closing)
+    assert torch.equal(none_allowed, before)  # the grammar knows better
     assert json.dumps(caps.limits) == '{"violations": 160, "evidence_spans": 160}'
 
 

@@ -164,16 +164,6 @@ class StringCaps:
     def tracker(self) -> StringTracker:
         return StringTracker(self.limits)
 
-    def restrict(self, logits: torch.Tensor) -> torch.Tensor:
-        """One row's masked logits with every token that does not close the string at -inf;
-        the row unchanged when the grammar allows no closing token."""
-        import torch
-
-        out = logits.clone().unsqueeze(0)
-        rows = torch.zeros(1, dtype=torch.long, device=logits.device)
-        close_strings_(out, rows, self.closing_mask(logits.shape[-1], logits.device))
-        return out[0]
-
 
 def padded(closing: torch.Tensor, vocab: int) -> torch.Tensor:
     """`closing` cut or padded with False to `vocab` ids (a model's logits may be wider than

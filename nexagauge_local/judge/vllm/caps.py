@@ -30,7 +30,7 @@ from vllm.v1.sample.logits_processor import (
     MoveDirectionality,
 )
 
-from nexagauge_local.judge.string_caps import close_strings_, closing_tokens, padded, token_texts
+from nexagauge_local.judge.string_caps import close_strings_, closing_tokens, token_texts
 from nexagauge_local.judge.vllm.cap_rows import CapRows, caps_limits
 
 if TYPE_CHECKING:
@@ -83,7 +83,7 @@ class StringCapsProcessor(LogitsProcessor):
             tokenizer = AutoTokenizer.from_pretrained(
                 self._tokenizer, trust_remote_code=self._trust_remote_code)
             self._texts = token_texts(tokenizer, vocab)
-            self._closing = padded(closing_tokens(self._texts), vocab).to(self._device)
+            self._closing = closing_tokens(self._texts).to(self._device)  # `vocab` long
         return self._texts, self._closing
 
     def _on_device(self, rows: list[int]) -> torch.Tensor:
