@@ -108,3 +108,28 @@ def test_a_manifest_from_before_the_gpu_ids_rename_keeps_its_gpus(tmp_path: Path
     old = _settings({"gpus": [1, 2], "model": "demo", "target": "redteam"}, tmp_path, None)
     assert old.gpu_ids == [1, 2] and old.target == "redteam" and old.use_cache is False
     assert _settings({"gpu_ids": [0]}, tmp_path, "hf").gpu_ids == [0]
+
+
+def test_a_batch_invariant_run_is_checked_free_text_too(tmp_path: Path) -> None:
+    """A batch-invariant judge's answers do not depend on what shared the engine, so its
+    reproduction compares the whole answer (level "full results"); otherwise only scores and
+    verdicts count, and the report says which level it checked."""
+    a, b = _pair(tmp_path)
+    _edit(b, "c1", lambda d: d["grounding"]["metrics"][0]["result"][0].update(
+        reasoning="other words"))
+    scores = compare_runs(a, b)
+    assert scores.reproduced and scores.level == "scores and verdicts"
+    assert "identical scores and verdicts" in scores.lines()[-1]
+    full = compare_runs(a, b, full=True)
+    assert not full.reproduced and full.level == "full results"
+    [d] = full.differences
+    assert d.field == "grounding.faithfulness.result[0].reasoning" and d.rerun == "other words"
+    assert "full results" in compare_runs(a, a, full=True).lines()[-1]
+
+
+def test_the_manifest_records_whether_the_judge_was_batch_invariant(tmp_path: Path) -> None:
+    from nexagauge_local.audit import read_manifest as read
+
+    run = make_run(tmp_path)
+    judge = read(run["out"]).judge
+    assert judge is not None and judge.batch_invariant is False

@@ -71,6 +71,9 @@ def test_vllm_caps_strings_beside_the_grammar_by_default(tiny_profile) -> None:
     assert tiny_profile.strings_policy("hf") == "grammar"  # hf's own setting, unchanged
     assert tiny_profile.strings_policy("vllm") == "clip"
     assert fingerprint(tiny_profile, "vllm", "float32").endswith("/strings=caps")
+    invariant = tiny_profile.model_copy(update={"batch_invariant": True})
+    assert fingerprint(invariant, "vllm", "float32").endswith("/strings=caps/batch-invariant")
+    assert fingerprint(invariant, "hf", "float32").endswith("/batch-invariant")
     assert fingerprint(tiny_profile, "vllm", "float32", string_caps=False).endswith(
         "/strings=uncapped")
     in_grammar = tiny_profile.model_copy(update={"vllm_string_bounds": "grammar"})

@@ -61,6 +61,21 @@ def test_engines_per_host() -> None:
     assert host_engine_kwargs("cuda", prof) == {"enforce_eager": False}
 
 
+def test_batch_invariant_engines() -> None:
+    """A batch-invariant profile: one sequence per step and no prefix cache on a CPU engine
+    (vLLM has no batch-invariant CPU kernels), vLLM's own batch-invariant kernels on a GPU."""
+    from nexagauge_local.judge.vllm.engine import engine_kwargs
+
+    prof = JudgeProfile(name="q", weights="/w", batch_invariant=True)
+    assert host_engine_kwargs("cpu", prof)["max_num_seqs"] == 1
+    assert "max_num_seqs" not in host_engine_kwargs("cuda", prof)
+    assert engine_kwargs("/w", prof, "float32", 0, 1, device="cpu")["enable_prefix_caching"] is False
+    [gpu] = engine_hosts("cuda", ("0",), prof, data_parallel=False)
+    assert gpu.environment()["VLLM_BATCH_INVARIANT"] == "1"
+    [plain] = engine_hosts("cuda", ("0",), JudgeProfile(name="q", weights="/w"), False)
+    assert "VLLM_BATCH_INVARIANT" not in plain.environment()
+
+
 def test_auto_backend_says_why(monkeypatch: pytest.MonkeyPatch) -> None:
     prof = JudgeProfile(name="q", weights="/w")
     monkeypatch.setattr(F, "gpu_visible", lambda: False)

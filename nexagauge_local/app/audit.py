@@ -198,6 +198,7 @@ def collect_judge(factory: BackendFactory, memo: HashMemo | None) -> JudgeFacts:
         chat_template_sha256=tmpl,
         demo=factory.is_demo,
         fingerprint=factory.fingerprint,
+        batch_invariant=factory.profile.batch_invariant,
     )
 
 

@@ -92,7 +92,8 @@ def reproduce(
         dataset = _checked_input(src, inp, settings, Path(tmp))  # before the judge is loaded
         _check_weights(manifest, settings)
         result = run(settings, lambda _: dataset, console=console, argv=argv)
-    return Reproduction(compare_runs(outdir, new, tolerance), result)
+    full = manifest.judge is not None and manifest.judge.batch_invariant
+    return Reproduction(compare_runs(outdir, new, tolerance, full), result)
 
 
 def _check_weights(manifest: Manifest, settings: RunSettings) -> None:

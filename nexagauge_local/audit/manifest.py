@@ -76,6 +76,9 @@ class JudgeFacts(_Strict):
     tokenizer_sha256: str | None = None
     chat_template_sha256: str | None = None
     fingerprint: str | None = None  # the backend's own cache fingerprint, for cross-reference
+    # the profile's batch_invariant: each answer independent of what shared the engine, so
+    # `reproduce` checks full results (free text too), not only scores and verdicts
+    batch_invariant: bool = False
 
 
 class PromptEntry(_Strict):
@@ -147,6 +150,7 @@ def judge_facts(
     chat_template_sha256: str | None = None,
     demo: bool = False,
     fingerprint: str | None = None,
+    batch_invariant: bool = False,
 ) -> JudgeFacts:
     """JudgeFacts with the combined weights digest filled in (see hashing.hash_weights)."""
     return JudgeFacts(
@@ -161,6 +165,7 @@ def judge_facts(
         tokenizer_sha256=tokenizer_sha256,
         chat_template_sha256=chat_template_sha256,
         fingerprint=fingerprint,
+        batch_invariant=batch_invariant,
     )
 
 

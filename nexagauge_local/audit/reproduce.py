@@ -2,8 +2,11 @@
 
 Why case by case and field by field: "the summary's mean matches" can hide two cases that
 swapped verdicts. We compare, per case, every metric's score, error, and each result item's
-verdict/passed/severity, plus the eval aggregate. Costs, token counts, timings and reasoning text
-are not compared: they describe how a run went, not what it decided.
+verdict/passed/severity, plus the eval aggregate. Costs, token counts and timings are never
+compared: they describe how a run went, not what it decided. The judge's free text (reasoning,
+violations, evidence spans) is compared only for a run whose judge was batch-invariant
+(`full=True`, level "full results"): in the shared-batch mode an answer's free text may change
+with what shared the engine (docs/reproducibility.md), so only scores and verdicts are checked.
 
 The re-run itself (loading the judge, running the graph) is the runner's job; this module only
 turns a manifest into the settings for it (``rerun_plan``) and compares the two folders.
@@ -32,10 +35,14 @@ class FieldDiff(BaseModel):
     rerun: Any
 
 
+LEVELS = {False: "scores and verdicts", True: "full results"}
+
+
 class ReproReport(BaseModel):
     original: str
     rerun: str
     tolerance: float
+    level: str = LEVELS[False]  # what was compared: LEVELS[full]
     cases_compared: int
     missing_cases: list[str]  # in the original, not in the re-run
     extra_cases: list[str]  # in the re-run only
@@ -54,8 +61,10 @@ class ReproReport(BaseModel):
             f"DIFF {d.case_id}: {d.field}: {d.original!r} -> {d.rerun!r}" for d in self.differences
         ]
         tol = f" (score tolerance {self.tolerance})" if self.tolerance else ""
+        what = ("identical full results, free text too (the judge was batch-invariant)"
+                if self.level == LEVELS[True] else "identical scores and verdicts")
         out.append(
-            f"REPRODUCED: {self.cases_compared} cases, identical scores and verdicts{tol}"
+            f"REPRODUCED: {self.cases_compared} cases, {what}{tol}"
             if self.reproduced
             else f"NOT REPRODUCED: {len(self.differences)} field difference(s), "
             f"{len(self.missing_cases)} missing and {len(self.extra_cases)} extra case(s)"
@@ -63,8 +72,9 @@ class ReproReport(BaseModel):
         return out
 
 
-def case_facts(report: dict[str, Any]) -> dict[str, Any]:
-    """Flatten a case report into {field path: value} for the fields a re-run must reproduce."""
+def case_facts(report: dict[str, Any], full: bool = False) -> dict[str, Any]:
+    """Flatten a case report into {field path: value} for the fields a re-run must reproduce:
+    each result item's verdict, passed and severity, or with `full` every key of it."""
     facts: dict[str, Any] = {}
     for node, section in report.items():
         if not isinstance(section, dict) or not isinstance(section.get("metrics"), list):
@@ -82,7 +92,7 @@ def case_facts(report: dict[str, Any]) -> dict[str, Any]:
             facts[f"{key}.result_count"] = len(items)
             for i, item in enumerate(items):
                 if isinstance(item, dict):
-                    for f in RESULT_FIELDS:
+                    for f in sorted(item) if full else RESULT_FIELDS:
                         if f in item:
                             facts[f"{key}.result[{i}].{f}"] = item[f]
     ev = report.get("eval")
@@ -128,17 +138,19 @@ def _load_cases(folder: Path) -> tuple[dict[str, dict[str, Any]], list[str]]:
 
 
 def compare_runs(
-    original: str | os.PathLike[str], rerun: str | os.PathLike[str], tolerance: float = 0.0
+    original: str | os.PathLike[str], rerun: str | os.PathLike[str], tolerance: float = 0.0,
+    full: bool = False,
 ) -> ReproReport:
     """Compare two output folders' case reports; ``tolerance`` is an absolute score tolerance
-    (0.0 = exact, the default; the demo judge at temperature 0 must reproduce exactly)."""
+    (0.0 = exact, the default; the demo judge at temperature 0 must reproduce exactly);
+    ``full`` compares the judge's free text too (a batch-invariant judge's runs)."""
     a_dir, b_dir = Path(original), Path(rerun)
     a, bad_a = _load_cases(a_dir)
     b, bad_b = _load_cases(b_dir)
     diffs: list[FieldDiff] = []
     common = sorted(a.keys() & b.keys())
     for cid in common:
-        fa, fb = case_facts(a[cid]), case_facts(b[cid])
+        fa, fb = case_facts(a[cid], full), case_facts(b[cid], full)
         for field in sorted(fa.keys() | fb.keys()):
             va, vb = fa.get(field), fb.get(field)
             if not _same(va, vb, tolerance):
@@ -147,6 +159,7 @@ def compare_runs(
         original=str(a_dir),
         rerun=str(b_dir),
         tolerance=tolerance,
+        level=LEVELS[full],
         cases_compared=len(common),
         missing_cases=sorted(a.keys() - b.keys()),
         extra_cases=sorted(b.keys() - a.keys()),

@@ -141,6 +141,8 @@ class JudgeClient:
             "backend": getattr(self._backend, "name", None)
             or getattr(self._factory, "backend", None),
             "backend_reason": getattr(self._factory, "reason", None) or None,
+            # each answer independent of what shared the engine (the profile's setting)
+            "batch_invariant": bool(getattr(self._factory, "batch_invariant", False)),
             "loaded": self.backend_loaded,
             "gpus": self.ledger.gpu_count,
             "device": self.ledger.device_label,

@@ -118,6 +118,10 @@ class BackendFactory:
         return self.profile.name
 
     @property
+    def batch_invariant(self) -> bool:
+        return self.profile.batch_invariant
+
+    @property
     def is_demo(self) -> bool:
         return self.profile.demo
 

@@ -73,6 +73,12 @@ class JudgeProfile(BaseModel):
     # vLLM's prefix cache (shared rubric prefixes computed once). Off, every prompt is computed
     # whole: an answer then no longer depends on which earlier prompts warmed the cache
     vllm_prefix_caching: bool = True
+    # A judgement that does not depend on what else the engine holds (docs/reproducibility.md):
+    # hf decodes each request alone with its whole prompt (no shared prefix, batches of one);
+    # vLLM runs one sequence per step with the prefix cache off on a CPU host, and vLLM's
+    # batch-invariant kernels (VLLM_BATCH_INVARIANT=1, prefix cache off) on a GPU host. Part of
+    # the fingerprint: answers of the shared-batch mode never serve a batch-invariant run.
+    batch_invariant: bool = False
     # hf backend micro-batches (None = hf_backend.default_token_budget: on CPU KV-cache tokens,
     # 24576 in bfloat16 and 3072 in float32; on a GPU 65536 prompt tokens; 64 rows on CPU, 256
     # on a GPU): smaller ones hold less memory, larger ones batch more (answers reach the cache
@@ -293,4 +299,6 @@ def fingerprint(profile: JudgeProfile, backend: str, dtype: str, grammar: str | 
             base += "/strings=clip"
         else:
             base += "/strings=caps" if string_caps else "/strings=uncapped"
+    if profile.batch_invariant:
+        base += "/batch-invariant"
     return base

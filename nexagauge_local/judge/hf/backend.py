@@ -97,7 +97,8 @@ class HFBackend:
         on_gpu = self.device.startswith("cuda")
         self.gpu_count = 1 if on_gpu else 0
         self.token_budget = token_budget or default_token_budget(on_gpu, self.dtype)
-        self.max_batch = max_batch or (256 if on_gpu else 64)
+        # batch-invariant: every request decoded alone, its whole prompt computed at once
+        self.max_batch = 1 if profile.batch_invariant else max_batch or (256 if on_gpu else 64)
         self.threads = threads
         self.grammar = grammar
         self.fingerprint = fingerprint(profile, self.name, self.dtype, grammar)
@@ -105,7 +106,7 @@ class HFBackend:
         self.model, self.tokenizer = load_model(profile, cache_dir, self.dtype, self.device)
         self._eos_ids = eos_token_ids(self.model, self.tokenizer)
         # CPU: each family's prefix held once and attended by every row (hf/cascade.py).
-        self.shared_prefix = not on_gpu and install(self.model)
+        self.shared_prefix = not on_gpu and not profile.batch_invariant and install(self.model)
         self._om: Any = None  # outlines' model wrapper, built on first outlines use
         self._ll_tokenizer: Any = None  # llguidance's tokenizer, built on first guidance use
         self.load_seconds = time.perf_counter() - started

@@ -163,7 +163,7 @@ def engine_kwargs(
         "max_model_len": profile.max_model_len,
         "seed": seed,
         "tensor_parallel_size": max(1, tensor_parallel),
-        "enable_prefix_caching": profile.vllm_prefix_caching,
+        "enable_prefix_caching": profile.vllm_prefix_caching and not profile.batch_invariant,
         **host_engine_kwargs(device, profile),
     }
     if grammar is not None:

@@ -63,6 +63,8 @@ class EngineHost:
     # the engine loads a V1 logits processor (vllm/caps.py): vLLM 0.32's GPU default, its V2
     # model runner, refuses those, so the V1 runner is asked for (CPU engines run V1 anyway)
     v1_runner: bool = False
+    # vLLM's batch-invariant kernels (CUDA only; a CPU engine runs one sequence per step)
+    batch_invariant: bool = False
 
     def environment(self) -> dict[str, str]:
         """Variables set in the process that creates the engine, before it is created (its
@@ -71,6 +73,8 @@ class EngineHost:
             env = {"CUDA_VISIBLE_DEVICES": ",".join(self.gpu_ids)}
             if self.v1_runner:
                 env["VLLM_USE_V2_MODEL_RUNNER"] = "0"
+            if self.batch_invariant:
+                env["VLLM_BATCH_INVARIANT"] = "1"
             return env
         return {
             # Every CPU of the slice computes; vLLM's "auto" keeps one for its front end,
@@ -115,9 +119,11 @@ def engine_hosts(
     """One EngineHost per engine: per GPU (data-parallel) or all GPUs in one (tensor), and on
     a CPU host `profile.vllm_cpu_engines` engines, each on its own slice of the CPUs."""
     if device == "cuda":
+        invariant = profile.batch_invariant
         if data_parallel:
-            return [EngineHost("cuda", (g,), v1_runner=v1_runner) for g in gpu_ids]
-        return [EngineHost("cuda", gpu_ids, v1_runner=v1_runner)]
+            return [EngineHost("cuda", (g,), v1_runner=v1_runner, batch_invariant=invariant)
+                    for g in gpu_ids]
+        return [EngineHost("cuda", gpu_ids, v1_runner=v1_runner, batch_invariant=invariant)]
     slices = cpu_slices(usable_cpus(), profile.vllm_cpu_engines, profile.vllm_cpu_threads)
     return [EngineHost("cpu", cpus=tuple(s)) for s in slices]
 
@@ -132,4 +138,6 @@ def host_engine_kwargs(device: Device, profile: JudgeProfile) -> dict[str, Any]:
     if device == "cpu":
         out["kv_cache_memory_bytes"] = int(profile.vllm_cpu_kv_cache_gib * GIB)
         out["distributed_executor_backend"] = "uni"  # one rank: its worker in-process too
+        if profile.batch_invariant:  # no batch-invariant kernels on a CPU: one row per step
+            out["max_num_seqs"] = 1
     return out
