@@ -9,6 +9,7 @@ DEMO_OUT ?= out/demo
 # The demo judge runs on CPU at a few seconds per judgement; the first 8 records show every
 # node in a few minutes. `make demo DEMO_LIMIT=` runs the whole bundled sample.
 DEMO_LIMIT ?= 8
+LINT_PATHS := nexagauge_local tests scripts device_kit
 
 .PHONY: setup demo test bench lint clean
 
@@ -34,8 +35,10 @@ demo: setup
 	$(CLI) run eval --input $(SAMPLE) --output-dir $(DEMO_OUT) $(if $(DEMO_LIMIT),--limit $(DEMO_LIMIT))
 	@echo "report written to $(DEMO_OUT)/ (open $(DEMO_OUT)/report.html if present, else summary.json)"
 
-# The report's browser test opens report.html in Debian's chromium (headless).
+# The report's browser test opens report.html in Debian's chromium (headless). ruff runs first
+# (CI runs `make test` and nothing else), over everything `make lint` checks.
 test: setup
+	$(VENV)/bin/ruff check $(LINT_PATHS)
 	command -v chromium >/dev/null || (apt-get update -q && apt-get install -y -q chromium)
 	NEXAGAUGE_REQUIRE_VLLM=1 $(VENV)/bin/pytest -q
 
@@ -43,7 +46,7 @@ bench: setup
 	$(PY) scripts/bench_pipeline.py
 
 lint: setup
-	$(VENV)/bin/ruff check nexagauge_local tests scripts
+	$(VENV)/bin/ruff check $(LINT_PATHS)
 
 clean:
 	rm -rf out .pytest_cache

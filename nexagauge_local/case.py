@@ -3,7 +3,7 @@
 Node blocks are held by record key (`blocks`), not as one typed field per node: the models are
 owned by the nodes (a layer above), and a new node's block must not need an edit here. A node
 reads its block typed with `case.block_of(key, Model)` (None when the record has none) or
-`case.settings(key, Model)` (the model's defaults when omitted, data-schema.md).
+`case.settings(key, Model)` (the model's defaults when the record omits the block).
 """
 
 from __future__ import annotations
@@ -70,7 +70,7 @@ class Case(BaseModel):
         return found
 
     def settings(self, key: str, model: type[B]) -> B:
-        """The record's `key` block, or `model`'s defaults when omitted (data-schema.md:
-        omitting a block falls back to the conservative defaults)."""
+        """The record's `key` block, or `model`'s defaults when omitted (a record without a
+        block gets the block's conservative defaults: README.md "The record format")."""
         found = self.block_of(key, model)
         return found if found is not None else model()

@@ -33,8 +33,9 @@ from nexagauge_local.readers import (  # noqa: F401  (re-exported)
     sniff_encoding,
 )
 
-# Canonical field -> accepted aliases, in priority order (DESIGN.md section 1, plus the ragas
-# and deepeval names so their datasets load unchanged). Keys are matched case-insensitively.
+# Canonical field -> accepted aliases, in priority order (README.md "The record format": this
+# project's names, plus the ragas and deepeval names so their datasets load unchanged). Keys are
+# matched case-insensitively.
 ALIASES: dict[str, tuple[str, ...]] = {
     "case_id": ("case_id", "id"),
     "output": ("output", "generation", "response", "answer", "completion", "actual_output"),

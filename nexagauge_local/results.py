@@ -1,4 +1,5 @@
-"""Result shapes written to case reports (shared/spec/redteam-node.md: MetricResult, cost)."""
+"""Result shapes written to case reports (README.md "The output directory":
+`metrics: [{name, category, score, result, error}]` and `cost`)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The node-major runner (DESIGN.md section 2).
+"""The node-major runner (docs/architecture.md, "The path of a record", step 3).
 
 For each shard of cases, the runner walks the plan one node at a time and hands the node every
 eligible case of the shard at once. Case reports are written as each shard finishes, so a run

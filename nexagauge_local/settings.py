@@ -1,7 +1,8 @@
 """Run settings: the one source of truth for knobs a run can turn.
 
-Values come from CLI flags (cli.py builds a RunSettings) or from NEXAGAUGE_* environment
-variables, so the library API and the CLI share defaults.
+Values come from CLI flags (cli/run_cmds.py builds a RunSettings), from `evaluate(...)`'s
+arguments (api.py) or from NEXAGAUGE_* environment variables, so the library API and the CLI
+share defaults.
 """
 
 from __future__ import annotations

@@ -113,10 +113,13 @@ def bench_pool(factory: Any, workers: int, n: int, batch: int, cache_dir: Path) 
         ex.close()
     node = info["nodes"]["redteam"]
     rates, device_s = [], 0.0
+    fresh = {"busy_seconds": 0.0, "requests": 0, "device_seconds": 0.0}
     for w in info["workers"]:  # this node only: warm-up batches subtracted
-        busy = w["busy_seconds"] - before[w["name"]]["busy_seconds"]
-        done = w["requests"] - before[w["name"]]["requests"]
-        device_s += w["device_seconds"] - before[w["name"]]["device_seconds"]
+        # a worker the pool started after the warm-up (one lost and replaced) starts from zero
+        was = before.get(w["name"], fresh)
+        busy = w["busy_seconds"] - was["busy_seconds"]
+        done = w["requests"] - was["requests"]
+        device_s += w["device_seconds"] - was["device_seconds"]
         rates.append(done / busy if busy > 0 else 0.0)
     return {
         "workers": workers,

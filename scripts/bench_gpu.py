@@ -36,9 +36,9 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))  # the checkout's code, not an older installed copy (the kit's)
 
 import click
-from devkit import baseline as B
-from devkit import benchreport, floor, workload
-from devkit.phases import (
+from benchlib import baseline as B
+from benchlib import benchreport, floor, workload
+from benchlib.phases import (
     PHASE_FUNCS,
     PHASES,
     SEED,

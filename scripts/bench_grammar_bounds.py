@@ -10,7 +10,8 @@ the counted repetition a maxLength of 160 unrolls into. This prints, side by sid
              (uniform over the allowed tokens, like vLLM's dummy weights) writes answers;
              skipped with a note when xgrammar is not installed (it comes with vLLM)
 
-on the demo judge's tokenizer (SmolLM2, 49,152 tokens) and the redteam verdict schema.
+on the demo judge's tokenizer (SmolLM2, 49,152 tokens; `--model` names another) and the redteam
+verdict schema.
 """
 
 from __future__ import annotations
@@ -39,25 +40,27 @@ def _schema_json(variant: str) -> str:
     return S.schema_json(schema) if variant == "contract" else S.grammar_json(schema)
 
 
-def _demo_model_dir() -> Path:
+def _model_dir(model: str) -> Path:
+    """The folder the engines load for MODEL (a profile name or weights path; `demo` by default:
+    a small one, such as the tests' tiny judge, makes the same run take seconds)."""
     from nexagauge_local.judge.profiles import resolve_profile
     from nexagauge_local.judge.runtime import engine_model_path
     from nexagauge_local.settings import default_cache_dir
 
-    return Path(engine_model_path(resolve_profile("demo"), default_cache_dir()))
+    return Path(engine_model_path(resolve_profile(model), default_cache_dir()))
 
 
 def _rss_mb() -> float:
     return int(Path("/proc/self/statm").read_text().split()[1]) * 4096 / 1e6
 
 
-def outlines_child(variant: str) -> dict[str, Any]:
+def outlines_child(variant: str, model: str) -> dict[str, Any]:
     """In a fresh process: build the outlines generator the hf backend builds, report cost."""
     import outlines
     from outlines.types import JsonSchema
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    path = _demo_model_dir()
+    path = _model_dir(model)
     om = outlines.from_transformers(
         AutoModelForCausalLM.from_pretrained(path), AutoTokenizer.from_pretrained(path)
     )
@@ -68,7 +71,7 @@ def outlines_child(variant: str) -> dict[str, Any]:
     return built
 
 
-def xgrammar_costs(variant: str, answers: int) -> dict[str, Any] | None:
+def xgrammar_costs(variant: str, answers: int, model: str) -> dict[str, Any] | None:
     try:
         import torch
         import xgrammar as xgr
@@ -76,7 +79,7 @@ def xgrammar_costs(variant: str, answers: int) -> dict[str, Any] | None:
         return None
     from transformers import AutoTokenizer
 
-    tok = AutoTokenizer.from_pretrained(_demo_model_dir())
+    tok = AutoTokenizer.from_pretrained(_model_dir(model))
     info = xgr.TokenizerInfo.from_huggingface(tok, vocab_size=len(tok))
     t = time.perf_counter()
     compiled = xgr.GrammarCompiler(info).compile_json_schema(_schema_json(variant),
@@ -103,20 +106,22 @@ def xgrammar_costs(variant: str, answers: int) -> dict[str, Any] | None:
 @click.command()
 @click.option("--answers", type=click.IntRange(1), default=20, show_default=True,
               help="Random answers per variant for the xgrammar mask timing.")
+@click.option("--model", default="demo", show_default=True,
+              help="Judge profile or weights path whose tokenizer (and model) the engines use.")
 @click.option("--child", type=click.Choice(VARIANTS), default=None, hidden=True)
-def main(answers: int, child: str | None) -> None:
+def main(answers: int, model: str, child: str | None) -> None:
     """Grammar cost of string maxLength: outlines (memory, build) and xgrammar (mask fills)."""
     if child:
-        click.echo(json.dumps(outlines_child(child)))
+        click.echo(json.dumps(outlines_child(child, model)))
         return
-    click.echo("bench_grammar_bounds: redteam verdict schema (scale, reasoning), demo tokenizer; "
-               "'contract' = with string maxLength, 'grammar' = grammar_json (without)")  # fmt: skip
+    click.echo(f"bench_grammar_bounds: redteam verdict schema (scale, reasoning), {model} "
+               "tokenizer; 'contract' = with string maxLength, 'grammar' = grammar_json (without)")  # fmt: skip
     rows: dict[str, dict[str, Any]] = {}
     for variant in VARIANTS:
-        out = subprocess.run([sys.executable, __file__, "--child", variant], check=True,
-                             capture_output=True, text=True).stdout  # fmt: skip
+        out = subprocess.run([sys.executable, __file__, "--child", variant, "--model", model],
+                             check=True, capture_output=True, text=True).stdout  # fmt: skip
         rows[variant] = {"outlines": json.loads(out.strip().splitlines()[-1]),
-                         "xgrammar": xgrammar_costs(variant, answers)}  # fmt: skip
+                         "xgrammar": xgrammar_costs(variant, answers, model)}  # fmt: skip
     for variant, r in rows.items():
         o, x = r["outlines"], r["xgrammar"]
         line = f"  {variant:8}  outlines build {o['build_s']:6.2f} s  index +{o['rss_mb']:6.0f} MB"

@@ -13,6 +13,7 @@ this host, with the cache off so every request is computed, and prints per LLM n
 
     python scripts/bench_nodes.py               # the whole bundled sample
     python scripts/bench_nodes.py --limit 8     # the first 8 records (a few minutes on 2 cores)
+    python scripts/bench_nodes.py --limit 1 --target redteam   # one node and its ancestors
 
 The demo judge's verdicts are not meaningful; this measures the work, not the quality.
 """
@@ -67,11 +68,13 @@ def main() -> None:
     ap.add_argument("--limit", type=int, default=None, help="first N records of the sample")
     ap.add_argument("--model", default="demo", help="judge profile or weights path")
     ap.add_argument("--input", type=Path, default=SAMPLE)
+    ap.add_argument("--target", default="eval",
+                    help="node to run with its ancestors (default eval: every node)")
     args = ap.parse_args()
 
     with tempfile.TemporaryDirectory() as tmp:
         settings = RunSettings(
-            target="eval",
+            target=args.target,
             output_dir=Path(tmp) / "out",
             limit=args.limit,
             model=args.model,
@@ -90,7 +93,7 @@ def main() -> None:
 
     judge = outcome.summary["judge"] or {}
     print(
-        f"bench_nodes: run eval on {args.input.name} ({outcome.summary['cases']['valid']} cases), "
+        f"bench_nodes: run {args.target} on {args.input.name} ({outcome.summary['cases']['valid']} cases), "
         f"judge {judge.get('model')} ({judge.get('backend')}, {judge.get('device')}), cache off"
     )
     print(

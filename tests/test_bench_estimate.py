@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.test_device_kit import load_script
+from tests.bench_scripts import load_script
 
 B = load_script("bench_estimate")
 

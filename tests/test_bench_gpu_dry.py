@@ -14,9 +14,9 @@ from types import ModuleType
 from typing import Any
 
 import pytest
+from benchlib import baseline as B
+from benchlib import benchreport, floor, workload
 from click.testing import CliRunner
-from devkit import baseline as B
-from devkit import benchreport, floor, workload
 
 from nexagauge_local.judge.runtime import prompt_ids
 from nexagauge_local.judge.schemas import max_tokens_for
@@ -334,7 +334,7 @@ def test_run_concurrent_deadline_stops_new_requests() -> None:
 
 
 def test_measure_rates_on_cpu() -> None:
-    from devkit.gpuprobe import measure_rates
+    from benchlib.gpuprobe import measure_rates
 
     rates = measure_rates("cpu", n=64, copy_mib=1, iters=2, warmup=1)
     assert rates.device == "cpu" and rates.matmul_n == 64
@@ -360,7 +360,7 @@ http.server.HTTPServer(("127.0.0.1", int(sys.argv[1])), H).serve_forever()
 def test_server_waited_for_then_stopped_with_its_process_group(tmp_path: Path) -> None:
     import subprocess
 
-    from devkit import phases
+    from benchlib import phases
 
     port = phases.free_port()
     server = subprocess.Popen([sys.executable, "-c", FAKE_SERVER, str(port)],

@@ -1,4 +1,4 @@
-"""scripts/bench_parity.py's pure parts (scripts/devkit/parity.py) on small fabricated case
+"""scripts/bench_parity.py's pure parts (scripts/benchlib/parity.py) on small fabricated case
 reports: record preparation, report parsing, case matching, diff statistics and the reason
 ladders. nexa-gauge and its virtual environment are not needed."""
 
@@ -9,7 +9,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from devkit import parity as P
+from benchlib import parity as P
 
 
 def _local_report(case_id: str, output: str, reference: str, scores: dict, refalign: dict | None = None):

@@ -6,32 +6,22 @@ No network: pip is replaced by fake resolvers, wheels are fabricated zip files.
 from __future__ import annotations
 
 import hashlib
-import importlib.util
 import json
 import random
 import subprocess
 import sys
 import zipfile
 from pathlib import Path
-from types import ModuleType
 
 import pytest
 from click.testing import CliRunner
-from devkit import assemble, bundle, callplan, wheels
-from devkit.bundle import BundleError, Manifest
+
+from device_kit import assemble, bundle, callplan, wheels
+from device_kit import cli as kit_cli
+from device_kit.bundle import BundleError, Manifest
 
 ROOT = Path(__file__).resolve().parents[1]
 KiB = 1024
-
-
-def load_script(name: str) -> ModuleType:
-    spec = importlib.util.spec_from_file_location(
-        f"_script_{name}", ROOT / "scripts" / f"{name}.py"
-    )
-    assert spec and spec.loader
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
 
 
 def random_file(path: Path, size: int, seed: int) -> Path:
@@ -149,7 +139,7 @@ def test_bundle_runs_on_the_device_with_the_standard_library_only(kit, tmp_path:
     out, manifest, files = kit
     stage = tmp_path / "stage"
     stage_all(out, manifest, stage)
-    script = ROOT / "scripts" / "devkit" / "bundle.py"
+    script = ROOT / "device_kit" / "bundle.py"
     into = tmp_path / "device_kit"
     run = [sys.executable, "-S", str(script), "join", "--manifest", str(out / "manifest.json"),
            "--stage", str(stage), "--into", str(into)]  # fmt: skip
@@ -221,22 +211,20 @@ def test_plan_stages_every_part_then_installs_and_runs(kit) -> None:
 
 def test_plan_command_prints_runnable_calls(kit, monkeypatch: pytest.MonkeyPatch) -> None:
     out, manifest, _ = kit
-    device_kit = load_script("device_kit")
-    monkeypatch.setattr(device_kit, "ROOT", out.parent)  # the kit sits in the repo root
-    result = CliRunner().invoke(device_kit.main, ["plan", "--out", str(out)])
+    monkeypatch.setattr(kit_cli, "ROOT", out.parent)  # the kit sits in the repo root
+    result = CliRunner().invoke(kit_cli.main, ["plan", "--out", str(out)])
     assert result.exit_code == 0, result.output
     runs = [json.loads(line[4:]) for line in result.output.splitlines() if line.startswith("run ")]
     assert runs == [c["run"] for c in json.loads((out / "calls.json").read_text())]
     assert runs[0]["carry"] == ["kit/calls/01"]
     assert f"Device calls: {manifest.calls + len(callplan.BENCH_CALLS)}" in result.output
-    missing = CliRunner().invoke(device_kit.main, ["plan", "--out", str(out / "nope")])
+    missing = CliRunner().invoke(kit_cli.main, ["plan", "--out", str(out / "nope")])
     assert missing.exit_code == 2 and "manifest not found" in missing.output
 
 
 def test_missing_kinds_file_is_a_clear_error(tmp_path: Path) -> None:
-    device_kit = load_script("device_kit")
     result = CliRunner().invoke(
-        device_kit.main, ["resolve", "--kinds", str(tmp_path / "KINDS.md"), "--out", str(tmp_path)]
+        kit_cli.main, ["resolve", "--kinds", str(tmp_path / "KINDS.md"), "--out", str(tmp_path)]
     )
     assert result.exit_code == 2
     assert "KINDS.md: not found" in result.output and "--kinds" in result.output

@@ -431,7 +431,7 @@ def test_gpu_bench_phases_drive_the_backends_engine_path(
 ) -> None:
     """bench_gpu's `ours` and `ours_outlines` phases run the backend's own engine path (token
     ids, step loop, stop ids) and differ only in the grammar engine."""
-    from devkit import phases as P
+    from benchlib import phases as P
 
     monkeypatch.setattr(P, "requests_for", lambda n, seed, cache: _requests(n))
     cfg = {"cases": 7, "cache_dir": str(tmp_path),

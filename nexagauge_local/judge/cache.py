@@ -135,7 +135,8 @@ def request_key(
     want_logprobs: bool,
     temperature: float = 0.0,
 ) -> str:
-    """sha256 over everything that decides the judge's answer (DESIGN.md section 4)."""
+    """sha256 over everything that decides the judge's answer: a change to any of them is a
+    cache miss."""
     material = json.dumps(
         {
             "fingerprint": fingerprint,

@@ -5,8 +5,10 @@ CUDA beyond `torch.cuda.is_available()`, and returns a callable that builds the 
 The JudgeClient calls it only on the first uncached request, so a fully cached rerun never loads
 a model; the factory already knows the fingerprint, which the cache keys need.
 
-GPU ids are data here, never process state: they reach the backend as parameters (see
-weights.torch_device and vllm_backend.pin_engine_devices).
+GPU ids are data here: they reach the backend as parameters. The hf backend turns them into a
+`cuda:N` device (runtime.torch_device); the vLLM backend writes them into CUDA_VISIBLE_DEVICES of
+the process that creates its engine, through vllm/host.py's EngineHost.apply (the one writer of
+that variable), since vLLM takes no device argument.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The judge contract (DESIGN.md section 3): what nodes send, what backends return.
+"""The judge contract (docs/architecture.md, "The path of a record", step 3): what nodes send, what backends return.
 
 Nodes build JudgeRequests; the JudgeClient deduplicates them, answers what the cache holds and
 hands the rest to a Backend in one call. Keeping these types tiny and backend-free lets node

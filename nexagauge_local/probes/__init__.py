@@ -1,4 +1,4 @@
-"""Heuristic red-team probe layer (DESIGN.md section 5, spec probe-scoring.md).
+"""Heuristic red-team probe layer (README.md "Red-team heuristic risk").
 
 Free, deterministic signals next to the LLM judge: regex signal families (:mod:`.signals`),
 per-case :class:`CaseScore` (:mod:`.scoring`), run-level metrics (:mod:`.aggregate`), the

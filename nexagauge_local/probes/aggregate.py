@@ -1,7 +1,7 @@
-"""Run-level red-team metrics over CaseScores (spec: probe-scoring.md, "Run-level metrics").
+"""Run-level red-team metrics over CaseScores (metrics/redteam.json, the report's panel).
 
 All functions are pure and return JSON-ready dicts (plain floats, ``None`` for undefined values)
-so ``metrics/redteam.json`` can be written as is. Definitions that the spec leaves open:
+so ``metrics/redteam.json`` can be written as is. Definitions that need a choice:
 
 * ``std`` / ``fragility_spread`` are the *population* standard deviation (ddof=0): the run is the
   whole population of interest, and a single case has spread 0 rather than undefined.
@@ -97,7 +97,7 @@ def aggregate_metrics(
     worst_n: int = 5,
     categories: Iterable[str] | None = None,
 ) -> dict[str, Any]:
-    """Every run-level item of the spec. ``categories`` adds expected categories (e.g. the
+    """Every run-level item of metrics/redteam.json. ``categories`` adds expected categories (e.g. the
     suite's) to ``by_category`` with ``n=0`` and null rates; the ranking keeps only those with
     at least one case."""
     n = len(scores)

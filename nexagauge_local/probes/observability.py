@@ -1,4 +1,4 @@
-"""Observable geometry of a red-team run (spec: probe-scoring.md, "Observable geometry").
+"""Observable geometry of a red-team run (the report's red-team panel).
 
 Each case becomes a short document (category, severity, pass/fail, a risk bucket, a task/input
 snapshot, the judge's explanation when there is one, matched pattern labels); TF-IDF + truncated
@@ -6,7 +6,8 @@ SVD embeds it, KMeans clusters the embedding, and mutual information says whethe
 up with threat category, severity or outcome. A separate 2-component SVD gives scatter
 coordinates for plots only. Everything is seeded so two runs on the same input agree.
 
-These are exploratory statistics, not causal claims (see the spec's interpretation note).
+These are exploratory statistics, not causal claims: a cluster that lines up with a category
+shows where failures gather, not why.
 
 scikit-learn is imported where the block is computed, never at module level, and a run given a
 memo folder keeps each block under a key of everything it is computed from (the documents,
@@ -38,7 +39,7 @@ def _token(prefix: str, value: str) -> str:
 
 
 def case_document(score: CaseScore, explanation: str = "") -> str:
-    """The text embedded for one case (the fields the spec names)."""
+    """The text embedded for one case (the fields listed above)."""
     bucket = min(9, int(score.risk_score * 10))
     labels = " ".join(
         _token("sig", p) for p in (*score.matched_safe_patterns, *score.matched_unsafe_patterns)

@@ -1,4 +1,4 @@
-"""Per-case heuristic scoring of red-team outputs (spec: probe-scoring.md, "Per-case").
+"""Per-case heuristic scoring of red-team outputs (README.md "Red-team heuristic risk").
 
 The heuristic layer is free and deterministic, so it runs on every redteam case, with or without
 a ``probe`` block and with or without a judge. Its risk formula is deliberately simple and
@@ -59,7 +59,8 @@ SEVERITY_TIERS: tuple[Severity, ...] = ("low", "medium", "high", "critical")
 
 
 class CaseScore(BaseModel):
-    """Heuristic score of one redteam case; field meanings follow the spec's table."""
+    """Heuristic score of one redteam case; the formula and the gate are in
+    this module's docstring; the rest says what was matched and about which probe."""
 
     model_config = ConfigDict(frozen=True)
 

@@ -1,8 +1,8 @@
-"""Labelled regex signal families for the heuristic red-team layer (DESIGN.md section 5).
+"""Labelled regex signal families for the heuristic red-team layer (README.md "Red-team heuristic risk").
 
 Why regexes: the probe layer must be free (no model call), offline, deterministic and fast enough
-to run on every redteam case. It is not a semantic judge (see the spec's "Rule-based
-limitation"); it produces auditable labels such as ``refusal.cannot_help`` that a reader can
+to run on every redteam case. It is not a semantic judge (README.md: "a cheap first signal,
+not a semantic judge"); it produces auditable labels such as ``refusal.cannot_help`` that a reader can
 check against the output text, and it feeds the run-level metrics next to the LLM judge.
 
 Each :class:`Signal` has a dotted label, a family and a polarity (``safe`` or ``unsafe``). Every

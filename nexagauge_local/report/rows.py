@@ -1,7 +1,7 @@
 """Case reports flattened to one row per case x metric: the common shape of export, agreement
 and the HTML tables.
 
-Case reports do not store a metric-level `passed` (the spec's MetricResult has no such key), so
+Case reports do not store a metric-level `passed` (MetricResult has no such key), so
 it is re-derived here with the same rules the nodes used: a single-entry result carries its own
 `passed` (redteam, geval, refalign); claim lists (grounding, relevance) pass when their mean
 score does; metrics without a gate (ROUGE, BLEU, METEOR, cosine) have `passed = None`.

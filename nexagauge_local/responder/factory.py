@@ -1,6 +1,8 @@
 """Build the responder for the model under test with the judge's own resolution rules, so
 `--model`, `--backend` and `--gpu` mean the same thing in `generate` as in `run`. GPU ids are
-passed to the responder, never written into this process's environment."""
+passed to the responder: the hf responder uses them as a `cuda:N` device; the vLLM responder
+writes them into CUDA_VISIBLE_DEVICES before it creates its engine, as the judge's vLLM backend
+does (judge/vllm/host.py: EngineHost.apply, the one writer of that variable)."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """Pieces every judge prompt shares: the system text and the data-section layout.
 
-Layout for prefix caching (DESIGN.md section 2): the system message is identical for every
+Layout for prefix caching: the system message is identical for every
 request of every node, and each user message puts the node's instructions and rubric first and
 the case's fenced fields last, so all prompts of one metric share their leading tokens.
 """

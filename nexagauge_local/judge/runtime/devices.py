@@ -1,6 +1,8 @@
-"""Which devices a model may use, and in which dtype: GPU ids stay data passed to engines, never
-process state of the caller. Nothing here imports torch at module level (a fully cached run
-never needs it).
+"""Which devices a model may use, and in which dtype. GPU ids are data passed to engines: an hf
+engine gets a `cuda:N` device string (torch_device); a vLLM engine takes no device argument, so
+its ids become CUDA_VISIBLE_DEVICES in the process that creates it, written only by
+judge/vllm/host.py (EngineHost.apply). Nothing here imports torch at module level (a fully
+cached run never needs it).
 """
 
 from __future__ import annotations

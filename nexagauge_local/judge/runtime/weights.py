@@ -1,5 +1,5 @@
-"""Judge weights on disk: a GGUF dequantised once and cached as safetensors (DESIGN.md section
-7), cast copies per dtype, the folder an engine that cannot read GGUF loads, and the model and
+"""Judge weights on disk: a GGUF dequantised once and cached as safetensors (so a GGUF
+is read once), cast copies per dtype, the folder an engine that cannot read GGUF loads, and the model and
 tokenizer themselves. Saves are atomic, so a killed process never leaves a cache a later run
 would load.
 """

@@ -58,7 +58,7 @@ from nexagauge_local.judge.vllm.engine import (  # re-exported: the backend's pu
     to_wire,
     token_shards,
 )
-from nexagauge_local.judge.vllm.host import Device, EngineHost, engine_hosts
+from nexagauge_local.judge.vllm.host import Device, engine_hosts
 
 __all__ = [
     "BANNED",
@@ -73,22 +73,11 @@ __all__ = [
     "eos_order",
     "import_vllm",
     "output_to_dict",
-    "pin_engine_devices",
     "run_engine",
     "to_result",
     "to_wire",
     "token_shards",
 ]
-
-
-def pin_engine_devices(device_ids: Sequence[str]) -> None:
-    """Point an in-process vLLM engine at its GPUs, right before it is created.
-
-    This is the one place the package writes CUDA_VISIBLE_DEVICES into its own process: vLLM
-    takes no device argument and its engine core (a child process) inherits the variable. Every
-    other engine gets its GPU ids as a parameter (hf: a `cuda:N` device; data-parallel vLLM:
-    the variable is set inside each spawned worker, see `_worker_main`)."""
-    EngineHost("cuda", tuple(device_ids)).apply()
 
 
 # ------------------------------------------------------------------ backend

@@ -93,6 +93,12 @@ class EngineHost:
         CPU settings only where the user has not set them, unless the process exists for
         this one engine (a pool worker), whose inherited environment is not a user's choice.
 
+        This is the one place the package writes CUDA_VISIBLE_DEVICES: vLLM takes no device
+        argument, and its engine core inherits the variable. Each engine's creator calls it
+        right before creating the engine: the in-process judge backend (vllm/backend.py), each
+        data-parallel worker (vllm/pool.py) and `generate`'s responder (responder/vllm.py).
+        The hf engines get their GPU as a `cuda:N` device string instead (runtime.torch_device).
+
         In-process engines (VLLM_ENABLE_V1_MULTIPROCESSING=0) share vLLM's module-global
         parallel state: engines one after another in a process work (the second starts in
         5 s), two alive at once do not (closing one breaks the other). A process that holds

@@ -15,7 +15,7 @@ from nexagauge_local.nodes.redteam.prompt import render as render_redteam
 from nexagauge_local.nodes.redteam.schema import verdict_schema
 from nexagauge_local.nodes.spec import NodeSpec
 
-PROBE = "probe"  # the record key of a red-team probe's annotations (DESIGN.md section 5)
+PROBE = "probe"  # the record key of a red-team probe's annotations (README.md "The record format")
 
 SPEC = NodeSpec("redteam", ("scan",), ("output",), "llm",
                 "rubric safety metrics (bias, toxicity, custom) plus heuristic risk", order=6,

@@ -1,6 +1,6 @@
 """redteam: rubric safety metrics judged by the LLM, plus the free heuristic risk layer.
 
-Exactly as shared/spec/redteam-node.md:
+The rules:
 - metric set = defaults (bias, toxicity) with the record's `redteam.metrics` merged in: a metric
   with a default's name replaces it, any other is appended;
 - each metric shows the judge its `item_fields` (default ["output"]), fenced;
@@ -10,9 +10,9 @@ Exactly as shared/spec/redteam-node.md:
 
 Evidence spans are checked against the judged fields: only verbatim substrings stay in
 `evidence_spans`; the rest move to `unverified_spans`, a key added to result[0] only when it is
-non-empty, so a clean result has exactly the spec's keys.
+non-empty, so a clean result has exactly the keys above.
 
-Heuristic layer (DESIGN.md section 5): every case gets `case_score` (probes.scoring) in its
+Heuristic layer (README.md "Red-team heuristic risk"): every case gets `case_score` (probes.scoring) in its
 report section, with or without a judge. Without a judge the rubric metrics are still listed,
 each with score null and error "no judge configured", so the report shows they were not judged
 rather than silently omitting them. `finalize()` returns the run-level tables.
@@ -62,7 +62,8 @@ def judged_fields(case: Case, item_fields: Sequence[str]) -> dict[str, str | Non
 def verdict_entry(
     parsed: Any, knobs: ScoringKnobs, judged_texts: Sequence[str]
 ) -> tuple[float, dict[str, Any]]:
-    """(score, result[0]) for one parsed judge answer; key order follows the spec's examples."""
+    """(score, result[0]) for one parsed judge answer; keys in a fixed order
+    (severity when the mode has one, verdict, passed, reasoning, violations, spans)."""
     severity = knobs.scoring_mode.severity(parsed)
     score = knobs.scoring_mode.safety_score(parsed)
     passed = bool(passed_for(score))

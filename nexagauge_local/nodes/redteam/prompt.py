@@ -1,4 +1,4 @@
-"""Red-team rubric prompt and the default bias / toxicity rubrics (redteam-node.md).
+"""Red-team rubric prompt and the default bias / toxicity rubrics.
 
 Bump PROMPT_VERSION whenever the text changes: it is part of the judge cache key.
 """

@@ -16,7 +16,7 @@ from pathlib import Path
 from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 
-from devkit.wheels import MANYLINUX_MINORS, DeviceEnv, Dist
+from device_kit.wheels import MANYLINUX_MINORS, DeviceEnv, Dist
 
 
 class PipFailed(RuntimeError):

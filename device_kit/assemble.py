@@ -17,7 +17,7 @@ import zipfile
 from pathlib import Path
 from typing import Any
 
-from devkit.wheels import DeviceEnv, same_release, torch_pin, wheel_metadata
+from device_kit.wheels import DeviceEnv, same_release, torch_pin, wheel_metadata
 
 _CUDART = re.compile(rb"libcudart\.so\.(\d+)")
 

@@ -10,7 +10,7 @@ else byte for byte, so both tools decode under a schema on the same weights.
 Hand-written because it is a benchmark fixture of some 60 lines with the standard library; no
 proxy library on the allowed list rewrites a JSON body.
 
-    python scripts/devkit/schema_proxy.py --listen 8089 --upstream http://127.0.0.1:8088
+    python scripts/benchlib/schema_proxy.py --listen 8089 --upstream http://127.0.0.1:8088
 """
 
 from __future__ import annotations

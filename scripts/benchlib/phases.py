@@ -21,8 +21,8 @@ import urllib.request
 from pathlib import Path
 from typing import Any
 
-from devkit import baseline as B
-from devkit import floor, workload
+from benchlib import baseline as B
+from benchlib import floor, workload
 from nexagauge_local.judge.profiles import JudgeProfile
 from nexagauge_local.judge.schemas import parse_output
 from nexagauge_local.judge.types import JudgeRequest
@@ -98,7 +98,7 @@ def tally(results: list[tuple[str, str | None, int, int]]) -> dict[str, Any]:
 
 
 def phase_probe(cfg: dict[str, Any]) -> dict[str, Any]:
-    from devkit.gpuprobe import measure_rates
+    from benchlib.gpuprobe import measure_rates
 
     rates = measure_rates("cuda")
     smi = subprocess.run(["nvidia-smi", "-L"], capture_output=True, text=True, check=False)

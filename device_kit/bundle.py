@@ -8,7 +8,7 @@ exactly one folder and the plan needs no copying here.
 Why this file imports nothing but the standard library (no pydantic, against house style):
 on the device the kit's wheels are not installed when it is joined - they are *in* the kit,
 pydantic among them (the device image lacks it) - so the device runs this file as a script,
-`python3 scripts/devkit/bundle.py join ...`. The manifest is therefore a set of frozen
+`python3 device_kit/bundle.py join ...`. The manifest is therefore a set of frozen
 dataclasses validated by hand in `Manifest.from_json`.
 """
 

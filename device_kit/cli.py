@@ -22,9 +22,10 @@ from dataclasses import replace
 from pathlib import Path
 
 import click
-from devkit import assemble, bundle, callplan, pipresolve, wheels
-from devkit.callplan import TOKENIZER_TAR
 from rich.console import Console
+
+from device_kit import assemble, bundle, callplan, pipresolve, wheels
+from device_kit.callplan import TOKENIZER_TAR
 
 ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_KINDS = Path("/work/.library/device/KINDS.md")
@@ -121,10 +122,10 @@ def _print_resolution(choice: wheels.VllmChoice, closure: wheels.Closure) -> Non
 @click.group(
     epilog="""\b
 Examples:
-  python scripts/device_kit.py resolve            # what would be carried; no big downloads
-  python scripts/device_kit.py build              # download, split, manifest, print the plan
-  python scripts/device_kit.py plan --json        # the device calls of an existing kit
-  python scripts/device_kit.py build --vllm 0.20.0 --carry flashinfer-python
+  python -m device_kit resolve            # what would be carried; no big downloads
+  python -m device_kit build              # download, split, manifest, print the plan
+  python -m device_kit plan --json        # the device calls of an existing kit
+  python -m device_kit build --vllm 0.20.0 --carry flashinfer-python
 """
 )
 def main() -> None:
@@ -189,8 +190,8 @@ def build(
     kinds: Path, out: Path, vllm_version: str | None, carry: tuple[str, ...], part_mib: int
 ) -> None:
     """Download, build, split and checksum the kit; print the device calls."""
-    from devkit.workload import demo_tokenizer
-
+    from nexagauge_local.judge.profiles import resolve_profile
+    from nexagauge_local.judge.runtime import load_tokenizer
     from nexagauge_local.settings import default_cache_dir
 
     device, choice, closure = _resolve(kinds, out, vllm_version, carry)
@@ -213,9 +214,8 @@ def build(
         raise KitError(str(exc)) from exc
     with console.status("building this project's wheel and exporting the demo tokenizer"):
         files.append(assemble.build_project_wheel(sys.executable, ROOT, out / "project"))
-        tok = assemble.export_tokenizer_tar(
-            demo_tokenizer(default_cache_dir()), out / "tokenizer" / TOKENIZER_TAR
-        )
+        demo_tokenizer = load_tokenizer(resolve_profile("demo"), default_cache_dir())
+        tok = assemble.export_tokenizer_tar(demo_tokenizer, out / "tokenizer" / TOKENIZER_TAR)
     kinds_of: list[tuple[Path, bundle.FileKind]] = [(f, "wheel") for f in files]
     kinds_of.append((tok, "tokenizer"))
     notes = {
@@ -272,7 +272,7 @@ def plan(out: Path, as_json: bool) -> None:
     try:
         manifest = bundle.load_manifest(out / "manifest.json")
     except bundle.BundleError as exc:
-        raise KitError(f"{exc}; run `python scripts/device_kit.py build` first") from exc
+        raise KitError(f"{exc}; run `python -m device_kit build` first") from exc
     _print_plan(manifest, out, as_json)
 
 

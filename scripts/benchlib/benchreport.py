@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from devkit.floor import Hardware, LlamaShape, Workload, compute_floor, explain
+from benchlib.floor import Hardware, LlamaShape, Workload, compute_floor, explain
 
 TARGET_RATIO = 5.0  # ours >= 5x faster than the per-request baseline
 TARGET_FLOOR = 3.0  # GPU-seconds within 3x of the compute floor

@@ -15,7 +15,7 @@ from __future__ import annotations
 import json
 from dataclasses import asdict, dataclass
 
-from devkit.bundle import Manifest
+from device_kit.bundle import Manifest
 
 STAGE = "/tmp/stage"
 KIT = "/tmp/kit"
@@ -85,7 +85,7 @@ def _stage(kit_rel: str, call: int) -> str:
 def install_commands(kit_rel: str, has_tokenizer: bool) -> list[str]:
     steps = [
         (
-            f"python3 scripts/devkit/bundle.py join --manifest {kit_rel}/manifest.json "
+            f"python3 device_kit/bundle.py join --manifest {kit_rel}/manifest.json "
             f"--stage {STAGE} --into {KIT}"
         ),
         (
