@@ -45,13 +45,14 @@ from nexagauge_local.judge.schemas import (
     schema_suffix,
 )
 from nexagauge_local.judge.types import Backend, JudgeRequest, JudgeResult, Messages
-from nexagauge_local.sqlite_store import CacheWriteError
+from nexagauge_local.sqlite_store import CacheDamaged, CacheStoreError, CacheWriteError
 
 __all__ = [  # noqa: RUF022 (grouped by purpose, not sorted)
     # the protocol nodes call, and what travels through it
     "Judge", "JudgeRequest", "JudgeResult", "Messages", "Backend",
     # the client, its cache and its cost ledger
-    "JudgeClient", "Executor", "JudgeCache", "CacheStats", "CacheWriteError", "OutputHistory",
+    "JudgeClient", "Executor", "JudgeCache", "CacheStats", "CacheWriteError", "CacheDamaged", "CacheStoreError",
+    "OutputHistory",
     "request_key",
     "CostLedger", "NodeUsage", "usd", "LongInputs", "is_context_error",
     # which judge, and which backend builds it
