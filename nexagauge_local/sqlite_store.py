@@ -68,6 +68,13 @@ def failure(path: Path, label: str, exc: sqlite3.DatabaseError) -> CacheStoreErr
                            f"is intact{hint}")
 
 
+def _of_the_file(exc: sqlite3.DatabaseError) -> bool:
+    """Whether SQLite's error is about the file or the disk (full, read-only, damaged) and
+    not the statement (a constraint a bad row broke, which is a bug to see whole)."""
+    return (isinstance(exc, sqlite3.OperationalError)
+            or getattr(exc, "sqlite_errorname", "") in _DAMAGED)
+
+
 @contextmanager
 def reading(path: Path, label: str) -> Iterator[sqlite3.Connection]:
     """A connection for reads on the cache at `path`; damage found there is a CacheDamaged."""
@@ -75,6 +82,8 @@ def reading(path: Path, label: str) -> Iterator[sqlite3.Connection]:
         with closing(connect_wal(path)) as con:
             yield con
     except sqlite3.DatabaseError as exc:
+        if not _of_the_file(exc):
+            raise
         raise failure(path, label, exc) from None
 
 
@@ -85,6 +94,8 @@ def writing(path: Path, label: str) -> Iterator[sqlite3.Connection]:
         with closing(connect_wal(path)) as con, con:
             yield con
     except sqlite3.DatabaseError as exc:
+        if not _of_the_file(exc):
+            raise
         raise failure(path, label, exc) from None
 
 
