@@ -61,8 +61,8 @@ def test_a_judge_cache_overwritten_with_garbage_stops_the_run_before_any_work(
     code, said = run("redteam", cache, out, "--limit", "2")
     assert code == 2
     assert said.strip().splitlines() == [
-        f"Error: --cache-dir {cache}: the judge cache {JUDGE_DB} is damaged (file is not a "
-        f"database); {MOVE_ASIDE}"]
+        (f"Error: --cache-dir {cache}: the judge cache {JUDGE_DB} is damaged (file is not a "
+        f"database); {MOVE_ASIDE}")]
     assert not out.exists()
 
 
@@ -83,8 +83,8 @@ def test_an_embedding_cache_overwritten_is_refused_and_moving_it_aside_lets_the_
     code, said = run("refalign", cache, out, "--limit", "2")
     assert code == 2
     assert said.strip().splitlines() == [
-        f"Error: --cache-dir {cache}: the embedding cache {EMBED_DB} is damaged (file is not a "
-        f"database); {MOVE_ASIDE}"]
+        (f"Error: --cache-dir {cache}: the embedding cache {EMBED_DB} is damaged (file is not a "
+        f"database); {MOVE_ASIDE}")]
     assert run("refmatch", cache, out, "--limit", "2")[0] == 0  # a run that embeds nothing
 
     (cache / EMBED_DB).rename(cache / "embeddings.sqlite.damaged")
@@ -111,9 +111,9 @@ def test_a_full_disk_while_writing_the_cache_is_one_line_and_keeps_what_was_ther
     monkeypatch.undo()
     assert code == 2, said
     assert said.strip().splitlines() == [
-        f"Error: --cache-dir {cache}: the embedding cache {EMBED_DB} cannot be written (database "
+        (f"Error: --cache-dir {cache}: the embedding cache {EMBED_DB} cannot be written (database "
         "or disk is full); what it holds is intact; free space on that disk (or choose another "
-        "--cache-dir) and run the same command again"]
+        "--cache-dir) and run the same command again")]
     assert EmbeddingCache(cache).stats().entries == before
     assert len(list((out / "case_report").iterdir())) == 1  # the previous run, as it was
 
