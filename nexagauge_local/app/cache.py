@@ -14,8 +14,7 @@ from pathlib import Path
 from nexagauge_local.app.errors import CacheError
 from nexagauge_local.embed import EmbeddingCache, EmbeddingCacheStats
 from nexagauge_local.embed.cache import DB_NAME as EMBED_DB
-from nexagauge_local.judge import CacheStats, CacheStoreError, JudgeCache
-from nexagauge_local.judge.cache import DB_NAME as JUDGE_DB
+from nexagauge_local.judge import JUDGE_DB, CacheStats, CacheStoreError, JudgeCache
 from nexagauge_local.settings import RunSettings, default_cache_dir
 
 __all__ = ["CacheStats", "EmbeddingCacheStats", "cache_errors", "cache_stats", "check_caches",

@@ -9,6 +9,7 @@ engine sub-packages, `hf/` and `vllm/`, which only the factory builds. Importing
 loads no torch, transformers or vLLM.
 """
 
+from nexagauge_local.judge.cache import DB_NAME as JUDGE_DB
 from nexagauge_local.judge.cache import CacheStats, JudgeCache, OutputHistory, request_key
 from nexagauge_local.judge.client import Executor, JudgeClient
 from nexagauge_local.judge.cpu_auto import AUTO_COUNT_CAP, JUDGEMENTS_PER_UNIT
@@ -51,8 +52,8 @@ __all__ = [  # noqa: RUF022 (grouped by purpose, not sorted)
     # the protocol nodes call, and what travels through it
     "Judge", "JudgeRequest", "JudgeResult", "Messages", "Backend",
     # the client, its cache and its cost ledger
-    "JudgeClient", "Executor", "JudgeCache", "CacheStats", "CacheWriteError", "CacheDamaged", "CacheStoreError",
-    "OutputHistory",
+    "JudgeClient", "Executor", "JudgeCache", "JUDGE_DB", "CacheStats", "CacheWriteError",
+    "CacheDamaged", "CacheStoreError", "OutputHistory",
     "request_key",
     "CostLedger", "NodeUsage", "usd", "LongInputs", "is_context_error",
     # which judge, and which backend builds it
