@@ -154,6 +154,8 @@ def test_a_full_disk_is_one_line_naming_the_cache_and_keeps_what_was_committed(
     with pytest.raises(CacheWriteError) as caught:
         cache.put_many(big)
     assert str(caught.value) == (f"--cache-dir {tmp_path}: the judge cache {DB_NAME} cannot be "
-                                 "written (database or disk is full); what it holds is intact")
+                                 "written (database or disk is full); what it holds is intact; free space on "
+                                 "that disk (or choose another --cache-dir) and run the same "
+                                 "command again")
     monkeypatch.undo()
     assert set(JudgeCache(tmp_path).get_many([e.key for e in first + big])) == {"k0", "k1", "k2"}

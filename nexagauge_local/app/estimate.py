@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from nexagauge_local.app.cache import cache_errors
 from nexagauge_local.app.judge import resolve_judge
 from nexagauge_local.app.run import OpenInput
 from nexagauge_local.dataset import Dataset
@@ -82,7 +83,9 @@ def estimate(settings: RunSettings, open_input: OpenInput) -> Estimate:
                     eligible[name] += 1
                 else:
                     reasons[name][reason] += 1
-        judge = _judge_estimates(dataset, settings) if any(s.kind == "llm" for s in specs) else {}
+        with cache_errors():
+            judge = (_judge_estimates(dataset, settings) if any(s.kind == "llm" for s in specs)
+                     else {})
     return Estimate(
         target=settings.target,
         cases=scan.valid,

@@ -17,16 +17,17 @@ from typing import Any
 from rich.console import Console
 
 from nexagauge_local.app.audit import AuditTrail
-from nexagauge_local.app.errors import CacheError
+from nexagauge_local.app.cache import cache_errors, check_caches
 from nexagauge_local.app.judge import JudgeClients, check_gpus, preflight
 from nexagauge_local.app.output_folder import OutputFolder
 from nexagauge_local.dataset import Dataset
 from nexagauge_local.graph import SPECS, plan, predicted_eligibility
-from nexagauge_local.judge import AUTO_COUNT_CAP, JUDGEMENTS_PER_UNIT, CacheWriteError
+from nexagauge_local.judge import AUTO_COUNT_CAP, JUDGEMENTS_PER_UNIT
 from nexagauge_local.judge.runtime import gpu_visible, vllm_importable
 from nexagauge_local.runner import Runner, RunOutcome
 from nexagauge_local.settings import RunSettings
 
+EMBEDDING_NODES = frozenset({"refiner", "refalign"})  # the nodes that call their embedder
 # Opens the run's dataset; gets a private temporary folder (for spooling stdin and pipes).
 OpenInput = Callable[[Path], Dataset]
 
@@ -81,6 +82,11 @@ def needs_judge(target: str, dataset: Dataset | None = None) -> bool:
     return judge_units(target, dataset, stop_at=1) > 0
 
 
+def embeds(target: str) -> bool:
+    """Whether the run's plan has a node that embeds text (refiner, refalign: nodes/)."""
+    return any(s.name in EMBEDDING_NODES for s in plan(target))
+
+
 def judge_units(target: str, dataset: Dataset, stop_at: int | None = None) -> int:
     """How many (case, LLM node) pairs the run will judge, counting no further than `stop_at`
     (a cap keeps a million-record count cheap where only "enough" matters)."""
@@ -117,7 +123,8 @@ def run(
 ) -> RunResult:
     """Run `settings.target` over the dataset `open_input` gives.
 
-    Raises JudgeSetupError / ClusterSetupError before any work, InputError when the input
+    Raises JudgeSetupError / ClusterSetupError / CacheError (a damaged cache) before any
+    work, CacheError when a cache refuses a write part-way, InputError when the input
     cannot be opened, RecordsError when a record is bad and on_error is "fail".
     With an output folder the run ends with manifest.json (app/audit.py), signed with
     `sign_key` when given; `argv` (default sys.argv) is recorded in it."""
@@ -125,6 +132,8 @@ def run(
     with tempfile.TemporaryDirectory() as tmp:
         dataset = open_input(Path(tmp))
         judged = needs_judge(settings.target, dataset)
+        if settings.use_cache:
+            check_caches(settings.cache_dir, judge=judged, embeddings=embeds(settings.target))
         if judged:
             settings = predict_judgements(settings, dataset)
             factory = preflight(settings)
@@ -141,10 +150,8 @@ def run(
                     keep_reports=keep_reports,
                     render_report=not trail.active,
                 )
-                try:
+                with cache_errors():
                     outcome = runner.run(dataset)
-                except CacheWriteError as exc:
-                    raise CacheError(str(exc)) from None
             trail.finish(dataset, outcome, runner.console, into=staged.output_dir)
             if folder is not None:
                 folder.commit()

@@ -50,6 +50,7 @@ from nexagauge_local.readers import (
 )
 from nexagauge_local.readers.compressed import open_bytes
 from nexagauge_local.readers.json_stream import NotAnArray, iter_array
+from nexagauge_local.readers.limits import allow_long_csv_fields
 from nexagauge_local.readers.streams import spool_path
 from nexagauge_local.readers.tables import TABLE_FORMATS, folder_files, iter_table
 from nexagauge_local.readers.text import csv_delimiter, sniff_encoding
@@ -133,7 +134,7 @@ def _iter_jsonl(path: Path) -> Rows:
             text = line.rstrip("\r\n")
             try:
                 cid = _case_id(json.loads(text))
-            except ValueError:
+            except (ValueError, RecursionError):  # a bad record the run listed: hashed as is
                 cid = None
             yield lineno, text.encode("utf-8", errors="surrogateescape"), cid
 
@@ -150,6 +151,7 @@ def _iter_json(path: Path) -> Rows:
 
 def _iter_csv(path: Path) -> Rows:
     delimiter = csv_delimiter(path)
+    allow_long_csv_fields()  # as the run read it (readers/limits.py)
     with _text(path, newline="") as fh:
         reader = csv.DictReader(fh, delimiter=delimiter)
         for row in reader:

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import os
+from typing import Any
 
 import click
 
+from nexagauge_local.cli import signals
 from nexagauge_local.cli.lazy import LazyCommand, LazyGroup
 
 # name -> where the command lives and its one-line help (tests/test_cli_lazy.py checks both).
@@ -97,8 +99,21 @@ Examples:
 """
 
 
+class _MainGroup(LazyGroup):
+    """The CLI's group: a command that SIGTERM or SIGHUP stopped (cli/signals.py) and that
+    says nothing of its own (a resumable one says where its work is, cli/errors.py) ends with
+    one line naming the signal and exit 128 + its number, not click's "Aborted!" and 1."""
+
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except signals.Stopped as exc:
+            click.echo(signals.interrupted_by(exc), err=True)
+            ctx.exit(exc.exit_code)
+
+
 @click.group(
-    cls=LazyGroup,
+    cls=_MainGroup,
     lazy=LAZY,
     epilog=EPILOG,
     context_settings={"help_option_names": ["-h", "--help"]},
@@ -112,6 +127,7 @@ def main() -> None:
     embedding metrics. Nothing leaves the machine: no API keys, no telemetry, no downloads.
     """
     arrow_uses_the_system_allocator()
+    click.get_current_context().call_on_close(signals.install())
 
 
 def arrow_uses_the_system_allocator() -> None:

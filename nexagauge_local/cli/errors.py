@@ -26,11 +26,12 @@ from nexagauge_local.app.errors import (
     RunDirError,
     RunInputError,
 )
-from nexagauge_local.cli.exit_codes import BAD_INPUT, CHECK_FAILED, INTERRUPTED
+from nexagauge_local.cli.exit_codes import BAD_INPUT, CHECK_FAILED
+from nexagauge_local.cli.signals import exit_code_of, interrupted_by
 from nexagauge_local.records import DatasetError, RecordsError
 
-RESUME_HINT = ("interrupted: every judgement made so far is in the judge cache; run the "
-               "same command again to resume")
+_RESUME = ": every judgement made so far is in the judge cache; run the same command again to resume"
+RESUME_HINT = "interrupted" + _RESUME  # Ctrl-C; SIGTERM/SIGHUP say "stopped by SIGTERM"
 
 # How each failure's last line starts; the first matching type wins. "error: " is compare's
 # and gate's (red on a terminal); "Error: " that of the set-up failures, click's own style.
@@ -69,8 +70,9 @@ def cli_errors(*, resumable: bool = False) -> Iterator[None]:
     a check that answered no (a run that does not reproduce, a folder that no longer matches
     its manifest) exits 1, every other failure exits 2 with its line.
 
-    `resumable`: the command's judge work is cached, so Ctrl-C exits 130 with the hint to run
-    it again; elsewhere click's own "Aborted!" stands.
+    `resumable`: the command's judge work is cached, so Ctrl-C exits 130 (SIGTERM 143, SIGHUP
+    129: cli/signals.py) with the hint to run it again; elsewhere click's own "Aborted!" stands
+    for Ctrl-C, and the CLI's group says what signal stopped it.
     """
     try:
         yield
@@ -78,8 +80,8 @@ def cli_errors(*, resumable: bool = False) -> Iterator[None]:
         raise click.UsageError(str(exc)) from None
     except (DatasetError, RecordsError, AppError) as exc:
         sys.exit(print_failure(exc))
-    except KeyboardInterrupt:  # click would say "Aborted!" and exit 1, like a failed gate
+    except KeyboardInterrupt as exc:  # click would say "Aborted!" and exit 1, like a failed gate
         if not resumable:
             raise
-        click.echo(RESUME_HINT, err=True)
-        sys.exit(INTERRUPTED)
+        click.echo(interrupted_by(exc) + _RESUME, err=True)
+        sys.exit(exit_code_of(exc))

@@ -14,4 +14,8 @@ CHECK_FAILED = 1
 GATE_FAILED = CHECK_FAILED
 BAD_INPUT = 2  # the input, a run folder, a policy or a set-up (--cluster, keys) cannot be used
 JUDGE_FAILED = 3  # the judge failed on every request of a node; the report is written
-INTERRUPTED = 130  # Ctrl-C (128 + SIGINT); what the judge answered is in its cache
+# Stopped by a signal: 128 + its number, as a shell reports it (cli/signals.py). The run stops
+# cleanly, the output folder is as it was, and what the judge answered is in its cache.
+INTERRUPTED = 130  # Ctrl-C (128 + SIGINT)
+TERMINATED = 143  # SIGTERM (128 + 15): Slurm's scancel or time limit, systemctl stop, kill
+HUNG_UP = 129  # SIGHUP (128 + 1): the terminal closed (under nohup the run goes on)

@@ -23,13 +23,13 @@ import hashlib
 import sqlite3
 import time
 from collections.abc import Iterable, Mapping
-from contextlib import closing
+from contextlib import AbstractContextManager
 from pathlib import Path
 
 import numpy as np
 from pydantic import BaseModel
 
-from nexagauge_local.sqlite_store import connect_wal, writing
+from nexagauge_local.sqlite_store import open_store, reading, writing
 
 DB_NAME = "embeddings.sqlite"
 _BATCH = 500  # keys per IN (...) query: under SQLite's default host-parameter limit
@@ -95,11 +95,10 @@ class EmbeddingCache:
         self.path = self.dir / DB_NAME
         self.max_entries = max_entries
         self.dir.mkdir(parents=True, exist_ok=True)
-        with closing(self._connect()) as con:
-            con.executescript(_SCHEMA)
+        open_store(self.path, "embedding cache", _SCHEMA)  # a damaged file: CacheDamaged, now
 
-    def _connect(self) -> sqlite3.Connection:
-        return connect_wal(self.path)
+    def _reading(self) -> AbstractContextManager[sqlite3.Connection]:
+        return reading(self.path, "embedding cache")
 
     def model_identity(self, model_dir: Path) -> str:
         """The sha256 of the model folder's files, hashed once per (path, size, newest mtime).
@@ -107,7 +106,7 @@ class EmbeddingCache:
         model_dir = Path(model_dir).resolve()
         stats = [p.stat() for p in _files(model_dir)]
         sig = (str(model_dir), sum(s.st_size for s in stats), max((s.st_mtime_ns for s in stats), default=0))
-        with closing(self._connect()) as con:
+        with self._reading() as con:
             row = con.execute("SELECT digest FROM models WHERE path=? AND size=? AND mtime_ns=?",
                               sig).fetchone()
             if row is None:
@@ -122,7 +121,7 @@ class EmbeddingCache:
         found: dict[str, np.ndarray] = {}
         if not wanted:
             return found
-        with closing(self._connect()) as con:
+        with self._reading() as con:
             for start in range(0, len(wanted), _BATCH):
                 chunk = wanted[start : start + _BATCH]
                 marks = ",".join("?" * len(chunk))
@@ -175,7 +174,7 @@ class EmbeddingCache:
                             "(SELECT key FROM entries ORDER BY used LIMIT ?)", (excess,))
 
     def stats(self) -> EmbeddingCacheStats:
-        with closing(self._connect()) as con:
+        with self._reading() as con:
             by_model = {
                 f"{model} {dtype}": n for model, dtype, n in con.execute(
                     "SELECT model, dtype, COUNT(*) FROM entries GROUP BY model, dtype")
@@ -188,7 +187,7 @@ class EmbeddingCache:
 
     def clear(self) -> int:
         """Delete every vector (and the hit counter). Returns rows deleted."""
-        with closing(self._connect()) as con:
+        with self._reading() as con:
             with con:
                 deleted = con.execute("DELETE FROM entries").rowcount
                 con.execute("DELETE FROM counters")

@@ -9,6 +9,7 @@ engine sub-packages, `hf/` and `vllm/`, which only the factory builds. Importing
 loads no torch, transformers or vLLM.
 """
 
+from nexagauge_local.judge.cache import DB_NAME as JUDGE_DB
 from nexagauge_local.judge.cache import CacheStats, JudgeCache, OutputHistory, request_key
 from nexagauge_local.judge.client import Executor, JudgeClient
 from nexagauge_local.judge.cpu_auto import AUTO_COUNT_CAP, JUDGEMENTS_PER_UNIT
@@ -45,13 +46,14 @@ from nexagauge_local.judge.schemas import (
     schema_suffix,
 )
 from nexagauge_local.judge.types import Backend, JudgeRequest, JudgeResult, Messages
-from nexagauge_local.sqlite_store import CacheWriteError
+from nexagauge_local.sqlite_store import CacheDamaged, CacheStoreError, CacheWriteError
 
 __all__ = [  # noqa: RUF022 (grouped by purpose, not sorted)
     # the protocol nodes call, and what travels through it
     "Judge", "JudgeRequest", "JudgeResult", "Messages", "Backend",
     # the client, its cache and its cost ledger
-    "JudgeClient", "Executor", "JudgeCache", "CacheStats", "CacheWriteError", "OutputHistory",
+    "JudgeClient", "Executor", "JudgeCache", "JUDGE_DB", "CacheStats", "CacheWriteError",
+    "CacheDamaged", "CacheStoreError", "OutputHistory",
     "request_key",
     "CostLedger", "NodeUsage", "usd", "LongInputs", "is_context_error",
     # which judge, and which backend builds it

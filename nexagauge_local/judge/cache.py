@@ -17,13 +17,13 @@ import json
 import sqlite3
 import time
 from collections.abc import Iterable, Mapping, Sequence
-from contextlib import AbstractContextManager, closing
+from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel, Field
 
-from nexagauge_local.sqlite_store import connect_wal, writing
+from nexagauge_local.sqlite_store import open_store, reading, writing
 
 DB_NAME = "judge.sqlite"
 
@@ -165,11 +165,10 @@ class JudgeCache:
         self.dir = Path(cache_dir)
         self.path = self.dir / DB_NAME
         self.dir.mkdir(parents=True, exist_ok=True)
-        with closing(self._connect()) as con:
-            con.executescript(_SCHEMA)
+        open_store(self.path, "judge cache", _SCHEMA)  # a damaged file: CacheDamaged, now
 
-    def _connect(self) -> sqlite3.Connection:
-        return connect_wal(self.path)
+    def _reading(self) -> AbstractContextManager[sqlite3.Connection]:
+        return reading(self.path, "judge cache")
 
     def _writing(self) -> AbstractContextManager[sqlite3.Connection]:
         return writing(self.path, "judge cache")
@@ -178,7 +177,7 @@ class JudgeCache:
         """Entries for the keys that are present and intact (checksum verified)."""
         wanted = list(dict.fromkeys(keys))
         found: dict[str, CacheEntry] = {}
-        with closing(self._connect()) as con:
+        with self._reading() as con:
             for start in range(0, len(wanted), 500):
                 chunk = wanted[start : start + 500]
                 marks = ",".join("?" * len(chunk))
@@ -232,7 +231,7 @@ class JudgeCache:
         """schema id -> the judge's output-token history for it ({} when none)."""
         if not self.path.exists():
             return {}
-        with closing(self._connect()) as con:
+        with self._reading() as con:
             rows = con.execute(
                 "SELECT schema, n, output, output_sq, tokens, seconds FROM judge_history "
                 "WHERE judge = ?", (judge,)
@@ -264,7 +263,7 @@ class JudgeCache:
             )
 
     def stats(self) -> CacheStats:
-        with closing(self._connect()) as con:
+        with self._reading() as con:
             by_node = dict(con.execute("SELECT node, COUNT(*) FROM entries GROUP BY node"))
             hits = dict(con.execute("SELECT node, hits FROM hits"))
         size = sum(p.stat().st_size for p in self.dir.glob(DB_NAME + "*") if p.is_file())
@@ -278,7 +277,7 @@ class JudgeCache:
 
     def clear(self, node: str | None = None) -> int:
         """Delete all entries (and hit counters), or only one node's. Returns rows deleted."""
-        with closing(self._connect()) as con:
+        with self._reading() as con:
             with con:
                 if node is None:
                     deleted = con.execute("DELETE FROM entries").rowcount

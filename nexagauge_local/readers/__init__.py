@@ -21,6 +21,7 @@ from nexagauge_local.readers.base import (
     require,
 )
 from nexagauge_local.readers.compressed import compression_of, inner_suffix
+from nexagauge_local.readers.limits import TOO_DEEP, too_deep
 from nexagauge_local.readers.streams import is_stream
 from nexagauge_local.readers.tables import (
     TABLE_FORMATS,
@@ -105,7 +106,8 @@ def iter_raw(path: Path, fmt: str | None = None, display: str | None = None) -> 
     name = display or str(path)
     check_file(path, name)
     fmt = fmt or detect_format(path, name)
-    if fmt in TABLE_FORMATS:
-        yield from iter_table(path, fmt, name)
-    else:
-        yield from iter_text(path, fmt, name)
+    rows = iter_table(path, fmt, name) if fmt in TABLE_FORMATS else iter_text(path, fmt, name)
+    for raw in rows:
+        if raw.data is not None and too_deep(raw.data):  # any format: Parquet nests too
+            raw = RawRecord(None, raw.source, TOO_DEEP)
+        yield raw

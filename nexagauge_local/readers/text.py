@@ -21,6 +21,7 @@ from nexagauge_local.case import SourceRef
 from nexagauge_local.readers.base import DatasetError, RawRecord
 from nexagauge_local.readers.compressed import compression_of, inner_suffix, open_bytes
 from nexagauge_local.readers.json_stream import JsonSyntaxError, NotAnArray, iter_array, value_type
+from nexagauge_local.readers.limits import TOO_DEEP, allow_long_csv_fields
 
 # Byte-order marks and the codec that reads past them, longest first (a UTF-32 LE mark begins
 # with the UTF-16 LE one). Without a mark the file must be UTF-8: guessing among legacy code
@@ -132,6 +133,10 @@ def _iter_jsonl(path: Path, name: str) -> Iterator[RawRecord]:
             src = SourceRef(file=name, line=lineno)
             try:
                 data = json.loads(line)
+            except RecursionError:  # json's own limit, past MAX_NESTING: the same bad record
+                first = False
+                yield RawRecord(None, src, TOO_DEEP)
+                continue
             except json.JSONDecodeError:
                 if first and _is_whole_json_array(path, name):
                     yield from _iter_json_array(path, name)
@@ -187,6 +192,10 @@ def _iter_json_array(path: Path, name: str) -> Iterator[RawRecord]:
             where = "after the array" if exc.msg == "Extra data" else f"in record [{count}]"
             raise DatasetError(name, f"invalid JSON ({exc.msg}) {where}", line=exc.lineno
                                ) from None
+        except RecursionError:
+            # json cannot step over such an element, so what follows it cannot be read either
+            raise DatasetError(name, f"record [{count}] is {TOO_DEEP}, too deep for the JSON "
+                                     "parser to read past; fix or remove it") from None
     if count == 0:
         raise DatasetError(name, "the JSON array is empty; there are no records")
 
@@ -199,15 +208,34 @@ def _array_record(data: Any, src: SourceRef) -> RawRecord:
 
 def _iter_csv(path: Path, name: str) -> Iterator[RawRecord]:
     delimiter = csv_delimiter(path, name)
+    allow_long_csv_fields()
     with open_text(path, name, newline="") as fh:
         reader = csv.DictReader(fh, delimiter=delimiter)
-        for row in reader:
-            # line_num is the last physical line read, so multi-line cells still point at the row end.
-            src = SourceRef(file=name, line=reader.line_num)
-            if None in row:
-                yield RawRecord(None, src, "more cells than header columns")
+        try:
+            yield from _csv_rows(reader, name)
+        except csv.Error as exc:  # a cell over CSV_FIELD_LIMIT, a NUL: the reader cannot go on
+            raise DatasetError(name, f"not readable as CSV past this line ({exc})",
+                               line=reader.line_num + 1) from None
+
+
+def _csv_rows(reader: csv.DictReader[str], name: str) -> Iterator[RawRecord]:
+    for row in reader:
+        # line_num is the last physical line read, so multi-line cells still point at the row end.
+        src = SourceRef(file=name, line=reader.line_num)
+        if None in row:
+            yield RawRecord(None, src, "more cells than header columns")
+            continue
+        data: dict[str, Any] = {}
+        for key, value in row.items():
+            if not key:
                 continue
-            yield RawRecord({k: _csv_cell(v) for k, v in row.items() if k}, src)
+            try:
+                data[key] = _csv_cell(value)
+            except RecursionError:  # JSON in the cell past json's own nesting limit
+                yield RawRecord(None, src, f"{key}: {TOO_DEEP}")
+                break
+        else:
+            yield RawRecord(data, src)
 
 
 def _csv_cell(value: str | None) -> Any:
