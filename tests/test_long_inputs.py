@@ -138,3 +138,15 @@ def test_run_settings_accept_the_policy(policy: str) -> None:
     from nexagauge_local.settings import RunSettings
 
     assert RunSettings(long_inputs=policy).long_inputs == policy  # type: ignore[arg-type]
+
+
+def test_judge_outcome_counts_over_context_by_kind_not_wording() -> None:
+    from nexagauge_local.judge.types import JudgeResult
+    from nexagauge_local.nodes.base import JudgeOutcome
+
+    outcome = JudgeOutcome()
+    outcome.add([JudgeResult.failed(FailureKind.CONTEXT_WINDOW, "too long for the window"),
+                 JudgeResult.failed(FailureKind.BACKEND, "context: worded like one"),
+                 JudgeResult(None, "{}", 5, 3, 0.0)])
+    assert outcome.as_dict() == {"requests": 3, "failed": 2, "over_context": 1,
+                                 "first_error": "too long for the window"}
