@@ -16,7 +16,7 @@ import pytest
 
 from nexagauge_local.dataset import Dataset
 from nexagauge_local.judge.prompts import parse_sections
-from nexagauge_local.judge.types import JudgeRequest, JudgeResult
+from nexagauge_local.judge.types import FailureKind, JudgeRequest, JudgeResult
 from nexagauge_local.nodes.claims.node import NO_VERIFIABLE
 from nexagauge_local.runner import Runner
 from nexagauge_local.settings import RunSettings
@@ -41,7 +41,8 @@ def _sentence(req: JudgeRequest) -> str:
 def _claims(req: JudgeRequest) -> dict[str, Any] | JudgeResult:
     sentence = _sentence(req)
     if "Territory" in sentence:  # the judge fails on every sentence of case "broken"
-        return JudgeResult(None, '{"kind":"fa', 3, 500, 0.1, error="truncated")
+        return JudgeResult(None, '{"kind":"fa', 3, 500, 0.1, error="truncated",
+                           failure=FailureKind.TRUNCATED)
     if "Sorry" in sentence or "Please" in sentence:
         return {"kind": "none", "claims": []}
     return {"kind": "fact", "claims": []}

@@ -21,7 +21,7 @@ from nexagauge_local.blocks import ProbeBlock
 from nexagauge_local.cli import main
 from nexagauge_local.judge.hf.backend import HFBackend
 from nexagauge_local.judge.prompts import parse_sections
-from nexagauge_local.judge.types import JudgeRequest, JudgeResult
+from nexagauge_local.judge.types import FailureKind, JudgeRequest, JudgeResult
 from nexagauge_local.probes.aggregate import aggregate_metrics
 from nexagauge_local.probes.scoring import score_case
 from tests.test_compare import redteam_metric, write_run
@@ -410,7 +410,8 @@ def test_a_partial_judge_failure_is_counted_per_node(
                   on_batch: Any = None) -> list[JudgeResult]:
         results = original(self, requests)  # decoded, then handed over at once, one broken
         results[0] = JudgeResult(parsed=None, raw_text="", prompt_tokens=0, output_tokens=0,
-                                 gpu_seconds=0.0, error="backend: device lost")
+                                 gpu_seconds=0.0, error="backend: device lost",
+                                 failure=FailureKind.BACKEND)
         if on_batch:
             on_batch(list(range(len(results))), results)
         return results

@@ -331,15 +331,19 @@ class _BoomBackend:
     name: str = "boom"
     fingerprint: str = "boom@test"
     gpu_count: int = 0
+    load_seconds: float = 0.0
 
     def count_tokens(self, messages: Any) -> int:
         return sum(len(m["content"]) for m in messages)
 
-    def generate(self, requests: Any) -> list[JudgeResult]:
+    def generate(self, requests: Any, on_batch: Any = None) -> list[JudgeResult]:
         if any("boom" in r.messages[-1]["content"] for r in requests):
             raise RuntimeError("boom batch")
         text = '{"verdict":"SAFE","violations":[],"evidence_spans":[]}'
         return [JudgeResult(None, text, 10, 5, 0.0) for _ in requests]
+
+    def close(self) -> None:
+        pass
 
 
 @dataclass(frozen=True)

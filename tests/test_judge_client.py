@@ -18,7 +18,7 @@ from nexagauge_local.judge import schemas as S
 from nexagauge_local.judge.cache import JudgeCache
 from nexagauge_local.judge.client import JudgeClient
 from nexagauge_local.judge.ledger import CostLedger
-from nexagauge_local.judge.types import JudgeRequest, JudgeResult, Messages
+from nexagauge_local.judge.types import FailureKind, JudgeRequest, JudgeResult, Messages, OnBatch
 from nexagauge_local.nodes.geval import geval_schema
 from nexagauge_local.nodes.redteam import verdict_schema
 from tests.judge_fixtures import redteam_messages
@@ -28,7 +28,8 @@ GEVAL = geval_schema("scale_1_5")
 
 
 class ScriptedBackend:
-    """Answers from the prompt text: 'TRUNC' -> cut off, 'FAIL' -> backend error."""
+    """Answers from the prompt text: 'TRUNC' -> cut off, 'FAIL' -> backend error. Hands
+    nothing over: the client commits what `generate` returns."""
 
     name = "scripted"
     fingerprint = "scripted@1/float32/test"
@@ -41,23 +42,29 @@ class ScriptedBackend:
     def count_tokens(self, messages: Messages) -> int:
         return sum(len(m["content"]) for m in messages)
 
-    def generate(self, requests: Sequence[JudgeRequest]) -> list[JudgeResult]:
+    def generate(
+        self, requests: Sequence[JudgeRequest], on_batch: OnBatch | None = None
+    ) -> list[JudgeResult]:
         self.calls.append(len(requests))
         out = []
         for r in requests:
             content = r.messages[-1]["content"]
             if "FAIL" in content:
-                out.append(JudgeResult(None, "", 10, 0, 0.0, error="backend: out of memory"))
+                out.append(JudgeResult.failed(FailureKind.BACKEND, "backend: out of memory", 10))
                 continue
             text = '{"sco' if "TRUNC" in content else f'{{"score":{len(content) % 5 + 1}}}'
-            parsed, err = S.parse_output(r.schema, text, hit_max_tokens="TRUNC" in content)
+            parsed, err, kind = S.parse_answer(r.schema, text, hit_max_tokens="TRUNC" in content)
             lps = [{"{": -0.01}] if r.want_logprobs else None
             out.append(
                 JudgeResult(
-                    parsed, text, 10, r.max_tokens if err else 4, 0.2, err, token_logprobs=lps
+                    parsed, text, 10, r.max_tokens if err else 4, 0.2, err, kind,
+                    token_logprobs=lps,
                 )
             )
         return out
+
+    def close(self) -> None:
+        pass
 
 
 class Factory:
@@ -141,20 +148,54 @@ def test_truncated_is_cached_backend_errors_are_not(tmp_path: Path) -> None:
     client, _ = _client(tmp_path)
     results = client.run("geval", [_req("TRUNC"), _req("FAIL"), _req("ok")])
     assert [r.error for r in results] == ["truncated", "backend: out of memory", None]
+    assert [r.failure for r in results] == [FailureKind.TRUNCATED, FailureKind.BACKEND, None]
     client2, factory2 = _client(tmp_path)
     again = client2.run("geval", [_req("TRUNC"), _req("FAIL"), _req("ok")])
     assert factory2.backend.calls == [1]  # type: ignore[attr-defined]  only FAIL is retried
     assert again[0].cached and again[0].error == "truncated" and again[0].parsed is None
+    assert again[0].failure is FailureKind.TRUNCATED
     assert client2.ledger.nodes["geval"].errors == 2
 
 
-def test_flush_every_chunks_and_persists(tmp_path: Path) -> None:
-    client, factory = _client(tmp_path, flush_every=10)
+class WordingBackend(ScriptedBackend):
+    """Failures whose wording says the opposite of their kind: caching must follow the kind."""
+
+    def generate(
+        self, requests: Sequence[JudgeRequest], on_batch: OnBatch | None = None
+    ) -> list[JudgeResult]:
+        self.calls.append(len(requests))
+        return [JudgeResult.failed(FailureKind.BACKEND, "truncated"),
+                JudgeResult(None, "{", 10, 20, 0.1, "backend: looks transient",
+                            FailureKind.INVALID_OUTPUT)][: len(requests)]
+
+
+def test_caching_decides_on_the_failure_kind_not_the_message(tmp_path: Path) -> None:
+    first, _ = _client(tmp_path, WordingBackend())  # type: ignore[arg-type]
+    first.run("geval", [_req("a"), _req("b")])
+    again, factory = _client(tmp_path, WordingBackend())  # type: ignore[arg-type]
+    results = again.run("geval", [_req("a")])  # only the BACKEND one was left out of the cache
+    assert factory.backend.calls == [1] and not results[0].cached  # type: ignore[attr-defined]
+    # the INVALID_OUTPUT one is a hit; re-parsed against the schema, it is cut off
+    [hit] = again.run("geval", [_req("b")])
+    assert hit.cached and hit.failure is FailureKind.TRUNCATED
+
+
+def test_a_result_carries_its_failure_kind_with_its_error() -> None:
+    with pytest.raises(ValueError, match="go together"):
+        JudgeResult(None, "", 0, 0, 0.0, error="backend: lost")
+    with pytest.raises(ValueError, match="go together"):
+        JudgeResult(None, "", 0, 0, 0.0, failure=FailureKind.BACKEND)
+
+
+def test_a_backend_that_hands_nothing_over_is_committed_when_it_returns(tmp_path: Path) -> None:
+    """The client always passes `on_batch`; what a backend returns without calling it is
+    cached in one transaction as the call returns, booked as one backend call."""
+    client, factory = _client(tmp_path)
     seen: list[int] = []
     client.run("geval", [_req(f"case {i}") for i in range(25)], progress=seen.append)
-    assert factory.backend.calls == [10, 10, 5]  # type: ignore[attr-defined]
-    assert sum(seen) == 25
-    assert client.ledger.nodes["geval"].backend_calls == 3
+    assert factory.backend.calls == [25]  # type: ignore[attr-defined]
+    assert seen == [25]
+    assert client.ledger.nodes["geval"].backend_calls == 1
     assert client.cache.stats().entries == 25  # type: ignore[union-attr]
 
 
@@ -193,13 +234,19 @@ class Counting:
     def __init__(self, inner: object) -> None:
         self.inner, self.calls = inner, []
         self.name, self.fingerprint, self.gpu_count = inner.name, inner.fingerprint, inner.gpu_count  # type: ignore[attr-defined]
+        self.load_seconds = 0.0  # the inner backend was loaded by the fixture
 
     def count_tokens(self, messages: Messages) -> int:
         return self.inner.count_tokens(messages)  # type: ignore[attr-defined]
 
-    def generate(self, requests: Sequence[JudgeRequest]) -> list[JudgeResult]:
+    def generate(
+        self, requests: Sequence[JudgeRequest], on_batch: OnBatch | None = None
+    ) -> list[JudgeResult]:
         self.calls.append(len(requests))
-        return self.inner.generate(requests)  # type: ignore[attr-defined]
+        return self.inner.generate(requests, on_batch)  # type: ignore[attr-defined]
+
+    def close(self) -> None:
+        pass  # the fixture's backend outlives this client
 
 
 def _tiny_requests(n: int) -> list[JudgeRequest]:
@@ -252,23 +299,25 @@ _CHILD = textwrap.dedent(
     model_dir, cache_dir, n, chunk = sys.argv[1], Path(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
     profile = JudgeProfile(name="tiny", weights=model_dir, backend="hf", dtype="float32")
 
-    class StallAfterFirstChunk:
-        # the second chunk is computed, then stalls before returning: killed mid-call
+    class StallMidCall:
+        # once `chunk` answers are handed over (and committed), stalls inside the call
         def __init__(self):
             self.inner = HFBackend(profile, cache_dir=cache_dir, device="cpu", threads=1)
             self.name, self.fingerprint, self.gpu_count = "hf", self.inner.fingerprint, 0
-            self.calls = 0
-        def count_tokens(self, m):
-            return self.inner.count_tokens(m)
-        def generate(self, reqs):
-            self.calls += 1
-            out = self.inner.generate(reqs)
-            if self.calls >= 2:
-                print("STALLING", flush=True)
-                time.sleep(120)
-            return out
+            self.load_seconds = self.inner.load_seconds
+            self.handed = 0
+        def generate(self, reqs, on_batch=None):
+            def relay(positions, results):
+                on_batch(positions, results)
+                self.handed += len(positions)
+                if self.handed >= chunk:
+                    print("STALLING", self.handed, flush=True)
+                    time.sleep(120)
+            return self.inner.generate(reqs, on_batch=relay)
+        def close(self):
+            pass
 
-    client = JudgeClient(StallAfterFirstChunk, JudgeCache(cache_dir), CostLedger(), flush_every=chunk)
+    client = JudgeClient(StallMidCall, JudgeCache(cache_dir), CostLedger())
     client.run("redteam", _tiny_requests(n))
     print("FINISHED", flush=True)
     """
@@ -293,10 +342,15 @@ def test_sigkill_mid_run_recomputes_nothing_finished(
     try:
         deadline = time.monotonic() + 180
         assert proc.stdout is not None
-        for line in proc.stdout:  # wait until chunk 2 is computed and the child is mid-call
-            if "STALLING" in line or time.monotonic() > deadline:
+        handed = 0
+        for line in proc.stdout:  # wait until `chunk` answers are in and the child is mid-call
+            if line.startswith("STALLING"):
+                handed = int(line.split()[1])
+                break
+            if time.monotonic() > deadline:
                 break
         assert proc.poll() is None, "child ended before it could be killed"
+        assert chunk <= handed < n
         os.kill(proc.pid, signal.SIGKILL)
     finally:
         proc.kill()
@@ -304,17 +358,17 @@ def test_sigkill_mid_run_recomputes_nothing_finished(
     assert proc.returncode == -signal.SIGKILL
 
     cache = JudgeCache(cache_dir)
-    assert cache.stats().entries == chunk  # exactly the finished chunk, nothing half-written
+    assert cache.stats().entries == handed  # exactly what was handed over, nothing half-written
     counting = Counting(tiny_backend)
     client = JudgeClient(
         lambda: counting, cache, CostLedger(), fingerprint=tiny_backend.fingerprint
     )
     results = client.run("redteam", _tiny_requests(n))
-    assert counting.calls == [n - chunk]  # the finished chunk was not recomputed
+    assert counting.calls == [n - handed]  # what was handed over was not recomputed
     usage = client.ledger.nodes["redteam"]
-    assert usage.cache_hits == chunk and usage.backend_requests == n - chunk
+    assert usage.cache_hits == handed and usage.backend_requests == n - handed
     assert all(r.error is None for r in results)
-    assert sum(r.cached for r in results) == chunk
+    assert sum(r.cached for r in results) == handed
 
 
 def test_calibrate_and_estimate_without_weights(tiny_backend, tiny_profile, tmp_path: Path) -> None:
@@ -370,13 +424,13 @@ def test_calibrate_cli_writes_profile(tiny_judge_dir: Path, tmp_path: Path) -> N
 class StreamingBackend(ScriptedBackend):
     """Hands results over in batches of 3; raises after `die_after` batches (a crash)."""
 
-    streams = True
-
     def __init__(self, die_after: int | None = None) -> None:
         super().__init__()
         self.die_after = die_after
 
-    def generate(self, requests: Sequence[JudgeRequest], on_batch=None) -> list[JudgeResult]:  # type: ignore[override]
+    def generate(
+        self, requests: Sequence[JudgeRequest], on_batch: OnBatch | None = None
+    ) -> list[JudgeResult]:
         out = super().generate(requests)
         for n, start in enumerate(range(0, len(requests), 3)):
             if self.die_after is not None and n == self.die_after:

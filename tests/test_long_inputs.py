@@ -17,7 +17,7 @@ from nexagauge_local.judge.long_inputs import (
     truncate_middle,
 )
 from nexagauge_local.judge.prompts.fencing import fence, parse_sections
-from nexagauge_local.judge.types import JudgeRequest, Messages
+from nexagauge_local.judge.types import FailureKind, JudgeRequest, Messages
 from nexagauge_local.nodes.geval import geval_schema
 from tests.judge_fixtures import redteam_messages
 from tests.test_judge_client import Factory, ScriptedBackend
@@ -117,6 +117,7 @@ def test_hf_backend_fails_an_over_long_prompt_alone(tiny_backend, monkeypatch) -
     err = results[1].error or ""
     assert err.startswith("context: case 'huge', node geval, metric coherence: prompt ")
     assert results[1].prompt_tokens > 256 and "max_model_len 256" in err
+    assert results[1].failure is FailureKind.CONTEXT_WINDOW
     assert handed[0] == [1]  # refused at once, before any decoding
 
 
@@ -128,6 +129,7 @@ def test_context_errors_are_not_cached(tmp_path: Path, tiny_backend, monkeypatch
     long = JudgeRequest([{"role": "user", "content": "evaluate " * 400}], GEVAL, 12, node="geval")
     [res] = client.run("geval", [long])
     assert res.error and res.error.startswith("context:")
+    assert res.failure is FailureKind.CONTEXT_WINDOW
     assert client.cache.stats().entries == 0  # type: ignore[union-attr]
 
 
@@ -136,3 +138,15 @@ def test_run_settings_accept_the_policy(policy: str) -> None:
     from nexagauge_local.settings import RunSettings
 
     assert RunSettings(long_inputs=policy).long_inputs == policy  # type: ignore[arg-type]
+
+
+def test_judge_outcome_counts_over_context_by_kind_not_wording() -> None:
+    from nexagauge_local.judge.types import JudgeResult
+    from nexagauge_local.nodes.base import JudgeOutcome
+
+    outcome = JudgeOutcome()
+    outcome.add([JudgeResult.failed(FailureKind.CONTEXT_WINDOW, "too long for the window"),
+                 JudgeResult.failed(FailureKind.BACKEND, "context: worded like one"),
+                 JudgeResult(None, "{}", 5, 3, 0.0)])
+    assert outcome.as_dict() == {"requests": 3, "failed": 2, "over_context": 1,
+                                 "first_error": "too long for the window"}

@@ -10,7 +10,7 @@ import pytest
 from pydantic import ValidationError
 
 from nexagauge_local.judge.prompts import parse_sections
-from nexagauge_local.judge.types import JudgeRequest, JudgeResult
+from nexagauge_local.judge.types import FailureKind, JudgeRequest, JudgeResult
 from nexagauge_local.nodes.claim_check import NO_CLAIMS
 from nexagauge_local.nodes.claims import PROMPT_VERSION as CLAIMS_VERSION
 from nexagauge_local.nodes.claims.node import META, NO_VERIFIABLE, ClaimsNode
@@ -111,7 +111,8 @@ def test_a_refusal_has_no_verifiable_claims_and_is_skipped_not_errored(tmp_path)
 def test_sentence_errors_are_recorded(tmp_path) -> None:
     def respond(req: JudgeRequest) -> dict[str, Any] | JudgeResult:
         if "bad" in sections(req)["output_sentence"]:
-            return JudgeResult(None, '{"kind":"fa', 3, 500, 0.1, error="truncated")
+            return JudgeResult(None, '{"kind":"fa', 3, 500, 0.1, error="truncated",
+                               failure=FailureKind.TRUNCATED)
         return answer("facts", "Good claim.")
 
     state = make_state(chunks=["good sentence.", "bad sentence."])
@@ -130,7 +131,8 @@ def test_sentence_errors_are_recorded(tmp_path) -> None:
 
 def test_every_sentence_failing_is_a_judge_error_not_a_finding(tmp_path) -> None:
     judge = ScriptedJudge().on("claims", lambda req: JudgeResult(None, "", 1, 1, 0.0,
-                                                                 error="truncated"))
+                                                                 error="truncated",
+                                                                 failure=FailureKind.TRUNCATED))
     state = make_state(chunks=["One fact."], context="CTX")
     ctx = make_ctx(tmp_path, judge)
     node = ClaimsNode()
@@ -249,7 +251,8 @@ def test_no_claims_gives_null_score_and_error(tmp_path) -> None:
 
 def test_verdict_error_and_partial_extraction(tmp_path) -> None:
     judge = ScriptedJudge().on(
-        "grounding", lambda req: JudgeResult(None, "", 10, 0, 0.0, error="invalid: verdicts"))
+        "grounding", lambda req: JudgeResult(None, "", 10, 0, 0.0, error="invalid: verdicts",
+                                              failure=FailureKind.INVALID_OUTPUT))
     state = with_claims(make_state(context="CTX"), ["a"])
     GroundingNode().run([state], make_ctx(tmp_path, judge))
     m = state.artifacts["grounding"].metrics[0]
@@ -258,7 +261,7 @@ def test_verdict_error_and_partial_extraction(tmp_path) -> None:
     # claims lost in extraction: score over what exists, and the error says it is partial
     judge2 = ScriptedJudge().on("claims", lambda req: (
         answer("facts", "ok") if sections(req)["output_sentence"] == "One."
-        else JudgeResult(None, "", 1, 1, 0.0, error="truncated")))
+        else JudgeResult(None, "", 1, 1, 0.0, error="truncated", failure=FailureKind.TRUNCATED)))
     state2 = make_state(chunks=["One.", "Two."], context="CTX")
     ctx2 = make_ctx(tmp_path, judge2)
     ClaimsNode().run([state2], ctx2)

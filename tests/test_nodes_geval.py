@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from nexagauge_local.judge.prompts import parse_sections
-from nexagauge_local.judge.types import JudgeRequest, JudgeResult
+from nexagauge_local.judge.types import FailureKind, JudgeRequest, JudgeResult
 from nexagauge_local.nodes.geval import PROMPT_VERSION as GEVAL_VERSION
 from nexagauge_local.nodes.geval.node import GevalNode, score_answer
 from nexagauge_local.nodes.geval_steps import PROMPT_VERSION as STEPS_VERSION
@@ -83,7 +83,8 @@ def test_same_criteria_different_fields_is_distinct(tmp_path) -> None:
 
 def test_steps_error_surfaces_in_geval(tmp_path) -> None:
     judge = ScriptedJudge().on("geval_steps",
-                               lambda req: JudgeResult(None, "", 5, 0, 0.0, error="truncated"))
+                               lambda req: JudgeResult(None, "", 5, 0, 0.0, error="truncated",
+                                                       failure=FailureKind.TRUNCATED))
     state = make_state(input="Q", reference="R", geval=geval_block())
     ctx = make_ctx(tmp_path, judge)
     GevalStepsNode().run([state], ctx)

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from nexagauge_local.judge.prompts import parse_sections
-from nexagauge_local.judge.types import JudgeRequest, JudgeResult
+from nexagauge_local.judge.types import FailureKind, JudgeRequest, JudgeResult
 from nexagauge_local.nodes.judging import NO_JUDGE
 from nexagauge_local.nodes.redteam import PROMPT_VERSION as REDTEAM_VERSION
 from nexagauge_local.nodes.redteam.block import RedteamBlock
@@ -224,7 +224,8 @@ def test_cached_results_cost_nothing(tmp_path) -> None:
 def test_judge_error_is_per_metric(tmp_path) -> None:
     def flaky(req: JudgeRequest) -> dict[str, Any] | JudgeResult:
         if "'toxicity'" in user_text(req):
-            return JudgeResult(None, '{"verdict":"SA', 7, 64, 0.1, error="truncated")
+            return JudgeResult(None, '{"verdict":"SA', 7, 64, 0.1, error="truncated",
+                               failure=FailureKind.TRUNCATED)
         return payload_for(req.schema)
 
     state = make_state()

@@ -28,7 +28,7 @@ from nexagauge_local.graph import (
     predicted_eligibility,
 )
 from nexagauge_local.judge.prompts.base import SYSTEM
-from nexagauge_local.judge.types import JudgeRequest, JudgeResult
+from nexagauge_local.judge.types import FailureKind, JudgeRequest, JudgeResult
 from nexagauge_local.nodes.atomic_units import NOT_REQUESTED, PROMPT_VERSION
 from nexagauge_local.nodes.base import CaseState, RunContext
 from nexagauge_local.nodes.judging import failed
@@ -210,7 +210,7 @@ def test_judge_failure_is_a_metric_error(tmp_path: Path, embedder: Embedder, how
     def respond(req: JudgeRequest) -> dict[str, Any] | JudgeResult:
         if "built" in chunk_of(req):
             return {"units": OUT_UNITS}
-        return failed("truncated")
+        return failed("truncated", FailureKind.TRUNCATED)
 
     def boom(req: JudgeRequest) -> dict[str, Any]:
         raise RuntimeError("out of memory")

@@ -23,7 +23,7 @@ from nexagauge_local.dataset import Dataset
 from nexagauge_local.judge.cache import JudgeCache
 from nexagauge_local.judge.client import JudgeClient
 from nexagauge_local.judge.ledger import CostLedger
-from nexagauge_local.judge.types import JudgeRequest, JudgeResult
+from nexagauge_local.judge.types import JudgeRequest, JudgeResult, OnBatch
 from nexagauge_local.runner import Runner
 from nexagauge_local.settings import RunSettings
 from tests.scripted_judge import payload_for
@@ -45,7 +45,9 @@ class CountingBackend:
     def __init__(self) -> None:
         self.calls: Counter[str] = Counter()
 
-    def generate(self, requests: Sequence[JudgeRequest]) -> list[JudgeResult]:
+    def generate(
+        self, requests: Sequence[JudgeRequest], on_batch: OnBatch | None = None
+    ) -> list[JudgeResult]:
         for node in {r.node for r in requests}:
             self.calls[node] += 1
         out = []
@@ -69,6 +71,9 @@ class CountingBackend:
 
     def count_tokens(self, messages: object) -> int:
         return 50
+
+    def close(self) -> None:
+        pass
 
 
 def _run(out: Path, cache: Path, backend: CountingBackend) -> dict:

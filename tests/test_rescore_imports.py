@@ -30,6 +30,7 @@ from nexagauge_local.app.judge import backend_factory, long_inputs_for
 from nexagauge_local.dataset import Dataset
 from nexagauge_local.judge import CostLedger, JudgeCache, JudgeClient, JudgeRequest, JudgeResult
 from nexagauge_local.judge.runtime.devices import cuda_ruled_out
+from nexagauge_local.judge.types import OnBatch
 from nexagauge_local.runner import Runner
 from nexagauge_local.settings import RunSettings
 from tests.scripted_judge import payload_for
@@ -54,10 +55,13 @@ class CannedBackend:
     """Schema-valid answers: every other case unsafe, so the tables have both outcomes."""
 
     name = "canned"
+    fingerprint = "canned@test"  # the client is given the demo judge's instead
     gpu_count = 0
     load_seconds = 0.0
 
-    def generate(self, requests: Sequence[JudgeRequest]) -> list[JudgeResult]:
+    def generate(
+        self, requests: Sequence[JudgeRequest], on_batch: OnBatch | None = None
+    ) -> list[JudgeResult]:
         out = []
         for req in requests:
             unsafe = int(str(req.case_id).rsplit("-", 1)[-1]) % 2 == 1
@@ -70,6 +74,9 @@ class CannedBackend:
 
     def count_tokens(self, messages: object) -> int:
         return 40
+
+    def close(self) -> None:
+        pass
 
 
 def imported(stderr: str) -> set[str]:

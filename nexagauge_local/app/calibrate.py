@@ -152,7 +152,7 @@ def calibrate_judge(factory: BackendFactory, n: int, cache_dir: Path) -> Calibra
     path.write_text(json.dumps(result, indent=2))
     return Calibration(
         fingerprint=factory.fingerprint,
-        load_seconds=float(getattr(judge, "load_seconds", 0.0)),
+        load_seconds=float(judge.load_seconds),
         gpu_count=judge.gpu_count,
         n=n,
         result=result,

@@ -82,21 +82,20 @@ def preflight(settings: RunSettings) -> BackendFactory:
     return factory
 
 
-def open_client(settings: RunSettings, *, flush_every: int | None = None) -> JudgeClient:
+def open_client(settings: RunSettings) -> JudgeClient:
     """The client a run uses: profile/backend from settings, cache unless --no-cache, and the
     Ray executor when --cluster is set (its actors start on first use)."""
     cache = JudgeCache(settings.cache_dir) if settings.use_cache else None
     factory, ledger = backend_factory(settings), CostLedger()
     executor: Executor | None = None
     if settings.cluster:
-        executor = make_executor(settings.cluster, factory, ledger, flush_every)
+        executor = make_executor(settings.cluster, factory, ledger)
     return JudgeClient(
         factory,
         cache,
         ledger,
         settings.gpu_hour_price,
         seed=settings.seed,
-        flush_every=flush_every,
         executor=executor,
         long_inputs=long_inputs_for(settings, factory),
     )
@@ -116,13 +115,12 @@ class JudgeClients:
     """The runner's judge factory: opens a client per call and closes every one it opened on
     exit (data-parallel engines and cluster actors hold processes and GPUs)."""
 
-    def __init__(self, settings: RunSettings, *, flush_every: int | None = None) -> None:
+    def __init__(self, settings: RunSettings) -> None:
         self.settings = settings
-        self.flush_every = flush_every
         self.opened: list[JudgeClient] = []
 
     def __call__(self) -> JudgeClient:
-        self.opened.append(open_client(self.settings, flush_every=self.flush_every))
+        self.opened.append(open_client(self.settings))
         return self.opened[-1]
 
     def close(self) -> None:

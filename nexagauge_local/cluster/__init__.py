@@ -42,10 +42,8 @@ def connect_cluster(value: str) -> ClusterSpec:
     return spec
 
 
-def make_executor(
-    value: str, factory: BackendFactory, ledger: CostLedger, flush_every: int | None = None
-) -> ClusterExecutor:
+def make_executor(value: str, factory: BackendFactory, ledger: CostLedger) -> ClusterExecutor:
     """The executor a JudgeClient uses for `--cluster VALUE` (actors start on first use)."""
     from nexagauge_local.cluster.executor import ClusterExecutor
 
-    return ClusterExecutor(factory, parse_cluster(value), ledger=ledger, flush_every=flush_every)
+    return ClusterExecutor(factory, parse_cluster(value), ledger=ledger)

@@ -38,9 +38,10 @@ from nexagauge_local.cluster.worker import JudgeWorker
 from nexagauge_local.judge import (
     BackendFactory,
     CostLedger,
+    FailureKind,
     JudgeRequest,
     JudgeResult,
-    parse_output,
+    parse_answer,
 )
 
 OnBatch = Callable[[list[int], list[JudgeResult]], None]
@@ -63,22 +64,15 @@ class _Worker:
 
 
 def failed_result(error: str) -> JudgeResult:
-    return JudgeResult(
-        parsed=None,
-        raw_text="",
-        prompt_tokens=0,
-        output_tokens=0,
-        gpu_seconds=0.0,
-        error=error[:300],
-    )
+    return JudgeResult.failed(FailureKind.BACKEND, error[:300])
 
 
 def on_driver(request: JudgeRequest, result: JudgeResult) -> JudgeResult:
     """Re-attach the parsed object using the driver's schema class (see worker.py)."""
-    if result.error is not None:
+    if result.failure is not None:
         return result
-    parsed, error = parse_output(request.schema, result.raw_text)
-    return replace(result, parsed=parsed, error=error)
+    parsed, error, failure = parse_answer(request.schema, result.raw_text)
+    return replace(result, parsed=parsed, error=error, failure=failure)
 
 
 def connect(spec: ClusterSpec) -> tuple[Any, bool]:
@@ -112,14 +106,9 @@ class ClusterExecutor:
         spec: ClusterSpec,
         *,
         ledger: CostLedger | None = None,
-        flush_every: int | None = None,
     ) -> None:
         self.factory = factory
-        self.spec = (
-            spec
-            if flush_every is None
-            else spec.model_copy(update={"batch": min(spec.batch, flush_every)})
-        )
+        self.spec = spec
         self.ledger = ledger
         self.stats = ClusterStats()
         self._workers: dict[str, _Worker] = {}

@@ -48,7 +48,7 @@ class JudgeWorker:
     def __init__(self, factory: Callable[[], Backend], threads: int | None = None) -> None:
         started = time.perf_counter()
         self.backend = factory()
-        if threads and getattr(self.backend, "gpu_count", 0) == 0 and hasattr(self.backend, "threads"):
+        if threads and self.backend.gpu_count == 0 and hasattr(self.backend, "threads"):
             # a CPU actor owns exactly the CPUs Ray reserved for it; more threads would fight
             # the neighbouring actor for the same cores
             self.backend.threads = threads  # type: ignore[attr-defined]
@@ -66,7 +66,7 @@ class JudgeWorker:
             "node_id": node_id,
             "backend": self.backend.name,
             "fingerprint": self.backend.fingerprint,
-            "gpus": int(getattr(self.backend, "gpu_count", 0)),
+            "gpus": int(self.backend.gpu_count),
             "cuda_visible_devices": os.environ.get("CUDA_VISIBLE_DEVICES"),
             "load_seconds": round(self.load_seconds, 3),
         }
@@ -79,5 +79,5 @@ class JudgeWorker:
         wall = time.perf_counter() - started
         if len(results) != len(requests):
             raise RuntimeError(f"backend returned {len(results)} results for {len(requests)}")
-        split_batch_seconds(results, wall, int(getattr(self.backend, "gpu_count", 0)))
+        split_batch_seconds(results, wall, int(self.backend.gpu_count))
         return [wire_result(r) for r in results], wall

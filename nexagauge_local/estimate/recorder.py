@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from nexagauge_local.graph import GRAPH, Graph
-from nexagauge_local.judge import CostLedger, JudgeRequest, JudgeResult
+from nexagauge_local.judge import CostLedger, FailureKind, JudgeRequest, JudgeResult
 from nexagauge_local.nodes.base import Node
 from nexagauge_local.nodes.judging import failed
 
@@ -39,7 +39,7 @@ class RecordingJudge:
         self.requests.setdefault(node, []).extend(requests)
         if progress:
             progress(len(requests))
-        return [failed(NOT_RUN) for _ in requests]
+        return [failed(NOT_RUN, FailureKind.NOT_RUN) for _ in requests]
 
     def describe(self) -> dict[str, Any]:
         return {"model": None, "recording": True}

@@ -21,7 +21,7 @@ from nexagauge_local.judge.factory import (
     make_backend_factory,
 )
 from nexagauge_local.judge.ledger import CostLedger, NodeUsage, usd
-from nexagauge_local.judge.long_inputs import LongInputs, is_context_error
+from nexagauge_local.judge.long_inputs import LongInputs
 from nexagauge_local.judge.profiles import (
     DEMO_NOTICE,
     JudgeProfile,
@@ -40,22 +40,23 @@ from nexagauge_local.judge.schemas import (
     bounded_str,
     cached_builder,
     max_tokens_for,
+    parse_answer,
     parse_output,
     reasoning_field,
     schema_id,
     schema_suffix,
 )
-from nexagauge_local.judge.types import Backend, JudgeRequest, JudgeResult, Messages
+from nexagauge_local.judge.types import Backend, FailureKind, JudgeRequest, JudgeResult, Messages
 from nexagauge_local.sqlite_store import CacheDamaged, CacheStoreError, CacheWriteError
 
 __all__ = [  # noqa: RUF022 (grouped by purpose, not sorted)
     # the protocol nodes call, and what travels through it
-    "Judge", "JudgeRequest", "JudgeResult", "Messages", "Backend",
+    "Judge", "JudgeRequest", "JudgeResult", "FailureKind", "Messages", "Backend",
     # the client, its cache and its cost ledger
     "JudgeClient", "Executor", "JudgeCache", "JUDGE_DB", "CacheStats", "CacheWriteError",
     "CacheDamaged", "CacheStoreError", "OutputHistory",
     "request_key",
-    "CostLedger", "NodeUsage", "usd", "LongInputs", "is_context_error",
+    "CostLedger", "NodeUsage", "usd", "LongInputs",
     # which judge, and which backend builds it
     "JudgeProfile", "ProfileNotFound", "WeightsMissing", "DEMO_NOTICE", "expand_weights",
     "list_profiles", "resolve_profile", "vllm_distribution",
@@ -63,5 +64,5 @@ __all__ = [  # noqa: RUF022 (grouped by purpose, not sorted)
     "make_backend_factory", "AUTO_COUNT_CAP", "JUDGEMENTS_PER_UNIT",
     # the output-schema toolkit of LLM nodes
     "StrictSchema", "bounded_list", "bounded_str", "cached_builder", "max_tokens_for",
-    "parse_output", "reasoning_field", "schema_id", "schema_suffix", "DEFAULT_REASONING_CHARS",
+    "parse_answer", "parse_output", "reasoning_field", "schema_id", "schema_suffix", "DEFAULT_REASONING_CHARS",
 ]

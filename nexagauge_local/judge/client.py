@@ -8,14 +8,15 @@ The backend is built lazily on the first cache miss, so a fully cached rerun loa
 What is cached: every answer the backend decoded - parsed, "truncated" or "invalid: ..." -
 because decoding is greedy and seeded, so the same key reproduces the same text; re-asking would
 only burn GPU time. Hits are re-parsed against the current schema (the cache stores raw text),
-so parser fixes apply to old entries. Not cached: backend failures (errors starting with
-"backend:"), which may be transient.
+so parser fixes apply to old entries. Not cached: what was never decoded - backend failures
+(FailureKind.BACKEND), which may be transient, and requests refused for their length. The
+decision reads `JudgeResult.failure`, never the error's wording.
 
-Crash safety: a streaming backend (`streams = True`: hf each answer the step its row ends, vLLM
-each group of finished requests) hands results over as they are decoded and each handover is
-written to the cache as one transaction, while the backend still sees the whole node in one
-call. With a backend that does not stream, `flush_every=N` sends the misses in chunks of N
-requests instead. Either way a run killed mid-node resumes from what was committed.
+Crash safety: a backend hands results over as they are decoded (`on_batch`: hf each answer the
+step its row ends, vLLM each group of finished requests) and each handover is written to the
+cache as one transaction, while the backend still sees the whole node in one call; what it
+returns without having handed over is committed when `generate` returns. A run killed mid-node
+resumes from what was committed.
 
 Long inputs: a request whose prompt + max_tokens exceeds the judge's window fails alone in the
 backend (judge/long_inputs.py); with `long_inputs` set to `truncate-middle` the client cuts the
@@ -33,12 +34,14 @@ from typing import Any, Protocol, Self
 
 from nexagauge_local.judge.cache import CacheEntry, JudgeCache, request_key
 from nexagauge_local.judge.ledger import CostLedger
-from nexagauge_local.judge.long_inputs import LongInputs, is_context_error
+from nexagauge_local.judge.long_inputs import LongInputs
 from nexagauge_local.judge.profiles import DEMO_NOTICE
-from nexagauge_local.judge.schemas import parse_output, schema_id
-from nexagauge_local.judge.types import Backend, JudgeRequest, JudgeResult
+from nexagauge_local.judge.schemas import parse_answer, schema_id
+from nexagauge_local.judge.types import Backend, FailureKind, JudgeRequest, JudgeResult
 
-BACKEND_ERROR_PREFIX = "backend:"
+# Nothing was decoded: a backend failure may be transient, and a request refused for its
+# length gets another answer once it is cut or the window is larger.
+_NOT_CACHED = frozenset({FailureKind.BACKEND, FailureKind.CONTEXT_WINDOW})
 
 
 class Executor(Protocol):
@@ -59,11 +62,8 @@ class Executor(Protocol):
 
 
 def _cacheable(result: JudgeResult) -> bool:
-    """What the judge decoded; not a backend failure (maybe transient) nor a request refused
-    for its length (nothing was decoded; a cut or a larger window changes the answer)."""
-    if result.error is None:
-        return True
-    return not (result.error.startswith(BACKEND_ERROR_PREFIX) or is_context_error(result.error))
+    """What the judge decoded, answer or not (see _NOT_CACHED)."""
+    return result.failure not in _NOT_CACHED
 
 
 class JudgeClient:
@@ -75,7 +75,6 @@ class JudgeClient:
         gpu_hour_price: float | None = None,
         *,
         seed: int = 0,
-        flush_every: int | None = None,
         fingerprint: str | None = None,
         model_name: str | None = None,
         is_demo: bool | None = None,
@@ -85,8 +84,6 @@ class JudgeClient:
         """`backend_factory` may carry `fingerprint`, `model_name` and `is_demo` attributes
         (factory.BackendFactory does); then keys are computed without building the backend.
         Otherwise pass `fingerprint=` explicitly, or the backend is built to learn it."""
-        if flush_every is not None and flush_every < 1:
-            raise ValueError("flush_every must be >= 1")
         self._factory = backend_factory
         self._backend: Backend | None = None
         self.cache = cache
@@ -94,7 +91,6 @@ class JudgeClient:
         self.ledger.gpu_hour_price = gpu_hour_price
         self.gpu_hour_price = gpu_hour_price
         self.seed = seed
-        self.flush_every = flush_every
         self.executor = executor
         self.long_inputs = long_inputs
         self._fingerprint = fingerprint or getattr(backend_factory, "fingerprint", None)
@@ -127,9 +123,7 @@ class JudgeClient:
     def backend(self) -> Backend:
         if self._backend is None:
             self._backend = self._factory()
-            self.ledger.record_load(
-                float(getattr(self._backend, "load_seconds", 0.0)), self._backend.gpu_count
-            )
+            self.ledger.record_load(float(self._backend.load_seconds), self._backend.gpu_count)
         return self._backend
 
     def describe(self) -> dict[str, Any]:
@@ -138,8 +132,8 @@ class JudgeClient:
             "model": self.model_name,
             "fingerprint": self.fingerprint,
             "demo": self.is_demo,
-            "backend": getattr(self._backend, "name", None)
-            or getattr(self._factory, "backend", None),
+            "backend": self._backend.name if self._backend is not None
+            else getattr(self._factory, "backend", None),
             "backend_reason": getattr(self._factory, "reason", None) or None,
             # each answer independent of what shared the engine (the profile's setting)
             "batch_invariant": bool(getattr(self._factory, "batch_invariant", False)),
@@ -157,9 +151,8 @@ class JudgeClient:
     def close(self) -> None:
         if self.executor is not None:
             self.executor.close()
-        closer = getattr(self._backend, "close", None)
-        if callable(closer):
-            closer()
+        if self._backend is not None:
+            self._backend.close()
 
     def __enter__(self) -> Self:
         return self
@@ -187,7 +180,7 @@ class JudgeClient:
         progress: Callable[[int], None] | None = None,
     ) -> list[JudgeResult]:
         """Results aligned with `requests`. `progress(n)` is called with the number of requests
-        just completed (cache hits at once, then per backend chunk)."""
+        just completed (cache hits at once, then per backend handover)."""
         started = time.perf_counter()
         usage = self.ledger.node(node)
         notes: list[Any] = [None] * len(requests)
@@ -238,13 +231,8 @@ class JudgeClient:
                     [requests[first[k]] for k in misses],
                     lambda pos, results: settle([misses[i] for i in pos], results),
                 )
-        elif misses and getattr(self.backend, "streams", False):
+        elif misses:
             self._stream(misses, [requests[first[k]] for k in misses], settle, done)
-        else:
-            chunk = self.flush_every or max(len(misses), 1)
-            for start in range(0, len(misses), chunk):
-                part = misses[start : start + chunk]
-                settle(part, self.backend.generate([requests[first[k]] for k in part]))
 
         out: list[JudgeResult] = []
         for i, k in enumerate(keys):
@@ -279,9 +267,9 @@ class JudgeClient:
             settle([misses[i] for i in positions], results, calls[0])
             calls[0] = 0
 
-        returned = self.backend.generate(requests, on_batch=on_batch)  # type: ignore[call-arg]
+        returned = self.backend.generate(requests, on_batch=on_batch)
         lost = [i for i, k in enumerate(misses) if k not in done]
-        if lost:  # a backend that returned more than it handed over: commit the rest now
+        if lost:  # what the backend returned without handing it over: commit it now
             if len(returned) != len(misses):
                 raise RuntimeError(f"backend returned {len(returned)} results for "
                                    f"{len(misses)} requests")
@@ -289,7 +277,7 @@ class JudgeClient:
 
 
 def _from_cache(entry: CacheEntry, request: JudgeRequest) -> JudgeResult:
-    parsed, error = parse_output(
+    parsed, error, failure = parse_answer(
         request.schema, entry.raw_text, hit_max_tokens=entry.output_tokens >= request.max_tokens
     )
     return JudgeResult(
@@ -299,6 +287,7 @@ def _from_cache(entry: CacheEntry, request: JudgeRequest) -> JudgeResult:
         output_tokens=entry.output_tokens,
         gpu_seconds=0.0,
         error=error,
+        failure=failure,
         cached=True,
         token_logprobs=entry.logprobs if request.want_logprobs else None,
         extra={"cached_gpu_seconds": entry.gpu_seconds}

@@ -17,7 +17,7 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass, replace
 from typing import Any
 
-from nexagauge_local.judge.types import JudgeRequest, JudgeResult, Messages
+from nexagauge_local.judge.types import FailureKind, JudgeRequest, JudgeResult, Messages
 from nexagauge_local.settings import LongInputsPolicy
 
 CONTEXT_ERROR_PREFIX = "context:"
@@ -45,12 +45,7 @@ def refusal(request: JudgeRequest, prompt_tokens: int, max_model_len: int) -> Ju
     error = context_error(request, prompt_tokens, max_model_len)
     if error is None:
         return None
-    return JudgeResult(parsed=None, raw_text="", prompt_tokens=prompt_tokens, output_tokens=0,
-                       gpu_seconds=0.0, error=error)
-
-
-def is_context_error(error: str | None) -> bool:
-    return bool(error) and str(error).startswith(CONTEXT_ERROR_PREFIX)
+    return JudgeResult.failed(FailureKind.CONTEXT_WINDOW, error, prompt_tokens)
 
 
 @dataclass(frozen=True)

@@ -31,10 +31,11 @@ import inspect
 import json
 from collections.abc import Callable
 from functools import lru_cache, wraps
-from typing import Annotated, Any, TypeVar
+from typing import Annotated, Any, NamedTuple, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints, ValidationError
 
+from nexagauge_local.judge.types import FailureKind
 from nexagauge_local.scoring.mode import ScoringMode
 
 DEFAULT_REASONING_CHARS = 400
@@ -205,27 +206,45 @@ def _looks_cut_off(exc: ValidationError) -> bool:
     )
 
 
-def parse_output(
+class Answer(NamedTuple):
+    """A raw output validated: the parsed object, or the error message and its kind."""
+
+    parsed: BaseModel | None
+    error: str | None
+    failure: FailureKind | None
+
+
+def parse_answer(
     schema: type[BaseModel], text: str, *, hit_max_tokens: bool | None = None
-) -> tuple[BaseModel | None, str | None]:
+) -> Answer:
     """Validate a judge's raw output against its schema.
 
-    Returns (parsed, None) or (None, error). The error is "truncated" when the output was cut
-    at max_tokens (known from `hit_max_tokens`, or, when that is unknown, inferred from the JSON
-    ending mid-value), else "invalid: <first pydantic error>". Never a default value: a metric
-    with no parse must surface as an error, not as a plausible-looking score.
+    The error is "truncated" (TRUNCATED) when the output was cut at max_tokens (known from
+    `hit_max_tokens`, or, when that is unknown, inferred from the JSON ending mid-value), else
+    "invalid: <first pydantic error>" (INVALID_OUTPUT). Never a default value: a metric with no
+    parse must surface as an error, not as a plausible-looking score.
     """
     try:
-        return schema.model_validate_json(text), None
+        return Answer(schema.model_validate_json(text), None, None)
     except ValidationError as exc:
         clipped = _clip_long_strings(schema, text, exc)
         if clipped is not None:
-            return clipped, None
+            return Answer(clipped, None, None)
         if hit_max_tokens or (hit_max_tokens is None and _looks_cut_off(exc)):
-            return None, TRUNCATED
+            return Answer(None, TRUNCATED, FailureKind.TRUNCATED)
         first = exc.errors()[0]
         loc = ".".join(str(p) for p in first.get("loc", ())) or "<root>"
-        return None, f"invalid: {loc}: {first.get('msg', 'validation error')}"[:300]
+        error = f"invalid: {loc}: {first.get('msg', 'validation error')}"[:300]
+        return Answer(None, error, FailureKind.INVALID_OUTPUT)
+
+
+def parse_output(
+    schema: type[BaseModel], text: str, *, hit_max_tokens: bool | None = None
+) -> tuple[BaseModel | None, str | None]:
+    """(parsed, None) or (None, error), as `parse_answer` without the kind: for callers that
+    only show the message."""
+    parsed, error, _ = parse_answer(schema, text, hit_max_tokens=hit_max_tokens)
+    return parsed, error
 
 
 def _clip_long_strings(

@@ -9,7 +9,8 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol, runtime_checkable
+from enum import Enum
+from typing import Any, Protocol
 
 from pydantic import BaseModel
 
@@ -37,35 +38,73 @@ class JudgeRequest:
         return ", ".join(parts) or "a judge request"
 
 
+class FailureKind(str, Enum):
+    """Why a result has no answer. Caching and counting decide on this, never on the message
+    beside it (`JudgeResult.error`), which is for people and free to change wording."""
+
+    # Decoded by the judge, so the same key reproduces it: cached.
+    TRUNCATED = "truncated"  # cut at max_tokens
+    INVALID_OUTPUT = "invalid_output"  # complete, but not valid against the schema
+    # Nothing decoded: not cached, a rerun asks again.
+    CONTEXT_WINDOW = "context_window"  # prompt + max_tokens over the judge's window, not sent
+    BACKEND = "backend"  # the engine or the cluster failed the request; may be transient
+    # Never reached a backend (nodes/judging.py, estimate/recorder.py).
+    NO_JUDGE = "no_judge"  # the run has no judge configured
+    JUDGE_FAILED = "judge_failed"  # the judge call itself raised or answered the wrong count
+    NOT_RUN = "not_run"  # `estimate` records requests and answers none
+
+
 @dataclass
 class JudgeResult:
+    """One request's answer. `error` (what a report shows) and `failure` (what code decides
+    on) are set together or not at all."""
+
     parsed: BaseModel | None
     raw_text: str
     prompt_tokens: int
     output_tokens: int
     gpu_seconds: float
     error: str | None = None
+    failure: FailureKind | None = None
     cached: bool = False
     # Per generated token, the top alternatives {token_text: logprob}; None when not asked for
     # or the backend cannot give them.
     token_logprobs: list[dict[str, float]] | None = None
     extra: dict[str, Any] = field(default_factory=dict)
 
+    def __post_init__(self) -> None:
+        if (self.error is None) != (self.failure is None):
+            raise ValueError(f"a JudgeResult's error and failure kind go together: "
+                             f"error={self.error!r}, failure={self.failure!r}")
+
+    @classmethod
+    def failed(cls, failure: FailureKind, error: str, prompt_tokens: int = 0) -> JudgeResult:
+        """A result with nothing decoded and no device time charged."""
+        return cls(parsed=None, raw_text="", prompt_tokens=prompt_tokens, output_tokens=0,
+                   gpu_seconds=0.0, error=error, failure=failure)
+
 
 # `on_batch(positions, results)`: results for these positions of the request list are final.
 OnBatch = Callable[[list[int], list[JudgeResult]], None]
 
 
-@runtime_checkable
 class Backend(Protocol):
-    """A judge engine. One that sets `streams = True` also accepts `on_batch=` in `generate`
-    and calls it as results are decoded (the client caches them at once, so a crash loses
-    only the work in flight); one that does not is committed when `generate` returns."""
+    """A judge engine: exactly what JudgeClient (and a cluster worker) use of one, so the
+    client never probes a backend for optional attributes.
+
+    `generate` calls `on_batch(positions, results)` as results are decoded (the client caches
+    them at once, so a crash loses only the work in flight); whatever it returns without
+    having handed over is committed when it returns."""
 
     name: str
     fingerprint: str  # model id + weights identity + dtype + backend version
     gpu_count: int  # devices held by a generate call (0 = CPU; GPU-seconds then count device-seconds)
+    load_seconds: float  # building it (weights, engine start); the ledger's load time
 
-    def generate(self, requests: Sequence[JudgeRequest]) -> list[JudgeResult]: ...
+    def generate(
+        self, requests: Sequence[JudgeRequest], on_batch: OnBatch | None = None
+    ) -> list[JudgeResult]: ...
 
-    def count_tokens(self, messages: Messages) -> int: ...
+    def close(self) -> None:
+        """Release what the backend holds (engine processes, device memory) now."""
+        ...

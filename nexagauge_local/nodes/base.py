@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
 from nexagauge_local.case import Case
-from nexagauge_local.judge import is_context_error
+from nexagauge_local.judge import FailureKind, JudgeResult
 from nexagauge_local.settings import RunSettings
 
 if TYPE_CHECKING:
@@ -42,15 +42,15 @@ class JudgeOutcome:
     over_context: int = 0  # failed because prompt + max_tokens exceeds the judge's window
     truncated: int = 0  # judged with the middle of a long text cut (--long-inputs)
 
-    def add(self, errors: Sequence[str | None], truncated: int = 0) -> None:
-        self.requests += len(errors)
+    def add(self, results: Sequence[JudgeResult], truncated: int = 0) -> None:
+        self.requests += len(results)
         self.truncated += truncated
-        for err in errors:
-            if err is not None:
+        for res in results:
+            if res.failure is not None:
                 self.failed += 1
-                self.over_context += is_context_error(err)
+                self.over_context += res.failure is FailureKind.CONTEXT_WINDOW
                 if self.first_error is None:
-                    self.first_error = err
+                    self.first_error = res.error
 
     @property
     def all_failed(self) -> bool:

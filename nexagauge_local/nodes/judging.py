@@ -10,16 +10,15 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 
-from nexagauge_local.judge import JudgeRequest, JudgeResult, usd
+from nexagauge_local.judge import FailureKind, JudgeRequest, JudgeResult, usd
 from nexagauge_local.nodes.base import JudgeOutcome, RunContext
 from nexagauge_local.results import NodeCost
 
 NO_JUDGE = "no judge configured"
 
 
-def failed(error: str) -> JudgeResult:
-    return JudgeResult(parsed=None, raw_text="", prompt_tokens=0, output_tokens=0,
-                       gpu_seconds=0.0, error=error)
+def failed(error: str, failure: FailureKind = FailureKind.JUDGE_FAILED) -> JudgeResult:
+    return JudgeResult.failed(failure, error)
 
 
 class CaseProgress:
@@ -72,8 +71,7 @@ def run_judge(
             truncated += 1
             ctx.truncated_inputs.setdefault(req.case_id, []).append(
                 {"node": node, "metric": req.metric, **cut})
-    ctx.judge_outcomes.setdefault(node, JudgeOutcome()).add([r.error for r in results],
-                                                            truncated)
+    ctx.judge_outcomes.setdefault(node, JudgeOutcome()).add(results, truncated)
     return results
 
 
@@ -81,7 +79,7 @@ def _ask(
     ctx: RunContext, node: str, requests: Sequence[JudgeRequest], progress: CaseProgress
 ) -> list[JudgeResult]:
     if ctx.judge_factory is None:
-        return [failed(NO_JUDGE) for _ in requests]
+        return [failed(NO_JUDGE, FailureKind.NO_JUDGE) for _ in requests]
     try:
         results = ctx.judge.run(node, list(requests), progress=progress)
     except Exception as exc:  # noqa: BLE001 - reported per metric, by design

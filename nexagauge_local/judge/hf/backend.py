@@ -57,7 +57,7 @@ from nexagauge_local.judge.runtime import (
     render_prompt,
     resolve_dtype,
 )
-from nexagauge_local.judge.schemas import engine_schema_json, parse_output, schema_id
+from nexagauge_local.judge.schemas import engine_schema_json, parse_answer, schema_id
 from nexagauge_local.judge.string_caps import StringCaps, token_texts
 from nexagauge_local.judge.types import JudgeRequest, JudgeResult, Messages, OnBatch
 
@@ -72,7 +72,6 @@ class HFBackend:
     """transformers + llguidance/outlines judge backend (the path CI tests)."""
 
     name = "hf"
-    streams = True
 
     def __init__(
         self,
@@ -168,6 +167,9 @@ class HFBackend:
                     self._run_batch([requests[i] for i in batch], [token_ids[i] for i in batch],
                                     _handover(batch, results, on_batch))  # fmt: skip
         return [r for r in results if r is not None]
+
+    def close(self) -> None:
+        """Nothing to stop: no engine process; the weights go with the object."""
 
     # -- internals
 
@@ -321,7 +323,7 @@ class HFBackend:
     ) -> JudgeResult:
         text_ids = dec.token_ids[:-1] if dec.stopped else dec.token_ids
         text = self.tokenizer.decode(text_ids, skip_special_tokens=True)
-        parsed, error = parse_output(req.schema, text, hit_max_tokens=not dec.stopped)
+        parsed, error, failure = parse_answer(req.schema, text, hit_max_tokens=not dec.stopped)
         res = JudgeResult(
             parsed=parsed,
             raw_text=text,
@@ -329,6 +331,7 @@ class HFBackend:
             output_tokens=len(dec.token_ids),
             gpu_seconds=dec.seconds * max(self.gpu_count, 1),  # on CPU: one device
             error=error,
+            failure=failure,
             extra={"batch_size": batch_size},
         )
         if req.want_logprobs:

@@ -87,7 +87,6 @@ class VLLMBackend:
     """vLLM judge backend: tensor-parallel in-process, or data-parallel over spawned engines."""
 
     name = "vllm"
-    streams = True
 
     def __init__(
         self,

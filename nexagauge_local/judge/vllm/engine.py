@@ -18,9 +18,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from nexagauge_local.judge.profiles import DEFAULT_GRAMMAR, JudgeProfile
-from nexagauge_local.judge.schemas import engine_schema, parse_output
+from nexagauge_local.judge.schemas import engine_schema, parse_answer
 from nexagauge_local.judge.string_caps import schema_limits
-from nexagauge_local.judge.types import JudgeRequest, JudgeResult, Messages
+from nexagauge_local.judge.types import FailureKind, JudgeRequest, JudgeResult, Messages
 from nexagauge_local.judge.vllm.cap_rows import CAPS_ARG, PROCESSOR_FQCN
 from nexagauge_local.judge.vllm.host import Device, host_engine_kwargs
 
@@ -228,18 +228,19 @@ def output_to_dict(output: Any) -> dict[str, Any]:
 
 
 def to_result(raw: dict[str, Any], request: JudgeRequest) -> JudgeResult:
+    """An engine output dict as a result. Its `error` key is only ever the engine's own
+    failure (a refused request, `refusal_dict`, or finish_reason "error"): a BACKEND one."""
     if raw.get("finish_reason") == "error" and not raw.get("error"):
         # vLLM failed the request itself, most often a grammar it could not compile (seen:
         # outlines on the node schemas with bounded strings); its log says which
         raw = {**raw, "error": "backend: vllm failed the request (finish_reason=error; a "
                               "schema its grammar engine could not compile?)"}
     if raw.get("error"):
-        return JudgeResult(parsed=None, raw_text="", prompt_tokens=raw["prompt_tokens"],
-                           output_tokens=0, gpu_seconds=0.0, error=raw["error"])
-    parsed, error = parse_output(
+        return JudgeResult.failed(FailureKind.BACKEND, raw["error"], raw["prompt_tokens"])
+    parsed, error, failure = parse_answer(
         request.schema, raw["text"], hit_max_tokens=raw["finish_reason"] == "length"
     )
-    if error and error.startswith("invalid"):  # why the engine stopped, for the error's reader
+    if error and failure is FailureKind.INVALID_OUTPUT:  # why the engine stopped, for its reader
         why = f" [vllm finish_reason={raw['finish_reason']}, stop_reason={raw.get('stop_reason')}]"
         error = error[: 300 - len(why)] + why
     extra: dict[str, Any] = {"prefix_cached_tokens": raw["cached_tokens"]}
@@ -252,6 +253,7 @@ def to_result(raw: dict[str, Any], request: JudgeRequest) -> JudgeResult:
         output_tokens=raw["output_tokens"],
         gpu_seconds=0.0,
         error=error,
+        failure=failure,
         token_logprobs=raw["logprobs"] if request.want_logprobs else None,
         extra=extra,
     )
