@@ -103,19 +103,19 @@ def timed(fn: Callable[[], list[Any]]) -> tuple[list[Any], float]:
     return out, time.perf_counter() - started
 
 
-def make_backend(kind: str, dtype: str, cache_dir: Path, **update: Any) -> Any:
+def make_backend(kind: str, dtype: str, cache_dir: Path, model: str, **update: Any) -> Any:
     from nexagauge_local.judge.hf.backend import HFBackend
     from nexagauge_local.judge.profiles import resolve_profile
     from nexagauge_local.judge.vllm.backend import VLLMBackend
 
-    profile = resolve_profile("demo").model_copy(update={"dtype": dtype, **update})
+    profile = resolve_profile(model).model_copy(update={"dtype": dtype, **update})
     if kind == "hf":
         return HFBackend(profile, cache_dir=cache_dir, device="cpu", dtype=dtype)
     return VLLMBackend(profile, dtype=dtype, device="cpu", cache_dir=cache_dir)
 
 
 def measure(kind: str, dtype: str, requests: list[Any], alone: int, cache_dir: Path,
-            echo: Callable[[str], None]) -> list[dict[str, Any]]:
+            model: str, echo: Callable[[str], None]) -> list[dict[str, Any]]:
     """Every condition of one engine kind in one dtype, against its shared batch."""
     rows: list[dict[str, Any]] = []
 
@@ -127,7 +127,7 @@ def measure(kind: str, dtype: str, requests: list[Any], alone: int, cache_dir: P
         echo(f"  {kind} {dtype} {condition}: {r['same_score']}/{r['compared']} scores, "
              f"{r['same_full']}/{r['compared']} full results")
 
-    backend = make_backend(kind, dtype, cache_dir)
+    backend = make_backend(kind, dtype, cache_dir, model)
     try:
         batch, batch_s = timed(lambda: answers(backend.generate(requests)))
         echo(f"  {kind} {dtype}: batch of {len(requests)} in {batch_s:.1f} s")
@@ -138,21 +138,21 @@ def measure(kind: str, dtype: str, requests: list[Any], alone: int, cache_dir: P
             row("alone, cold prefix cache", batch,
                 one_by_one(backend, requests[:alone], llm.reset_prefix_cache))
     finally:
-        getattr(backend, "close", lambda: None)()
+        backend.close()
     if kind == "vllm":
-        pool = make_backend(kind, dtype, cache_dir, vllm_cpu_engines=2)
+        pool = make_backend(kind, dtype, cache_dir, model, vllm_cpu_engines=2)
         try:
             row("2 engines", batch, answers(pool.generate(requests)))
         finally:
             pool.close()
-    strict = make_backend(kind, dtype, cache_dir, batch_invariant=True)
+    strict = make_backend(kind, dtype, cache_dir, model, batch_invariant=True)
     try:
         inv, inv_s = timed(lambda: answers(strict.generate(requests)))
         row("invariant: alone vs its batch", inv, one_by_one(strict, requests[:alone]), inv_s)
         row("invariant vs shared batch", batch, inv)
         rows[-2]["shared_wall_s"] = batch_s
     finally:
-        getattr(strict, "close", lambda: None)()
+        strict.close()
     return rows
 
 
@@ -176,11 +176,15 @@ def show(rows: list[dict[str, Any]], echo: Callable[[str], None]) -> None:
               help="records judged; two requests each (bias, toxicity)")
 @click.option("--alone", default=12, show_default=True,
               help="requests also judged one by one (the first ones)")
+@click.option("--model", default="demo", show_default=True,
+              help="judge profile or weights folder (the demo judge's figures are the table's)")
+@click.option("--cache-dir", type=click.Path(path_type=Path), default=None,
+              help="the tool's cache (dequantised demo weights); default: its usual place")
 @click.option("--json", "json_out", type=click.Path(path_type=Path), default=None)
 @click.option("--show", "show_json", type=click.Path(exists=True, path_type=Path), default=None,
               help="print the table of an earlier --json and stop")
-def main(backends: str, dtypes: str, records: int, alone: int, json_out: Path | None,
-         show_json: Path | None) -> None:
+def main(backends: str, dtypes: str, records: int, alone: int, model: str,
+         cache_dir: Path | None, json_out: Path | None, show_json: Path | None) -> None:
     """Reproducibility of judgements per engine and dtype (see the module docstring)."""
     if show_json is not None:
         show(json.loads(show_json.read_text()), click.echo)
@@ -192,13 +196,14 @@ def main(backends: str, dtypes: str, records: int, alone: int, json_out: Path | 
                 .splitlines() if ln.startswith("model name")), "?")
     requests = build_requests(records)
     alone = min(alone, len(requests))
-    click.echo(f"bench_reproducibility: demo judge, {len(requests)} redteam requests "
+    click.echo(f"bench_reproducibility: judge {model}, {len(requests)} redteam requests "
                f"(scale_1_5 + reasoning), first {alone} also alone; {os.cpu_count()} cores "
                f"({cpu}); each condition against the same engine's shared batch")
     rows: list[dict[str, Any]] = []
     for kind in [b for b in backends.split(",") if b]:
         for dtype in [d for d in dtypes.split(",") if d]:
-            rows += measure(kind, dtype, requests, alone, default_cache_dir(), click.echo)
+            rows += measure(kind, dtype, requests, alone, cache_dir or default_cache_dir(),
+                            model, click.echo)
             if json_out:
                 json_out.write_text(json.dumps(rows, indent=1))
     show(rows, click.echo)

@@ -124,3 +124,18 @@ def test_bench_vllm_startup_dry_run() -> None:
     assert rounds == ["in-process", "engine-core", "engine-core", "in-process"]
     bad = run_script("bench_vllm_startup", "--dry-run", "--rounds", "0")
     assert bad.returncode == 2 and "--rounds" in bad.stderr
+
+
+def test_bench_reproducibility_tiny_judge(tiny_judge_dir: Path, tmp_path: Path) -> None:
+    """hf in float32 on two redteam requests: batch, again, alone, and the batch-invariant
+    mode against both; the tiny judge's answers are meaningless, but always the same."""
+    out = _ok(run_script("bench_reproducibility", "--backends", "hf", "--dtypes", "float32",
+                         "--records", "1", "--alone", "1", "--model", str(tiny_judge_dir),
+                         "--cache-dir", str(tmp_path), "--json", str(tmp_path / "r.json")))
+    assert "each condition against the same engine's shared batch" in out
+    rows = json.loads((tmp_path / "r.json").read_text())
+    assert [r["condition"] for r in rows] == ["batch of 2, again", "alone, warm",
+                                              "invariant: alone vs its batch",
+                                              "invariant vs shared batch"]
+    # what is guaranteed: the same batch again, and the invariant mode's alone against batch
+    assert all(rows[i]["same_full"] == rows[i]["compared"] for i in (0, 2))
