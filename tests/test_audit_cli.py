@@ -244,6 +244,29 @@ def test_reproduce_a_demo_judge_run_exactly(tmp_path: Path, demo_cache: Path) ->
     assert "REPRODUCED: 2 cases" in res.output
 
 
+@pytest.mark.slow
+def test_reproduce_checks_full_results_of_a_batch_invariant_judge(tmp_path: Path,
+                                                                   demo_cache: Path) -> None:
+    """A profile with `batch_invariant = true`: summary.json and the manifest say so, and
+    `reproduce` compares the judge's free text too, and says it did."""
+    from nexagauge_local.judge.profiles import shipped_profile_files
+
+    demo = next(p for p in shipped_profile_files() if p.stem == "demo").read_text()
+    profile = tmp_path / "demo-invariant.toml"
+    profile.write_text(demo.replace('name = "demo"', 'name = "demo-invariant"')
+                       + "\nbatch_invariant = true\n")
+    a, b = tmp_path / "a", tmp_path / "b"
+    res = cli("run", "redteam", "--limit", 1, "--input", SAMPLE, "--output-dir", a,
+              "--cache-dir", demo_cache, "--model", profile, "-q")
+    assert res.exit_code == 0, res.output
+    judge = json.loads((a / "summary.json").read_text())["judge"]
+    assert judge["batch_invariant"] is True and judge["fingerprint"].endswith("/batch-invariant")
+    assert read_manifest(a).judge.batch_invariant  # type: ignore[union-attr]
+    res = cli("reproduce", a, "--output-dir", b)
+    assert res.exit_code == 0, res.output
+    assert "REPRODUCED: 1 cases, identical full results, free text too" in res.output
+
+
 def test_compare_keeps_run_b_manifest_true(run_copy: tuple[Path, Path], tmp_path: Path,
                                            keys: tuple[Path, Path]) -> None:
     """compare writes compare.json into RUN_B and re-renders its report: RUN_B's manifest now
