@@ -1,9 +1,6 @@
 """The toy node's logic: one judge request per case, a yes/no (or 1..5) rating of its focus.
 
-What an LLM node writes (nodes/llm_node.py): the prompt, the schema, one case's asks
-(`plan_case`) and the scoring of their answers (`score_case`); the batched judge call, progress,
-bookkeeping and per-case slicing are the framework's.
-"""
+Only its prompt, schema, asks and scoring: LLMNode (nodes/llm_node.py) does the rest."""
 
 from __future__ import annotations
 

@@ -45,10 +45,12 @@ class ClaimCheckNode(LLMNode[None, NodeReport]):
     check: ClassVar[ClaimCheck]
 
     def plan_case(self, state: CaseState, ctx: RunContext) -> list[Ask[None]] | None:
+        meta: ClaimsMeta | None = state.artifacts.get(META)
+        if not state.artifacts.get(CLAIMS) and meta is not None and meta.no_verifiable_claims:
+            state.skipped[self.check.node] = NO_VERIFIABLE  # a finding about the output, not an error
+            return None
         request = claims_request(self.check, state)
-        if request is None:
-            return None if self.check.node in state.skipped else []
-        return [Ask(request, None)]
+        return [] if request is None else [Ask(request, None)]
 
     def score_case(self, state: CaseState, answers: Answers[None]) -> NodeReport:
         knobs = state.case.settings(self.check.node, ScoringKnobs)
@@ -93,15 +95,11 @@ def claim_entry(
 
 
 def claims_request(check: ClaimCheck, state: CaseState) -> JudgeRequest | None:
-    """The case's one request (all its claims against the evidence), or None when there is
-    nothing to judge; a case whose output states no checkable fact is also marked skipped."""
+    """The case's one request (all its claims against the evidence), or None when there are
+    no claims or no evidence (the metric then says which)."""
     k = state.case.settings(check.node, ScoringKnobs)
     claims: list[str] = state.artifacts.get(CLAIMS) or []
     evidence = state.case.field(check.evidence_field)
-    meta: ClaimsMeta | None = state.artifacts.get(META)
-    if not claims and meta is not None and meta.no_verifiable_claims:
-        state.skipped[check.node] = NO_VERIFIABLE  # a finding about the output, not an error
-        return None
     if not claims or evidence is None:
         return None
     schema = claim_verdicts_schema(len(claims), k.scoring_mode, k.include_reasoning)
