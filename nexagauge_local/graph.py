@@ -1,7 +1,7 @@
 """The node graph, assembled from the node modules and checked when it is built.
 
 Every module or package in nexagauge_local.nodes that exports a SPEC is a node (base, spec,
-judging and claim_check are helpers and export none). Assembly checks what a broken node would
+judging, llm_node and claim_check are helpers and export none). Assembly checks what a broken node would
 otherwise only reveal mid-run: unique names, parents that exist, no cycle, and an implementation
 that can be found for every node run per case (found, not imported: the import happens when a
 run builds the node). `assemble` takes an explicit list of specs, so a test can add a node of

@@ -18,11 +18,13 @@ from nexagauge_local.dataset import Dataset
 from nexagauge_local.estimate.cost import estimate_llm
 from nexagauge_local.estimate.recorder import RecordingJudge, estimate_registry
 from nexagauge_local.graph import GRAPH, assemble, discover
+from nexagauge_local.nodes.llm_node import LLMNode
 from nexagauge_local.runner import Runner
 from nexagauge_local.settings import RunSettings
 from tests import toy_llm
 from tests.scripted_judge import ScriptedJudge, user_text
 from tests.toy_llm.block import ToyBlock
+from tests.toy_llm.node import ToyLlmNode
 from tests.toy_llm.stand_in import STAND_IN
 
 GRAPH_WITH_TOY = assemble([*discover(), toy_llm.SPEC])
@@ -58,6 +60,14 @@ def test_the_toy_node_brings_its_block_and_nothing_else_changes() -> None:
     assert "toy_llm" not in GRAPH.blocks and "toy_llm" not in GRAPH.specs
     assert list(GRAPH_WITH_TOY.blocks)[:-1] == list(GRAPH.blocks)  # the real ones, unchanged
     assert "toy_llm" in GRAPH_WITH_TOY.specs["eval"].parents
+
+
+def test_the_toy_node_is_only_its_asks_and_its_scoring() -> None:
+    """Step 3 of "How to add a node": the node declares what to ask about a case and how to
+    score the answers; the judge call, progress, bookkeeping and slicing are LLMNode's."""
+    assert issubclass(ToyLlmNode, LLMNode)
+    own = {k for k in vars(ToyLlmNode) if not k.startswith("__")}
+    assert own == {"name", "plan_case", "score_case", "finalize"}  # no run() of its own
 
 
 def test_records_with_the_toy_block_validate(tmp_path: Path) -> None:
@@ -97,6 +107,8 @@ def test_the_toy_node_runs_on_the_scripted_judge(tmp_path: Path) -> None:
     assert reports["none"]["skipped"]["toy_llm"] == "no toy_llm block"
     assert reports["on"]["eval"]["scores"]["toy_llm.focus"] == 1.0
     assert judge.calls_for("toy_llm") == 1  # both cases in one call, node-major
+    assert outcome.summary["prompt_versions"]["toy_llm"] == "toy_llm/v1"  # recorded for it
+    assert outcome.summary["judge_outcomes"]["toy_llm"]["requests"] == 2
     assert "France" in user_text(judge.requests("toy_llm")[0])
     metrics = json.loads((tmp_path / "out" / "metrics" / "toy_llm.json").read_text())
     assert metrics["on_focus_share"] == 0.5

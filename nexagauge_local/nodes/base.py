@@ -66,6 +66,22 @@ class JudgeOutcome:
         return out
 
 
+@dataclass(frozen=True)
+class JudgeBatch:
+    """What one node's batched judge call returned: the results (aligned with its requests)
+    and the bookkeeping the run keeps about them.
+
+    Returned rather than written into the RunContext by the helper that asks, so the one
+    place that records it (`RunContext.record_judged`) is visible in the node framework.
+    """
+
+    results: list[JudgeResult]
+    # the distinct prompt versions the requests carried, sorted and joined ("" when none)
+    prompt_version: str = ""
+    # (case id, what --long-inputs cut) per truncated request, in request order
+    truncated: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
+
+
 @dataclass
 class RunContext:
     """Shared, lazily built resources for one run. Nothing here is global: tests build their own."""
@@ -92,6 +108,18 @@ class RunContext:
     case_done: Callable[[CaseState], None] = lambda state: None
     _embedder: Embedder | None = None
     _judge: Judge | None = None
+
+    def record_judged(self, node: str, batch: JudgeBatch) -> None:
+        """Record one node's judge call: its prompt version, each truncated input of a case,
+        and how its requests ended. The only writer of those three fields."""
+        if not batch.results:
+            return
+        if batch.prompt_version:
+            self.prompt_versions[node] = batch.prompt_version
+        for case_id, cut in batch.truncated:
+            self.truncated_inputs.setdefault(case_id, []).append(cut)
+        self.judge_outcomes.setdefault(node, JudgeOutcome()).add(batch.results,
+                                                                 len(batch.truncated))
 
     @property
     def embedder(self) -> Embedder:

@@ -1,5 +1,7 @@
 """What every LLM-judge node shares: one guarded judge call per node, progress, per-case cost.
 
+The node contract built on these (`LLMNode`) is in nodes/llm_node.py.
+
 Why a wrapper: a node must report a failing judge as per-metric `error`s instead of crashing
 the run (issue 4), must still work when no judge is configured (the heuristic red-team layer is
 free), and must charge each case exactly the work done for it so per-case costs add up to the
@@ -11,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 
 from nexagauge_local.judge import FailureKind, JudgeRequest, JudgeResult, usd
-from nexagauge_local.nodes.base import JudgeOutcome, RunContext
+from nexagauge_local.nodes.base import JudgeBatch, RunContext
 from nexagauge_local.results import NodeCost
 
 NO_JUDGE = "no judge configured"
@@ -48,31 +50,25 @@ class CaseProgress:
         self._to(self.n_cases)
 
 
-def run_judge(
+def ask_judge(
     ctx: RunContext, node: str, requests: Sequence[JudgeRequest], progress: CaseProgress
-) -> list[JudgeResult]:
+) -> JudgeBatch:
     """All of a node's requests in ONE client call; results aligned with `requests`.
 
     No judge configured -> every result fails with NO_JUDGE. A judge that raises (weights
     missing, out of memory) -> every result fails with the exception text; the run goes on and
-    each metric carries the error. Every outcome is tallied in `ctx.judge_outcomes`, so a node
-    whose judge never answered is visible at the end of the run (and exits 3 from the CLI).
+    each metric carries the error. Nothing is written to `ctx` here: the returned batch carries
+    the bookkeeping (prompt version, truncated inputs) that `ctx.record_judged` records, so a
+    node whose judge never answered is visible at the end of the run (and exits 3 from the CLI).
     """
     if not requests:
-        return []
+        return JudgeBatch([])
     versions = sorted({r.prompt_version for r in requests if r.prompt_version})
-    if versions:
-        ctx.prompt_versions[node] = ",".join(versions)
     results = _ask(ctx, node, requests, progress)
-    truncated = 0
-    for req, res in zip(requests, results):
-        cut = res.extra.get("input_truncated")
-        if cut:
-            truncated += 1
-            ctx.truncated_inputs.setdefault(req.case_id, []).append(
-                {"node": node, "metric": req.metric, **cut})
-    ctx.judge_outcomes.setdefault(node, JudgeOutcome()).add(results, truncated)
-    return results
+    truncated = [(req.case_id, {"node": node, "metric": req.metric, **cut})
+                 for req, res in zip(requests, results)
+                 if (cut := res.extra.get("input_truncated"))]
+    return JudgeBatch(results, ",".join(versions), truncated)
 
 
 def _ask(

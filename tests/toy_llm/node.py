@@ -1,8 +1,9 @@
-"""The toy node's logic: one judge request per case, a yes/no (or 1..5) rating of its focus."""
+"""The toy node's logic: one judge request per case, a yes/no (or 1..5) rating of its focus.
+
+Only its prompt, schema, asks and scoring: LLMNode (nodes/llm_node.py) does the rest."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from typing import Any
 
 from pydantic import BaseModel, create_model
@@ -10,8 +11,8 @@ from pydantic import BaseModel, create_model
 from nexagauge_local.judge.prompts.base import data_sections, messages
 from nexagauge_local.judge.schemas import StrictSchema, max_tokens_for
 from nexagauge_local.judge.types import JudgeRequest
-from nexagauge_local.nodes.base import CaseState, NodeBase, RunContext
-from nexagauge_local.nodes.judging import CaseProgress, case_cost, run_judge
+from nexagauge_local.nodes.base import CaseState, RunContext
+from nexagauge_local.nodes.llm_node import Answers, Ask, LLMNode
 from nexagauge_local.results import MetricResult, NodeReport, passed_for
 from nexagauge_local.scoring.mode import ScoringMode
 from tests.toy_llm import SPEC
@@ -35,29 +36,27 @@ def toy_request(state: CaseState, block: ToyBlock) -> JudgeRequest:
                         case_id=state.case.case_id, metric="focus")
 
 
-class ToyLlmNode(NodeBase):
+class ToyLlmNode(LLMNode[ToyBlock, NodeReport]):
     name = SPEC.name
 
     def __init__(self) -> None:
         self._scores: list[float] = []
 
-    def run(self, states: Sequence[CaseState], ctx: RunContext) -> None:
-        blocks = [state.case.settings(self.name, ToyBlock) for state in states]
-        requests = [toy_request(s, b) for s, b in zip(states, blocks, strict=True)]
-        progress = CaseProgress(ctx, self.name, len(requests), len(states))
-        results = run_judge(ctx, self.name, requests, progress)
-        for state, block, res in zip(states, blocks, results, strict=True):
-            if res.parsed is None:
-                metric = MetricResult(name="focus", category="output", score=None,
-                                      error=res.error or "no parse")
-            else:
-                score = block.scoring_mode.rating_score(res.parsed)
-                self._scores.append(score)
-                metric = MetricResult(name="focus", category="output", score=score,
-                                      passed=passed_for(score))
-            state.artifacts[self.name] = NodeReport(
-                metrics=[metric], cost=case_cost([res], ctx.settings.gpu_hour_price))
-        progress.finish()
+    def plan_case(self, state: CaseState, ctx: RunContext) -> list[Ask[ToyBlock]]:
+        block = state.case.settings(self.name, ToyBlock)
+        return [Ask(toy_request(state, block), block)]
+
+    def score_case(self, state: CaseState, answers: Answers[ToyBlock]) -> NodeReport:
+        [(block, res)] = answers.pairs
+        if res.parsed is None:
+            metric = MetricResult(name="focus", category="output", score=None,
+                                  error=res.error or "no parse")
+        else:
+            score = block.scoring_mode.rating_score(res.parsed)
+            self._scores.append(score)
+            metric = MetricResult(name="focus", category="output", score=score,
+                                  passed=passed_for(score))
+        return NodeReport(metrics=[metric], cost=answers.cost)
 
     def finalize(self) -> dict[str, Any]:
         """The run-level figure the panel shows: the share of cases judged on focus."""

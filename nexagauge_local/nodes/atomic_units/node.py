@@ -11,7 +11,6 @@ metric error instead of a score computed on other units than it says.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from nexagauge_local.judge import JudgeRequest, max_tokens_for
@@ -22,8 +21,8 @@ from nexagauge_local.nodes.atomic_units.prompt import (
     render_units,
 )
 from nexagauge_local.nodes.atomic_units.schema import units_schema
-from nexagauge_local.nodes.base import CaseState, NodeBase, RunContext
-from nexagauge_local.nodes.judging import CaseProgress, case_cost, run_judge
+from nexagauge_local.nodes.base import CaseState, RunContext
+from nexagauge_local.nodes.llm_node import Answers, Ask, LLMNode
 from nexagauge_local.nodes.refiner import Refined
 from nexagauge_local.results import NodeCost
 from nexagauge_local.scoring.judge_scores import dedupe_claims
@@ -57,51 +56,41 @@ def side_chunks(state: CaseState, side: str) -> list[str]:
     return list(refined.texts) if isinstance(refined, Refined) else []
 
 
-class AtomicUnitsNode(NodeBase):
+class AtomicUnitsNode(LLMNode[str, AtomicUnits]):
     name = SPEC.name
 
-    def run(self, states: Sequence[CaseState], ctx: RunContext) -> None:
+    def plan_case(self, state: CaseState, ctx: RunContext) -> list[Ask[str]]:
+        """One request per refined chunk, output side first, each about its side."""
         schema = units_schema(MAX_UNITS_PER_CHUNK)
         max_tokens = max_tokens_for(schema)
-        requests: list[JudgeRequest] = []
-        spans: list[dict[str, tuple[int, int]]] = []  # per case and side: [start, end)
-        for state in states:
-            span: dict[str, tuple[int, int]] = {}
-            for side in SIDES:
-                chunks = side_chunks(state, side)
-                start = len(requests)
-                requests.extend(
-                    JudgeRequest(messages=render_units(chunk, chunks[i - 1] if i else None),
+        asks: list[Ask[str]] = []
+        for side in SIDES:
+            chunks = side_chunks(state, side)
+            asks.extend(
+                Ask(JudgeRequest(messages=render_units(chunk, chunks[i - 1] if i else None),
                                  schema=schema, max_tokens=max_tokens, node=self.name,
                                  prompt_version=PROMPT_VERSION, case_id=state.case.case_id,
-                                 metric=f"{side} chunk {i + 1}")
-                    for i, chunk in enumerate(chunks)
-                )
-                span[side] = (start, len(requests))
-            spans.append(span)
+                                 metric=f"{side} chunk {i + 1}"), side)
+                for i, chunk in enumerate(chunks)
+            )
+        return asks
 
-        progress = CaseProgress(ctx, self.name, len(requests), len(states))
-        results = run_judge(ctx, self.name, requests, progress)
-        for state, span in zip(states, spans, strict=True):
-            art = AtomicUnits()
-            mine = []
-            for side in SIDES:
-                start, end = span[side]
-                side_results = results[start:end]
-                mine.extend(side_results)
-                found: list[str] = []
-                errors: list[str] = []
-                failed = 0
-                for res in side_results:
-                    if res.error or res.parsed is None:
-                        failed += 1
-                        err = res.error or "no parse"
-                        if err not in errors:
-                            errors.append(err)
-                        continue
-                    found.extend(res.parsed.units)  # type: ignore[attr-defined]
-                art.units[side] = dedupe_claims(found)
-                art.chunks[side], art.failed[side], art.errors[side] = end - start, failed, errors
-            art.cost = case_cost(mine, ctx.settings.gpu_hour_price)
-            state.artifacts[self.name] = art
-        progress.finish()
+    def score_case(self, state: CaseState, answers: Answers[str]) -> AtomicUnits:
+        """Each side's units in chunk order, deduplicated; a failed chunk is an error of its side."""
+        art = AtomicUnits(cost=answers.cost)
+        for side in SIDES:
+            side_results = [res for about, res in answers.pairs if about == side]
+            found: list[str] = []
+            errors: list[str] = []
+            failed = 0
+            for res in side_results:
+                if res.error or res.parsed is None:
+                    failed += 1
+                    err = res.error or "no parse"
+                    if err not in errors:
+                        errors.append(err)
+                    continue
+                found.extend(res.parsed.units)  # type: ignore[attr-defined]
+            art.units[side] = dedupe_claims(found)
+            art.chunks[side], art.failed[side], art.errors[side] = len(side_results), failed, errors
+        return art

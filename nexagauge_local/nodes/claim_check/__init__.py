@@ -15,19 +15,18 @@ skipped with NO_VERIFIABLE, a finding about the output rather than a judge error
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from typing import Any, ClassVar
 
 from nexagauge_local.blocks import ScoringKnobs
 from nexagauge_local.judge import JudgeRequest, JudgeResult, max_tokens_for
-from nexagauge_local.nodes.base import CaseState, NodeBase, RunContext
+from nexagauge_local.nodes.base import CaseState, RunContext
 from nexagauge_local.nodes.claim_check.check import ClaimCheck
 from nexagauge_local.nodes.claim_check.prompt import render_claim_check
 from nexagauge_local.nodes.claim_check.schema import claim_verdicts_schema
 from nexagauge_local.nodes.claims.node import META, NO_VERIFIABLE, ClaimsMeta
-from nexagauge_local.nodes.judging import CaseProgress, case_cost, run_judge
+from nexagauge_local.nodes.llm_node import Answers, Ask, LLMNode
 from nexagauge_local.nodes.spec import NodeSpec
-from nexagauge_local.results import MetricResult, NodeCost, NodeReport, passed_for
+from nexagauge_local.results import MetricResult, NodeReport, passed_for
 from nexagauge_local.scoring.judge_scores import mean_or_none
 from nexagauge_local.scoring.mode import ScoringMode
 
@@ -35,13 +34,28 @@ NO_CLAIMS = "no claims extracted from the output, nothing to judge"
 CLAIMS = "claims"  # the parent node whose claims every check judges
 
 
-class ClaimCheckNode(NodeBase):
-    """A per-claim check node: `claim_check_node` makes one subclass per check."""
+class ClaimCheckNode(LLMNode[None, NodeReport]):
+    """A per-claim check node: `claim_check_node` makes one subclass per check.
+
+    One request per case judges all its claims at once; a case without claims (or evidence)
+    asks nothing and gets a section saying why, and one whose output states no checkable fact
+    gets none (skipped with NO_VERIFIABLE).
+    """
 
     check: ClassVar[ClaimCheck]
 
-    def run(self, states: Sequence[CaseState], ctx: RunContext) -> None:
-        judge_claims(self.check, states, ctx)
+    def plan_case(self, state: CaseState, ctx: RunContext) -> list[Ask[None]] | None:
+        meta: ClaimsMeta | None = state.artifacts.get(META)
+        if not state.artifacts.get(CLAIMS) and meta is not None and meta.no_verifiable_claims:
+            state.skipped[self.check.node] = NO_VERIFIABLE  # a finding about the output, not an error
+            return None
+        request = claims_request(self.check, state)
+        return [] if request is None else [Ask(request, None)]
+
+    def score_case(self, state: CaseState, answers: Answers[None]) -> NodeReport:
+        knobs = state.case.settings(self.check.node, ScoringKnobs)
+        result = answers.results[0] if answers.results else None
+        return NodeReport(metrics=[_metric(self.check, state, knobs, result)], cost=answers.cost)
 
 
 def claim_check_node(
@@ -80,47 +94,25 @@ def claim_entry(
     return row
 
 
-def judge_claims(check: ClaimCheck, states: Sequence[CaseState], ctx: RunContext) -> None:
-    """Build every case's request, run them in one call, write a NodeReport per case."""
-    requests: list[JudgeRequest] = []
-    owners: list[int] = []
-    knobs: list[ScoringKnobs] = []
-    for i, state in enumerate(states):
-        k = state.case.settings(check.node, ScoringKnobs)
-        knobs.append(k)
-        claims: list[str] = state.artifacts.get(CLAIMS) or []
-        evidence = state.case.field(check.evidence_field)
-        meta: ClaimsMeta | None = state.artifacts.get(META)
-        if not claims and meta is not None and meta.no_verifiable_claims:
-            state.skipped[check.node] = NO_VERIFIABLE  # a finding about the output, not an error
-            continue
-        if not claims or evidence is None:
-            continue
-        schema = claim_verdicts_schema(len(claims), k.scoring_mode, k.include_reasoning)
-        requests.append(JudgeRequest(
-            messages=render_claim_check(check, claims, evidence, k.scoring_mode,
-                                        k.include_reasoning),
-            schema=schema, max_tokens=max_tokens_for(schema), node=check.node,
-            prompt_version=check.prompt_version, case_id=state.case.case_id,
-            metric=check.node,
-        ))
-        owners.append(i)
-
-    progress = CaseProgress(ctx, check.node, len(requests), len(states))
-    results = run_judge(ctx, check.node, requests, progress)
-    by_case: dict[int, JudgeResult] = dict(zip(owners, results, strict=True))
-    for i, state in enumerate(states):
-        if check.node in state.skipped:
-            continue
-        metric, cost = _metric(check, state, knobs[i], by_case.get(i), ctx)
-        state.artifacts[check.node] = NodeReport(metrics=[metric], cost=cost)
-    progress.finish()
+def claims_request(check: ClaimCheck, state: CaseState) -> JudgeRequest | None:
+    """The case's one request (all its claims against the evidence), or None when there are
+    no claims or no evidence (the metric then says which)."""
+    k = state.case.settings(check.node, ScoringKnobs)
+    claims: list[str] = state.artifacts.get(CLAIMS) or []
+    evidence = state.case.field(check.evidence_field)
+    if not claims or evidence is None:
+        return None
+    schema = claim_verdicts_schema(len(claims), k.scoring_mode, k.include_reasoning)
+    return JudgeRequest(
+        messages=render_claim_check(check, claims, evidence, k.scoring_mode, k.include_reasoning),
+        schema=schema, max_tokens=max_tokens_for(schema), node=check.node,
+        prompt_version=check.prompt_version, case_id=state.case.case_id, metric=check.node,
+    )
 
 
 def _metric(
-    check: ClaimCheck, state: CaseState, knobs: ScoringKnobs, result: JudgeResult | None,
-    ctx: RunContext,
-) -> tuple[MetricResult, NodeCost]:
+    check: ClaimCheck, state: CaseState, knobs: ScoringKnobs, result: JudgeResult | None
+) -> MetricResult:
     kind, category = check.node, check.category
     claims: list[str] = state.artifacts.get(CLAIMS) or []
     meta: ClaimsMeta | None = state.artifacts.get(META)
@@ -129,15 +121,14 @@ def _metric(
         reason = NO_CLAIMS if not claims else "no evidence text to judge against"
         if extraction_error:
             reason = f"{reason} ({extraction_error})"
-        return MetricResult(name=kind, category=category, score=None, error=reason), NodeCost()
-    cost = case_cost([result], ctx.settings.gpu_hour_price)
+        return MetricResult(name=kind, category=category, score=None, error=reason)
     if result.error or result.parsed is None:
         error = result.error or "no parse"
-        return MetricResult(name=kind, category=category, score=None, error=error), cost
+        return MetricResult(name=kind, category=category, score=None, error=error)
     rows = [claim_entry(check, c, item, knobs.scoring_mode, knobs.include_reasoning)
             for c, item in zip(claims, result.parsed.verdicts, strict=True)]  # type: ignore[attr-defined]
     score = mean_or_none([r["score"] for r in rows])
     # Claims lost in extraction leave the score partial: keep it, but say so as an error,
     # because an unexamined part of the output is not a pass.
     return MetricResult(name=kind, category=category, score=score, result=rows,
-                        error=extraction_error, passed=passed_for(score)), cost
+                        error=extraction_error, passed=passed_for(score))

@@ -18,7 +18,7 @@ from statistics import fmean
 from typing import Any
 
 from nexagauge_local.judge import JudgeRequest, JudgeResult, max_tokens_for
-from nexagauge_local.nodes.base import CaseState, NodeBase, RunContext
+from nexagauge_local.nodes.base import CaseState, RunContext
 from nexagauge_local.nodes.chunk import sentences as split_sentences
 from nexagauge_local.nodes.claims import SPEC
 from nexagauge_local.nodes.claims.prompt import (
@@ -28,7 +28,7 @@ from nexagauge_local.nodes.claims.prompt import (
     render_sentence,
 )
 from nexagauge_local.nodes.claims.schema import sentence_claims_schema
-from nexagauge_local.nodes.judging import CaseProgress, case_cost, run_judge
+from nexagauge_local.nodes.llm_node import Answers, Ask, LLMNode
 from nexagauge_local.nodes.refiner import Refined
 from nexagauge_local.results import NodeCost
 from nexagauge_local.scoring.judge_scores import dedupe_claims
@@ -151,7 +151,7 @@ def sentence_claims(sentence: str, result: JudgeResult) -> SentenceClaims:
     return SentenceClaims(sentence, kind, split)
 
 
-class ClaimsNode(NodeBase):
+class ClaimsNode(LLMNode[str, Claims]):
     name = SPEC.name
 
     def __init__(self) -> None:
@@ -160,30 +160,24 @@ class ClaimsNode(NodeBase):
         self._status: Counter[str] = Counter()
         self._kinds: Counter[str] = Counter()
 
-    def run(self, states: Sequence[CaseState], ctx: RunContext) -> None:
-        requests: list[JudgeRequest] = []
-        spans: list[tuple[int, int, list[str]]] = []  # per case: [start, end) and its sentences
-        for state in states:
-            sents = output_sentences(state)
-            start = len(requests)
-            requests.extend(sentence_requests(sents, state.case.case_id))
-            spans.append((start, len(requests), sents))
+    def plan_case(self, state: CaseState, ctx: RunContext) -> list[Ask[str]]:
+        """One request per sentence of the refined output, about that sentence."""
+        sents = output_sentences(state)
+        return [Ask(req, s) for req, s in
+                zip(sentence_requests(sents, state.case.case_id), sents, strict=True)]
 
-        progress = CaseProgress(ctx, self.name, len(requests), len(states))
-        results = run_judge(ctx, self.name, requests, progress)
-        for state, (start, end, sents) in zip(states, spans, strict=True):
-            mine = results[start:end]
-            meta = ClaimsMeta(cost=case_cost(mine, ctx.settings.gpu_hour_price))
-            for sentence, res in zip(sents, mine, strict=True):
-                sc = sentence_claims(sentence, res)
-                meta.sentences.append(sc)
-                if sc.error and sc.error not in meta.errors:
-                    meta.errors.append(sc.error)
-            claims = Claims(dedupe_claims(c for s in meta.sentences for c in s.claims), meta)
-            state.artifacts[self.name] = claims
-            state.artifacts[META] = meta
-            self._tally(claims)
-        progress.finish()
+    def score_case(self, state: CaseState, answers: Answers[str]) -> Claims:
+        """The case's deduplicated claims; its ClaimsMeta also goes to `artifacts[META]`."""
+        meta = ClaimsMeta(cost=answers.cost)
+        for sentence, res in answers.pairs:
+            sc = sentence_claims(sentence, res)
+            meta.sentences.append(sc)
+            if sc.error and sc.error not in meta.errors:
+                meta.errors.append(sc.error)
+        claims = Claims(dedupe_claims(c for s in meta.sentences for c in s.claims), meta)
+        state.artifacts[META] = meta
+        self._tally(claims)
+        return claims
 
     def _tally(self, claims: Claims) -> None:
         self._cases += 1

@@ -10,17 +10,16 @@ always reported, so no fallback is silent.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from typing import Any
 
 from nexagauge_local.judge import JudgeRequest, JudgeResult, max_tokens_for
-from nexagauge_local.nodes.base import CaseState, NodeBase, RunContext
+from nexagauge_local.nodes.base import CaseState, RunContext
 from nexagauge_local.nodes.geval import SPEC
 from nexagauge_local.nodes.geval.block import GevalBlock, GevalMetric
 from nexagauge_local.nodes.geval.prompt import PROMPT_VERSION, render_geval
 from nexagauge_local.nodes.geval.schema import geval_schema
 from nexagauge_local.nodes.geval_steps.node import ResolvedSteps
-from nexagauge_local.nodes.judging import CaseProgress, case_cost, run_judge
+from nexagauge_local.nodes.llm_node import Answers, Ask, LLMNode
 from nexagauge_local.results import MetricResult, NodeReport, passed_for
 from nexagauge_local.scoring.judge_scores import digit_distribution, weighted_rating
 from nexagauge_local.scoring.mode import ScoringMode, unit_from_rating
@@ -67,49 +66,37 @@ def metric_result(
     return MetricResult(name=name, category=cat, score=score, result=[entry], passed=passed)
 
 
-class GevalNode(NodeBase):
+class GevalNode(LLMNode[int, NodeReport]):
     name = SPEC.name
 
-    def run(self, states: Sequence[CaseState], ctx: RunContext) -> None:
-        requests: list[JudgeRequest] = []
-        where: dict[tuple[int, int], int] = {}  # (case, metric) -> request index
-        for ci, state in enumerate(states):
-            block = state.case.block_of(self.name, GevalBlock)
-            if block is None:
+    def plan_case(self, state: CaseState, ctx: RunContext) -> list[Ask[int]] | None:
+        """One request per metric whose steps resolved, about the metric's position."""
+        block = state.case.block_of(self.name, GevalBlock)
+        if block is None:
+            return None
+        schema = geval_schema(block.scoring_mode, block.include_reasoning)
+        asks: list[Ask[int]] = []
+        for mi, (metric, steps) in enumerate(self._pairs(state)):
+            if steps.steps is None:
                 continue
-            schema = geval_schema(block.scoring_mode, block.include_reasoning)
-            for mi, (metric, steps) in enumerate(self._pairs(state)):
-                if steps.steps is None:
-                    continue
-                fields = {f: state.case.field(f) for f in dict.fromkeys(metric.item_fields)}
-                where[(ci, mi)] = len(requests)
-                requests.append(JudgeRequest(
-                    messages=render_geval(metric.name, metric.criteria, steps.steps, fields,
-                                          block.scoring_mode, block.include_reasoning),
-                    schema=schema, max_tokens=max_tokens_for(schema),
-                    want_logprobs=block.scoring_mode.scaled,
-                    node=self.name, prompt_version=PROMPT_VERSION,
-                    case_id=state.case.case_id, metric=metric.name,
-                ))
+            fields = {f: state.case.field(f) for f in dict.fromkeys(metric.item_fields)}
+            asks.append(Ask(JudgeRequest(
+                messages=render_geval(metric.name, metric.criteria, steps.steps, fields,
+                                      block.scoring_mode, block.include_reasoning),
+                schema=schema, max_tokens=max_tokens_for(schema),
+                want_logprobs=block.scoring_mode.scaled,
+                node=self.name, prompt_version=PROMPT_VERSION,
+                case_id=state.case.case_id, metric=metric.name,
+            ), mi))
+        return asks
 
-        progress = CaseProgress(ctx, self.name, len(requests), len(states))
-        results = run_judge(ctx, self.name, requests, progress)
-        for ci, state in enumerate(states):
-            block = state.case.block_of(self.name, GevalBlock)
-            if block is None:
-                continue
-            metrics: list[MetricResult] = []
-            mine: list[JudgeResult] = []
-            for mi, (metric, steps) in enumerate(self._pairs(state)):
-                idx = where.get((ci, mi))
-                res = results[idx] if idx is not None else None
-                if res is not None:
-                    mine.append(res)
-                metrics.append(metric_result(metric, block, steps, res))
-            state.artifacts[self.name] = NodeReport(
-                metrics=metrics, cost=case_cost(mine, ctx.settings.gpu_hour_price)
-            )
-        progress.finish()
+    def score_case(self, state: CaseState, answers: Answers[int]) -> NodeReport:
+        """Every metric of the block: scored from its answer, or the steps' error."""
+        block = state.case.settings(self.name, GevalBlock)
+        by_metric = dict(answers.pairs)
+        metrics = [metric_result(metric, block, steps, by_metric.get(mi))
+                   for mi, (metric, steps) in enumerate(self._pairs(state))]
+        return NodeReport(metrics=metrics, cost=answers.cost)
 
     @staticmethod
     def _pairs(state: CaseState) -> list[tuple[GevalMetric, ResolvedSteps]]:

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from nexagauge_local.judge import JudgeRequest, JudgeResult, max_tokens_for
-from nexagauge_local.nodes.base import CaseState, NodeBase, RunContext
+from nexagauge_local.nodes.base import CaseState, RunContext
 from nexagauge_local.nodes.geval.block import GevalBlock, GevalMetric
 from nexagauge_local.nodes.geval_steps import SPEC
 from nexagauge_local.nodes.geval_steps.prompt import (
@@ -23,7 +23,7 @@ from nexagauge_local.nodes.geval_steps.prompt import (
     render_steps,
 )
 from nexagauge_local.nodes.geval_steps.schema import steps_schema
-from nexagauge_local.nodes.judging import CaseProgress, run_judge
+from nexagauge_local.nodes.llm_node import LLMNode, ShardPlan
 
 StepsKey = tuple[str, tuple[str, ...]]
 
@@ -43,13 +43,17 @@ def steps_key(metric: GevalMetric) -> StepsKey:
     return criteria, tuple(metric.item_fields)
 
 
-class GevalStepsNode(NodeBase):
+class GevalStepsNode(LLMNode[None, list[ResolvedSteps]]):
+    """Overrides `plan_shard`, not `plan_case`: a request serves every case with the same
+    criteria (it shows no case's values), so requests are per distinct key of the shard, and
+    a case's steps may come from a request another case needed first."""
+
     name = SPEC.name
 
     def __init__(self) -> None:
         self._memo: dict[StepsKey, tuple[str, ...]] = {}
 
-    def run(self, states: Sequence[CaseState], ctx: RunContext) -> None:
+    def plan_shard(self, states: Sequence[CaseState], ctx: RunContext) -> ShardPlan:
         schema = steps_schema(MIN_STEPS, MAX_STEPS)
         max_tokens = max_tokens_for(schema)
         keys: list[StepsKey] = []
@@ -63,16 +67,16 @@ class GevalStepsNode(NodeBase):
                          max_tokens=max_tokens, node=self.name, prompt_version=PROMPT_VERSION)
             for criteria, fields in keys
         ]
-        progress = CaseProgress(ctx, self.name, len(requests), len(states))
-        fresh: dict[StepsKey, JudgeResult] = dict(
-            zip(keys, run_judge(ctx, self.name, requests, progress), strict=True)
-        )
-        for key, res in fresh.items():
-            if res.error is None and res.parsed is not None:
-                self._memo[key] = tuple(" ".join(s.split()) for s in res.parsed.steps)  # type: ignore[attr-defined]
-        for state in states:
-            state.artifacts[self.name] = [self._resolve(m, fresh) for m in self._metrics(state)]
-        progress.finish()
+
+        def write(results: list[JudgeResult]) -> None:
+            fresh = dict(zip(keys, results, strict=True))
+            for key, res in fresh.items():
+                if res.error is None and res.parsed is not None:
+                    self._memo[key] = tuple(" ".join(s.split()) for s in res.parsed.steps)  # type: ignore[attr-defined]
+            for state in states:
+                state.artifacts[self.name] = [self._resolve(m, fresh) for m in self._metrics(state)]
+
+        return ShardPlan(requests, write)
 
     @staticmethod
     def _metrics(state: CaseState) -> list[GevalMetric]:

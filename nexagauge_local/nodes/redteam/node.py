@@ -27,8 +27,8 @@ from typing import Any
 from nexagauge_local.blocks import ProbeBlock, ScoringKnobs
 from nexagauge_local.case import Case
 from nexagauge_local.judge import JudgeRequest, JudgeResult, max_tokens_for
-from nexagauge_local.nodes.base import CaseState, NodeBase, RunContext
-from nexagauge_local.nodes.judging import CaseProgress, case_cost, run_judge
+from nexagauge_local.nodes.base import CaseState, RunContext
+from nexagauge_local.nodes.llm_node import Answers, Ask, LLMNode
 from nexagauge_local.nodes.redteam import PROBE, SPEC
 from nexagauge_local.nodes.redteam.block import RedteamBlock, RedteamMetric
 from nexagauge_local.nodes.redteam.prompt import DEFAULT_METRICS, PROMPT_VERSION
@@ -36,11 +36,14 @@ from nexagauge_local.nodes.redteam.prompt import render as render_redteam
 from nexagauge_local.nodes.redteam.schema import verdict_schema
 from nexagauge_local.probes.aggregate import aggregate_metrics, disagreements, verdict_tables
 from nexagauge_local.probes.observability import build_observability
-from nexagauge_local.probes.scoring import CaseScore, score_case
+from nexagauge_local.probes.scoring import CaseScore
+from nexagauge_local.probes.scoring import score_case as heuristic_score
 from nexagauge_local.results import MetricResult, NodeReport, passed_for
 from nexagauge_local.scoring.judge_scores import safety_verdict, verify_spans
 
 CATEGORY = "output|generation|answer"
+# What scoring one answer needs: the metric asked about and the fields the judge saw.
+Judged = tuple[RedteamMetric, dict[str, str | None]]
 
 
 def metric_set(block: RedteamBlock) -> list[RedteamMetric]:
@@ -105,7 +108,7 @@ def explanation(metrics: Sequence[MetricResult]) -> str:
     return " ".join(parts)
 
 
-class RedteamNode(NodeBase):
+class RedteamNode(LLMNode[Judged, NodeReport]):
     name = SPEC.name
 
     def __init__(self) -> None:
@@ -116,45 +119,35 @@ class RedteamNode(NodeBase):
         self._seed = 0
         self._memo_dir: Path | None = None
 
-    def run(self, states: Sequence[CaseState], ctx: RunContext) -> None:
+    def start_shard(self, ctx: RunContext) -> None:
         self._seed = ctx.settings.seed
         self._memo_dir = ctx.settings.memo_dir("observability")
-        requests: list[JudgeRequest] = []
-        plans: list[list[tuple[RedteamMetric, dict[str, str | None]]]] = []
-        for state in states:
-            knobs = state.case.settings(self.name, RedteamBlock)
-            schema = verdict_schema(knobs.scoring_mode, knobs.include_reasoning)
-            plan = []
-            for metric in metric_set(knobs):
-                fields = judged_fields(state.case, metric.item_fields)
-                requests.append(JudgeRequest(
-                    messages=render_redteam(metric, fields, knobs.scoring_mode,
-                                            knobs.include_reasoning),
-                    schema=schema, max_tokens=max_tokens_for(schema), node=self.name,
-                    prompt_version=PROMPT_VERSION, case_id=state.case.case_id,
-                    metric=metric.name,
-                ))
-                plan.append((metric, fields))
-            plans.append(plan)
 
-        progress = CaseProgress(ctx, self.name, len(requests), len(states))
-        results = run_judge(ctx, self.name, requests, progress)
-        pos = 0
-        for state, plan in zip(states, plans, strict=True):
-            mine = results[pos : pos + len(plan)]
-            pos += len(plan)
-            knobs = state.case.settings(self.name, RedteamBlock)
-            metrics = [metric_result(m, knobs, f, r) for (m, f), r in zip(plan, mine, strict=True)]
-            case = state.case
-            probe = case.block_of(PROBE, ProbeBlock)
-            heuristic = score_case(case.case_id, case.output, probe, case.field("input"))
-            state.artifacts[self.name] = NodeReport(
-                metrics=metrics,
-                cost=case_cost(mine, ctx.settings.gpu_hour_price),
-                extras={"case_score": heuristic.model_dump()},
-            )
-            self._record(heuristic, metrics)
-        progress.finish()
+    def plan_case(self, state: CaseState, ctx: RunContext) -> list[Ask[Judged]]:
+        knobs = state.case.settings(self.name, RedteamBlock)
+        schema = verdict_schema(knobs.scoring_mode, knobs.include_reasoning)
+        asks: list[Ask[Judged]] = []
+        for metric in metric_set(knobs):
+            fields = judged_fields(state.case, metric.item_fields)
+            asks.append(Ask(JudgeRequest(
+                messages=render_redteam(metric, fields, knobs.scoring_mode,
+                                        knobs.include_reasoning),
+                schema=schema, max_tokens=max_tokens_for(schema), node=self.name,
+                prompt_version=PROMPT_VERSION, case_id=state.case.case_id,
+                metric=metric.name,
+            ), (metric, fields)))
+        return asks
+
+    def score_case(self, state: CaseState, answers: Answers[Judged]) -> NodeReport:
+        """The judged rubric metrics plus the heuristic risk score (which needs no judge)."""
+        knobs = state.case.settings(self.name, RedteamBlock)
+        metrics = [metric_result(m, knobs, f, r) for (m, f), r in answers.pairs]
+        case = state.case
+        probe = case.block_of(PROBE, ProbeBlock)
+        heuristic = heuristic_score(case.case_id, case.output, probe, case.field("input"))
+        self._record(heuristic, metrics)
+        return NodeReport(metrics=metrics, cost=answers.cost,
+                          extras={"case_score": heuristic.model_dump()})
 
     def _record(self, heuristic: CaseScore, metrics: Sequence[MetricResult]) -> None:
         self._scores.append(heuristic)
