@@ -1,4 +1,5 @@
-"""redteam's report hooks: its panel of report.html and the probe columns of its rows.
+"""redteam's report hooks: its panel of report.html, its part of each case's drill-down (the
+heuristic's score, case.html.j2) and the probe columns of its rows.
 
 The panel is built from metrics/redteam.json as the node's finalize() wrote it
 (probes/aggregate.py: aggregate_metrics, verdict_tables, disagreements; probes/observability.py)
@@ -16,7 +17,8 @@ from collections import Counter
 from collections.abc import Mapping
 from typing import Any
 
-from nexagauge_local.nodes.panel import PanelTools, ReportPanel
+from nexagauge_local.case_report import CaseReport
+from nexagauge_local.nodes.panel import CasePanel, PanelTools, ReportPanel
 
 MAX_LISTED = 50  # disagreement rows shown; all of them are in metrics/redteam.json
 INDEX_KEYS = (
@@ -114,6 +116,18 @@ def redteam_view(red: Mapping[str, Any] | None, tools: PanelTools) -> dict[str, 
 
 
 PANEL = ReportPanel(title="red team", view=redteam_view, template="panel.html.j2")
+NODE = "redteam"
+
+
+def case_heuristic(report: CaseReport) -> dict[str, Any] | None:
+    """The heuristic's score of the case (the section's `case_score`), None when redteam did
+    not run on it."""
+    section = report.section(NODE)
+    score = section.get("case_score") if section is not None else None
+    return score if isinstance(score, dict) else None
+
+
+CASE_PANEL = CasePanel(view=case_heuristic, template="case.html.j2")
 
 # MetricRow columns filled from the case's heuristic score (the section's `case_score`)
 _PROBE_COLUMNS = (("probe_category", "category"), ("probe_severity", "severity"),
