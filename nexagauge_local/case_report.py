@@ -15,7 +15,8 @@ serializer, so the bytes on disk are exactly the sections' own (no key added, dr
 reordered; severity or reasoning absent stays absent).
 
 Reading tolerates reports of older runs (compare and reproduce read old folders): unknown
-top-level keys that are not objects are ignored, and every key but `input` may be missing.
+top-level keys that are not objects are ignored, and every key may be missing (a reader that
+needs the case id checks `case_id`, empty when the file has none).
 """
 
 from __future__ import annotations
@@ -65,7 +66,7 @@ class CaseReport(BaseModel):
     """One case's report. Build it with `sections` in graph order; write it with `to_dict`."""
 
     target_node: str | None = None
-    input: CaseInput
+    input: CaseInput = Field(default_factory=CaseInput)
     sections: dict[str, dict[str, Any]] = Field(default_factory=dict)
     skipped: dict[str, str] = Field(default_factory=dict)
     input_truncated: list[dict[str, Any]] = Field(default_factory=list)

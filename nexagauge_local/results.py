@@ -74,11 +74,12 @@ class NodeReport(BaseModel):
     def from_section(cls, section: Mapping[str, Any]) -> NodeReport:
         """A case report's section read back (report_dict's inverse). A metric entry that does
         not parse is left out, so a damaged entry costs its own rows and no more; `passed` is
-        not in the file and stays None (report/rows.py re-derives the gate from `result`)."""
+        not in the file and stays None (report/rows.py re-derives the gate from `result`).
+        Strict: a score written as text or a boolean is a damaged entry, not a number."""
         metrics: list[MetricResult] = []
         for item in section.get("metrics") or []:
             try:
-                metrics.append(MetricResult.model_validate(item))
+                metrics.append(MetricResult.model_validate(item, strict=True))
             except ValidationError:
                 continue
         try:
