@@ -19,7 +19,7 @@ import sys
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Literal, Protocol
 
 from nexagauge_local.case_report import CaseReport
 
@@ -93,6 +93,21 @@ class CasePanel:
     @property
     def folder(self) -> Path:
         return _folder_of(self.view)
+
+
+ColumnKind = Literal["text", "number", "flag", "whole"]  # str, float, bool, int
+
+
+@dataclass(frozen=True)
+class RowExtras:
+    """Columns a node adds to each of its metric rows (export, agreement, the HTML tables).
+
+    `columns`: name -> kind, in the order export writes them (after the common columns; the
+    kind types Parquet's column). `values(section)` gets the node's case-report section and
+    returns some of those columns' values (a missing one is empty)."""
+
+    columns: Mapping[str, ColumnKind]
+    values: Callable[[Mapping[str, Any]], Mapping[str, Any]]
 
 
 def _folder_of(view: Callable[..., Any]) -> Path:

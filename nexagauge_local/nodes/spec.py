@@ -21,14 +21,14 @@ from __future__ import annotations
 import importlib
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Literal
 
 if TYPE_CHECKING:
     from pydantic import BaseModel
 
     from nexagauge_local.case import Case
     from nexagauge_local.nodes.base import Node
-    from nexagauge_local.nodes.panel import CasePanel, ReportPanel
+    from nexagauge_local.nodes.panel import CasePanel, ReportPanel, RowExtras
 
 NodeKind = Literal["utility", "llm", "deterministic", "aggregate"]
 Needs = Literal["all", "any"]
@@ -81,9 +81,9 @@ class NodeSpec:
     report_panel: ReportPanel | None = None
     # This node's part of each case's drill-down in report.html (nodes/panel.py), or None.
     case_panel: CasePanel | None = None
-    # This node's case-report section -> extra columns for each of its metric rows (export,
-    # agreement and the HTML tables read rows), or None.
-    row_extras: Callable[[Mapping[str, Any]], Mapping[str, Any]] | None = None
+    # Extra columns for each of this node's metric rows, from its case-report section (export,
+    # agreement and the HTML tables read rows; nodes/panel.py), or None.
+    row_extras: RowExtras | None = None
 
     @property
     def record_blocks(self) -> dict[str, type[BaseModel]]:

@@ -7,22 +7,23 @@ it is re-derived here with the same rules the nodes used: a single-entry result 
 score does; metrics without a gate (ROUGE, BLEU, METEOR, cosine) have `passed = None`.
 
 A node may add columns of its own to its rows through its SPEC's `row_extras` (redteam: the
-heuristic's verdict on the case), so no node is named here. Which nodes are metric nodes is
+heuristic's verdict on the case; they follow the common columns, in graph order), so no node
+is named here. Which nodes are metric nodes is
 read from the report itself (the sections holding a metrics list, written in graph order).
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from nexagauge_local.case_report import CaseReport
 from nexagauge_local.graph import GRAPH, Graph
+from nexagauge_local.nodes.panel import ColumnKind, RowExtras
 from nexagauge_local.results import MetricResult, passed_for
 
-RowExtras = Callable[[Mapping[str, Any]], Mapping[str, Any]]
 TEXT_FIELDS: tuple[str, ...] = ("input", "output", "context", "reference")
 
 
@@ -45,20 +46,32 @@ class MetricRow:
     evidence_spans: list[str] = field(default_factory=list)
     claims: int | None = None
     claims_passed: int | None = None
-    probe_category: str | None = None
-    probe_severity: str | None = None
-    heuristic_passed: bool | None = None
-    risk_score: float | None = None
+    # the node's own columns (its SPEC's row_extras), e.g. redteam's probe_category
+    extras: Mapping[str, Any] = field(default_factory=dict)
 
     @property
     def key(self) -> str:
         return f"{self.node}.{self.metric}"
 
     def as_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        """The row as export writes it: the common columns, then every node's extra columns
+        of the pipeline's graph (empty on other nodes' rows), then any other the row has."""
+        out = asdict(self)
+        extras = out.pop("extras")
+        out.update(dict.fromkeys(EXTRA_COLUMNS))
+        out.update(extras)
+        return out
 
 
-COLUMNS: tuple[str, ...] = tuple(MetricRow.__dataclass_fields__)
+def extra_columns_of(graph: Graph) -> dict[str, ColumnKind]:
+    """Every node's extra row columns in `graph`, in graph order: name -> kind."""
+    return {name: kind for s in graph.nodes if s.row_extras is not None
+            for name, kind in s.row_extras.columns.items()}
+
+
+EXTRA_COLUMNS: dict[str, ColumnKind] = extra_columns_of(GRAPH)
+COLUMNS: tuple[str, ...] = (*(f for f in MetricRow.__dataclass_fields__ if f != "extras"),
+                            *EXTRA_COLUMNS)
 LIST_COLUMNS: frozenset[str] = frozenset({"violations", "evidence_spans"})
 
 
@@ -121,8 +134,8 @@ def metric_rows(report: CaseReport,
     that wrote the report (the pipeline's by default)."""
     case_id = report.case_id
     for node, section in report.metric_sections():
-        extras_of = row_extras.get(node)
-        extras = dict(extras_of(report.sections[node])) if extras_of is not None else {}
+        hook = row_extras.get(node)
+        extras = dict(hook.values(report.sections[node])) if hook is not None else {}
         for metric in section.metrics:
             result = metric.result
             claims = _is_claim_list(result)
@@ -145,7 +158,7 @@ def metric_rows(report: CaseReport,
                 evidence_spans=_strings(first.get("evidence_spans")),
                 claims=len(result) if claims else None,
                 claims_passed=sum(bool(r.get("passed")) for r in result) if claims else None,
-                **extras,
+                extras=extras,
             )
 
 

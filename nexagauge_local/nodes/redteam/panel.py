@@ -18,7 +18,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from nexagauge_local.case_report import CaseReport
-from nexagauge_local.nodes.panel import CasePanel, PanelTools, ReportPanel
+from nexagauge_local.nodes.panel import CasePanel, PanelTools, ReportPanel, RowExtras
 
 MAX_LISTED = 50  # disagreement rows shown; all of them are in metrics/redteam.json
 INDEX_KEYS = (
@@ -134,9 +134,16 @@ _PROBE_COLUMNS = (("probe_category", "category"), ("probe_severity", "severity")
                   ("heuristic_passed", "passed"), ("risk_score", "risk_score"))
 
 
-def probe_columns(section: Mapping[str, Any]) -> dict[str, Any]:
+def probe_values(section: Mapping[str, Any]) -> dict[str, Any]:
     """The heuristic's verdict on the case, repeated on each of its redteam metric rows (export
     and agreement compare the judge's verdict with it)."""
     probe = section.get("case_score")
     probe = probe if isinstance(probe, Mapping) else {}
     return {column: probe.get(key) for column, key in _PROBE_COLUMNS}
+
+
+probe_columns = RowExtras(
+    columns={"probe_category": "text", "probe_severity": "text", "heuristic_passed": "flag",
+             "risk_score": "number"},
+    values=probe_values,
+)
