@@ -24,7 +24,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, model_validator
 
 from nexagauge_local.results import NodeReport
 
@@ -70,6 +70,9 @@ class CaseReport(BaseModel):
     sections: dict[str, dict[str, Any]] = Field(default_factory=dict)
     skipped: dict[str, str] = Field(default_factory=dict)
     input_truncated: list[dict[str, Any]] = Field(default_factory=list)
+    # node -> its parsed metric section: the rows, the drill-down and a case panel (claims
+    # reads relevance and grounding) each ask, and a report is read, not changed
+    _metrics: dict[str, NodeReport | None] = PrivateAttr(default_factory=dict)
 
     @model_validator(mode="before")
     @classmethod
@@ -107,10 +110,14 @@ class CaseReport(BaseModel):
     def metrics_of(self, node: str) -> NodeReport | None:
         """The node's `{metrics, cost}` section; None when the node wrote none (or wrote a
         section without a metrics list, like claims or eval)."""
-        section = self.sections.get(node)
-        if section is None or not isinstance(section.get("metrics"), list):
-            return None
-        return NodeReport.from_section(section)
+        # the private dict itself: `self._metrics` goes through BaseModel.__getattr__, which
+        # cost more than the parse it saves (the report digests every case of a run)
+        parsed: dict[str, NodeReport | None] = self.__pydantic_private__["_metrics"]  # type: ignore[index]
+        if node not in parsed:
+            section = self.sections.get(node)
+            parsed[node] = (NodeReport.from_section(section) if section is not None
+                            and isinstance(section.get("metrics"), list) else None)
+        return parsed[node]
 
     def metric_sections(self) -> Iterator[tuple[str, NodeReport]]:
         """Every section with a metrics list, in the order the report holds them."""
