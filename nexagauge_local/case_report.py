@@ -28,7 +28,7 @@ from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError,
 
 from nexagauge_local.results import NodeReport
 
-__all__ = ["CaseInput", "CaseReport", "CaseVerdict", "ValidationError"]
+__all__ = ["CaseInput", "CaseReport", "ValidationError", "VerdictSection"]
 
 _OWN_KEYS = ("target_node", "input", "skipped", "input_truncated")
 
@@ -49,8 +49,9 @@ class CaseInput(BaseModel):
         return None if value is None else str(value)
 
 
-class CaseVerdict(BaseModel):
-    """The section of the node that aggregates the metric nodes (eval): the case's verdict."""
+class VerdictSection(BaseModel):
+    """The section of the node that aggregates the metric nodes (eval): the case's verdict.
+    (nodes/eval.py's CaseVerdict is the artifact that writes it.)"""
 
     model_config = ConfigDict(extra="allow")
 
@@ -126,13 +127,13 @@ class CaseReport(BaseModel):
             if report is not None:
                 yield node, report
 
-    def verdict_of(self, node: str) -> CaseVerdict | None:
+    def verdict_of(self, node: str) -> VerdictSection | None:
         """The node's verdict section (eval's), None when it has none or it does not parse."""
         section = self.sections.get(node)
         if section is None or "passed" not in section:
             return None
         try:
-            return CaseVerdict.model_validate(section)
+            return VerdictSection.model_validate(section)
         except ValidationError:
             return None
 

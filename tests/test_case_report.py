@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from nexagauge_local.case_report import CaseReport, CaseVerdict
+from nexagauge_local.case_report import CaseReport, VerdictSection
 from nexagauge_local.report.files import json_text
 from tests.report_helpers import scripted_run
 
@@ -43,7 +43,7 @@ def test_sections_keep_the_report_order_and_metric_nodes_are_typed(run_dir: Path
     for node, section in report.metric_sections():
         assert [m.name for m in section.metrics] == [m["name"] for m in raw[node]["metrics"]]
     assert "claims" in report.sections and report.metrics_of("claims") is None  # no metrics list
-    assert isinstance(report.verdict_of("eval"), CaseVerdict)
+    assert isinstance(report.verdict_of("eval"), VerdictSection)
 
 
 def test_an_older_or_partial_report_loads() -> None:

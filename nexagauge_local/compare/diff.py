@@ -12,7 +12,7 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
-from nexagauge_local.case_report import CaseVerdict
+from nexagauge_local.case_report import VerdictSection
 from nexagauge_local.compare.bootstrap import CONFIDENCE, DEFAULT_RESAMPLES, paired_delta_ci
 from nexagauge_local.compare.load import CaseMetric, RunDir
 from nexagauge_local.results import MetricResult
@@ -209,18 +209,18 @@ def _flip(
     )
 
 
-def _side(verdict: CaseMetric, entry: MetricResult | CaseVerdict | None) -> Side:
+def _side(verdict: CaseMetric, entry: MetricResult | VerdictSection | None) -> Side:
     return Side(
         status=verdict.status, score=verdict.score, error=verdict.error, evidence=evidence(entry)
     )
 
 
-def evidence(entry: MetricResult | CaseVerdict | None) -> list[dict[str, Any]]:
+def evidence(entry: MetricResult | VerdictSection | None) -> list[dict[str, Any]]:
     """The parts of a metric entry that explain a verdict (verdicts, reasoning, violations,
     evidence spans, per-claim labels), without bulky detail such as G-Eval's steps."""
     if entry is None:
         return []
-    if isinstance(entry, CaseVerdict):  # the eval section is one flat dict: its own keys
+    if isinstance(entry, VerdictSection):  # the eval section is one flat dict: its own keys
         rows = [entry.model_dump(exclude_unset=True)]
     else:
         rows = entry.result

@@ -13,7 +13,7 @@ from pathlib import Path
 from statistics import fmean
 from typing import Any, Literal
 
-from nexagauge_local.case_report import CaseReport, CaseVerdict, ValidationError
+from nexagauge_local.case_report import CaseReport, ValidationError, VerdictSection
 from nexagauge_local.results import MetricResult, passed_for
 
 Status = Literal["pass", "fail", "error", "info"]
@@ -209,7 +209,7 @@ class RunDir:
         for path in self.report_paths():
             yield path, _case_report(path)
 
-    def metric_section(self, case_id: str, node: str, metric: str) -> MetricResult | CaseVerdict | None:
+    def metric_section(self, case_id: str, node: str, metric: str) -> MetricResult | VerdictSection | None:
         """The metric's full entry in the case report (for evidence), read again from disk:
         eval's verdict for eval.overall."""
         record = self.cases()[case_id]
