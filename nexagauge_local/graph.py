@@ -32,7 +32,7 @@ from nexagauge_local.nodes.spec import NodeKind, NodeSpec
 from nexagauge_local.records import ALIASES
 
 __all__ = [
-    "BLOCKS", "GRAPH", "NODES", "SPECS", "TARGETS", "Graph", "GraphError", "NodeKind", "NodeSpec",
+    "BLOCKS", "GRAPH", "METRIC_NODES", "NODES", "SPECS", "TARGETS", "Graph", "GraphError", "NodeKind", "NodeSpec",
     "UnknownTarget", "assemble", "discover", "eligibility", "field_reason", "plan",
 ]
 
@@ -60,6 +60,13 @@ class Graph:
         object.__setattr__(self, "specs", MappingProxyType({s.name: s for s in self.nodes}))
         blocks = {key: model for s in self.nodes for key, model in s.record_blocks.items()}
         object.__setattr__(self, "blocks", MappingProxyType(blocks))
+
+    @property
+    def metric_nodes(self) -> tuple[str, ...]:
+        """The nodes that write a `{metrics, cost}` section, in graph order: the one list the
+        runner (and with it the aggregate node), the report's overview, export's rows and the
+        CLI's summary lines take, so a node added to the graph reaches all of them."""
+        return tuple(s.name for s in self.nodes if s.metric)
 
     @property
     def targets(self) -> tuple[str, ...]:
@@ -205,6 +212,7 @@ GRAPH = assemble(discover())
 NODES: tuple[NodeSpec, ...] = GRAPH.nodes
 SPECS: Mapping[str, NodeSpec] = GRAPH.specs
 TARGETS = GRAPH.targets
+METRIC_NODES: tuple[str, ...] = GRAPH.metric_nodes
 BLOCKS: BlockModels = GRAPH.blocks
 
 

@@ -3,9 +3,10 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, ValidationError
 
 PASS_THRESHOLD = 0.6
 """Global pass threshold: a metric passes when score >= 0.6; the verdict derives from passed."""
@@ -24,8 +25,10 @@ class MetricResult(BaseModel):
     """
 
     name: str
-    category: str
-    score: float | None
+    # Every node sets both; the defaults let a case report of an older or hand-made run that
+    # lacks them still load (compare and report read such folders).
+    category: str | None = None
+    score: float | None = None
     result: list[dict[str, Any]] = Field(default_factory=list)
     error: str | None = None
     passed: bool | None = None
@@ -66,3 +69,22 @@ class NodeReport(BaseModel):
         }
         out.update(self.extras)
         return out
+
+    @classmethod
+    def from_section(cls, section: Mapping[str, Any]) -> NodeReport:
+        """A case report's section read back (report_dict's inverse). A metric entry that does
+        not parse is left out, so a damaged entry costs its own rows and no more; `passed` is
+        not in the file and stays None (report/rows.py re-derives the gate from `result`).
+        Strict: a score written as text or a boolean is a damaged entry, not a number."""
+        metrics: list[MetricResult] = []
+        for item in section.get("metrics") or []:
+            try:
+                metrics.append(MetricResult.model_validate(item, strict=True))
+            except ValidationError:
+                continue
+        try:
+            cost = NodeCost.model_validate(section.get("cost") or {})
+        except ValidationError:
+            cost = NodeCost()
+        extras = {k: v for k, v in section.items() if k not in ("metrics", "cost")}
+        return cls(metrics=metrics, cost=cost, extras=extras)

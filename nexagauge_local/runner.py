@@ -31,6 +31,7 @@ from rich.progress import (
 from rich.text import Text
 
 from nexagauge_local.case import Case
+from nexagauge_local.case_report import CaseInput, CaseReport
 from nexagauge_local.dataset import Dataset, ScanResult, shards
 from nexagauge_local.embed import Embedder, EmbeddingCache
 from nexagauge_local.graph import GRAPH, Graph, NodeSpec, eligibility
@@ -141,7 +142,7 @@ class Runner:
             (out_dir / "case_report").mkdir(parents=True, exist_ok=True)
             case_dir = os.fspath(out_dir / "case_report")
         kept: list[dict[str, Any]] = []
-        digester = CaseDigester(scan.valid) if case_dir else None
+        digester = CaseDigester(scan.valid, self.graph) if case_dir else None
 
         with self._progress(specs, scan.valid) as (progress, tasks), BackgroundWriter() as files:
             sink = CaseSink(case_dir, files, digester)
@@ -149,8 +150,9 @@ class Runner:
                 if node in tasks:
                     progress.advance(tasks[node], n)
 
+            planned = {s.name for s in specs}
             ctx = RunContext(self.settings, self.embedder_factory, self.judge_factory, advance,
-                             metric_nodes=tuple(s.name for s in specs if s.metric))
+                             metric_nodes=tuple(n for n in self.graph.metric_nodes if n in planned))
             for shard in shards(dataset.cases(), self.settings.shard_size):
                 self._run_shard(shard, specs, nodes, stats, wall, ctx, kept, sink)
                 if ctx.embedder_started:
@@ -158,7 +160,7 @@ class Runner:
                 release_free_pages()  # the shard's objects are gone: hand their pages back
 
         node_summaries = {name: s.summary() for name, s in stats.items()}
-        metric_nodes = {s.name for s in specs if s.metric}
+        metric_nodes = set(ctx.metric_nodes)
         extras: set[str] = set()
         for name, node in nodes.items():
             # run-level extras that need every shard (e.g. redteam's aggregate_metrics)
@@ -193,7 +195,7 @@ class Runner:
         """Every node over one shard, then its case reports. A method of its own so that the
         shard's states are unreachable once it returns (the loop then releases their pages)."""
         states = [CaseState(c) for c in shard]
-        early: dict[int, dict[str, Any] | None] = {}  # id(state) -> report written by case_done
+        early: dict[int, CaseReport | None] = {}  # id(state) -> report written by case_done
 
         def case_done(state: CaseState) -> None:
             report = self._case_report(state, specs, ctx.truncated_inputs.pop(state.case.case_id, None))
@@ -226,8 +228,8 @@ class Runner:
                 report = self._case_report(
                     state, specs, ctx.truncated_inputs.pop(state.case.case_id, None))
                 sink.write(state.case.case_id, report)
-            if self.keep_reports:
-                kept.append(report)
+            if self.keep_reports and report is not None:
+                kept.append(report.to_dict())
 
     def _eligible(self, spec: NodeSpec, states: list[CaseState], st: NodeStats) -> list[CaseState]:
         eligible: list[CaseState] = []
@@ -243,17 +245,16 @@ class Runner:
         return eligible
 
     def _case_report(self, state: CaseState, specs: list[NodeSpec],
-                     truncated: list[dict[str, Any]] | None = None) -> dict[str, Any]:
-        report: dict[str, Any] = {"target_node": self.settings.target, "input": state.case.input_view()}
-        for spec in specs:
-            if spec.reported and spec.name in state.artifacts:
-                report[spec.name] = state.artifacts[spec.name].report_dict()
-        skipped = {n: r for n, r in state.skipped.items() if n in {s.name for s in specs if s.metric}}
-        if skipped:
-            report["skipped"] = skipped
-        if truncated:
-            report["input_truncated"] = truncated
-        return report
+                     truncated: list[dict[str, Any]] | None = None) -> CaseReport:
+        metric = {s.name for s in specs if s.metric}  # the plan's, as ctx.metric_nodes
+        return CaseReport(
+            target_node=self.settings.target,
+            input=CaseInput(**state.case.input_view()),
+            sections={s.name: state.artifacts[s.name].report_dict()
+                      for s in specs if s.reported and s.name in state.artifacts},
+            skipped={n: r for n, r in state.skipped.items() if n in metric},
+            input_truncated=truncated or [],
+        )
 
     def _usage(
         self, ctx: RunContext, specs: list[NodeSpec], stats: dict[str, NodeStats], wall: dict[str, float]

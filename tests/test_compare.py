@@ -16,6 +16,7 @@ from nexagauge_local.compare.bootstrap import paired_delta_ci
 from nexagauge_local.compare.diff import judge_check
 from nexagauge_local.compare.load import metric_status
 from nexagauge_local.report.files import case_filename, write_json
+from nexagauge_local.results import MetricResult
 
 SHARED = [f"c{i:02d}" for i in range(20)]
 
@@ -255,14 +256,17 @@ def test_bootstrap_degenerate_inputs() -> None:
 
 
 def test_metric_status_reads_verdicts() -> None:
-    assert metric_status(redteam_metric("t", True)).status == "pass"
-    assert metric_status(redteam_metric("t", False)).status == "fail"
-    assert metric_status(redteam_metric("t", None)).status == "error"
-    assert metric_status(claims_metric("g", 0.59)).status == "fail"
-    assert metric_status(claims_metric("g", 0.6)).status == "pass"
-    assert metric_status(lexical_metric("rouge1", 0.9)).status == "info"
+    def status(entry: dict) -> str:
+        return metric_status(MetricResult.model_validate(entry)).status
+
+    assert status(redteam_metric("t", True)) == "pass"
+    assert status(redteam_metric("t", False)) == "fail"
+    assert status(redteam_metric("t", None)) == "error"
+    assert status(claims_metric("g", 0.59)) == "fail"
+    assert status(claims_metric("g", 0.6)) == "pass"
+    assert status(lexical_metric("rouge1", 0.9)) == "info"
     partial = claims_metric("g", 0.9) | {"error": "1 of 2 chunks failed: truncated"}
-    assert metric_status(partial).status == "error"
+    assert status(partial) == "error"
 
 
 def test_judge_and_prompt_changes_are_loud(tmp_path: Path) -> None:

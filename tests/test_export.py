@@ -13,6 +13,7 @@ from click.testing import CliRunner
 
 from nexagauge_local.cli import main
 from nexagauge_local.report.rows import COLUMNS, LIST_COLUMNS, metric_passed
+from nexagauge_local.results import MetricResult
 from tests.report_helpers import scripted_run
 
 NUMERIC = {"score", "risk_score"}
@@ -44,7 +45,7 @@ def _expected(run_dir: Path) -> list[tuple[str, str, str, float | None, bool | N
         for node in ("redteam", "refmatch"):
             for m in (report.get(node) or {}).get("metrics", []):
                 out.append(
-                    (report["input"]["case_id"], node, m["name"], m["score"], metric_passed(m))
+                    (report["input"]["case_id"], node, m["name"], m["score"], metric_passed(MetricResult.model_validate(m)))
                 )
     return out
 

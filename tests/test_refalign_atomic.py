@@ -315,8 +315,11 @@ def test_atomic_units_with_the_demo_judge(tmp_path: Path, embedder: Embedder,
 
 def test_html_case_view_says_the_units_came_from_the_judge() -> None:
     from nexagauge_local.report.view_cases import _details
+    from nexagauge_local.results import MetricResult
 
-    metric = {"result": [{"precision": 0.5, "units_from": "judge", "output_units": ["a"]}]}
+    metric = MetricResult(name="m", result=[
+        {"precision": 0.5, "units_from": "judge", "output_units": ["a"]}])
     assert "units_from judge" in _details(metric)
-    chunks = {"result": [{"precision": 0.5, "units_from": "chunks", "units": "nexa-gauge"}]}
+    chunks = MetricResult(name="m", result=[
+        {"precision": 0.5, "units_from": "chunks", "units": "nexa-gauge"}])
     assert "units_from chunks · units nexa-gauge" in _details(chunks)

@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from nexagauge_local.case_report import CaseReport
 from nexagauge_local.dataset import Dataset, SeenIds
 from nexagauge_local.graph import BLOCKS
 from nexagauge_local.report import view_cases
@@ -29,7 +30,7 @@ def _case(i: int, score: float | None, error: str | None = None) -> CaseFile:
         metric = {"name": "faithfulness", "score": None, "error": error}
     report = {"input": {"case_id": f"c{i:03d}", "output": f"answer {i}"},
               "grounding": {"metrics": [metric]}}
-    return CaseFile(f"c{i:03d}.json", report)
+    return CaseFile(f"c{i:03d}.json", CaseReport.model_validate(report))
 
 
 def _cases(n: int) -> list[CaseFile]:
@@ -47,9 +48,9 @@ def test_digest_keeps_the_worst_cases_only_and_any_order_gives_the_same_page(mon
     assert [v.case_id for v in a.cases] == [v.case_id for v in b.cases]
     assert len(a.cases) == 6
     # worst first: failures by lowest score, then errors (none of those listed here: enough fails)
-    fails = sorted((c.report["grounding"]["metrics"][0]["score"], c.report["input"]["case_id"])
-                   for c in cases if c.report["grounding"]["metrics"][0].get("score") is not None
-                   and c.report["grounding"]["metrics"][0]["score"] < 0.6)
+    scores = [(c.report.sections["grounding"]["metrics"][0].get("score"), c.report.case_id)
+              for c in cases]
+    fails = sorted((s, cid) for s, cid in scores if s is not None and s < 0.6)
     assert [v.case_id for v in a.cases] == [cid for _, cid in fails[:6]]
     worst = a.worst["grounding.faithfulness"]
     assert [(s, cid) for s, cid, _ in worst.lowest] == fails[: view_cases.WORST_N]
@@ -70,9 +71,10 @@ def test_views_are_built_only_for_the_listed_cases(monkeypatch: pytest.MonkeyPat
     built: list[str] = []
     real = view_cases.case_view
 
-    def counting(case: CaseFile, rows: list, budget: int) -> view_cases.CaseView:
+    def counting(case: CaseFile, rows: list, budget: int,
+                 panels: dict = view_cases.CASE_PANELS) -> view_cases.CaseView:
         built.append(case.filename)
-        return real(case, rows, budget)
+        return real(case, rows, budget, panels)
 
     cases = _cases(60)
     expected = digest_cases(iter(cases), len(cases))
@@ -80,8 +82,8 @@ def test_views_are_built_only_for_the_listed_cases(monkeypatch: pytest.MonkeyPat
     monkeypatch.setattr(view_cases, "case_view", counting)
     digester = view_cases.CaseDigester(len(cases))
     for case in cases:
-        text = json.dumps(case.report)
-        digester.add(CaseFile(case.filename, json.loads(text)), text)
+        text = json.dumps(case.report.to_dict())
+        digester.add(CaseFile(case.filename, CaseReport.from_json(text)), text)
         assert not built  # nothing built while the cases come
     assert digester.result() == expected  # as text or as dicts: the same digest
     assert sorted(built) == sorted(v.filename for v in expected.cases)
@@ -92,7 +94,7 @@ def test_report_streams_case_files_without_listing_them(tmp_path: Path, monkeypa
 
     (tmp_path / "case_report").mkdir()
     for case in _cases(30):
-        (tmp_path / "case_report" / case.filename).write_text(json.dumps(case.report))
+        (tmp_path / "case_report" / case.filename).write_text(json.dumps(case.report.to_dict()))
     (tmp_path / "summary.json").write_text(json.dumps({"target": "grounding", "cases": {"valid": 30}}))
     monkeypatch.setattr(view_cases, "MAX_LISTED", 4)
 

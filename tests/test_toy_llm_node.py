@@ -120,6 +120,24 @@ def test_the_toy_node_runs_on_the_scripted_judge(tmp_path: Path) -> None:
     assert html.index('<section id="redteam">') < html.index('<section id="toy_llm">')
 
 
+def test_the_toy_nodes_rows_reach_the_report_export_and_drill_down(tmp_path: Path) -> None:
+    """The metric-node set comes from the graph (and the case reports), so a node registered
+    in a graph reaches the overview, the rows export writes and its own drill-down part."""
+    from nexagauge_local.app.export import export
+
+    data = write_jsonl(tmp_path / "d.jsonl", ROWS)
+    Runner(settings(tmp_path), graph=GRAPH_WITH_TOY, judge_factory=toy_judge).run(Dataset(data))
+    out = tmp_path / "out"
+    export(out, "jsonl")
+    rows = [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines()]
+    toy = {(r["case_id"], r["metric"], r["score"]) for r in rows if r["node"] == "toy_llm"}
+    assert toy == {("on", "focus", 1.0), ("off", "focus", 0.0)}
+    html = (out / "report.html").read_text(encoding="utf-8")
+    assert "<tr><td>toy_llm</td>" in html  # the metric overview's row
+    assert "<code>toy_llm.focus</code>" in html  # the drill-down's metric table
+    assert html.count('<p class="toy-case">') == 2 and "focus score 1.00" in html
+
+
 def test_the_pipelines_report_has_no_toy_panel(tmp_path: Path) -> None:
     data = write_jsonl(tmp_path / "d.jsonl", ROWS[:1])
     Runner(settings(tmp_path, target="refmatch"), judge_factory=toy_judge).run(Dataset(data))

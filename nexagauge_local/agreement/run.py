@@ -8,7 +8,7 @@ from typing import Any
 from nexagauge_local.agreement.labels import load_labels
 from nexagauge_local.agreement.scores import compute_agreement
 from nexagauge_local.report.files import write_json
-from nexagauge_local.report.rows import MetricRow, case_id_of, metric_rows
+from nexagauge_local.report.rows import MetricRow, metric_rows
 from nexagauge_local.report.rundata import load_run
 
 
@@ -22,7 +22,7 @@ def write_agreement(out_dir: Path, labels_path: Path) -> dict[str, Any]:
     wanted = {label.case_id for label in labels}
     rows_by_case: dict[str, list[MetricRow]] = {}
     for case in run.iter_cases():
-        case_id = case_id_of(case.report)
+        case_id = case.report.case_id
         if case_id in wanted:
             rows_by_case[case_id] = list(metric_rows(case.report))
     doc = compute_agreement(labels, rows_by_case, str(labels_path))

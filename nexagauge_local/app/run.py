@@ -21,7 +21,7 @@ from nexagauge_local.app.cache import cache_errors, check_caches
 from nexagauge_local.app.judge import JudgeClients, check_gpus, preflight
 from nexagauge_local.app.output_folder import OutputFolder
 from nexagauge_local.dataset import Dataset
-from nexagauge_local.graph import SPECS, plan, predicted_eligibility
+from nexagauge_local.graph import METRIC_NODES, plan, predicted_eligibility
 from nexagauge_local.judge import AUTO_COUNT_CAP, JUDGEMENTS_PER_UNIT
 from nexagauge_local.judge.runtime import gpu_visible, vllm_importable
 from nexagauge_local.runner import Runner, RunOutcome
@@ -161,7 +161,7 @@ def run(
         metrics=[
             MetricLine(name, summ["scored"], summ["avg_score"], summ["pass_rate"])
             for name, summ in outcome.node_summaries.items()
-            if SPECS[name].metric
+            if name in METRIC_NODES
         ],
         notice=(outcome.summary.get("judge") or {}).get("notice"),
     )

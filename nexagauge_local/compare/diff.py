@@ -12,8 +12,10 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
+from nexagauge_local.case_report import VerdictSection
 from nexagauge_local.compare.bootstrap import CONFIDENCE, DEFAULT_RESAMPLES, paired_delta_ci
 from nexagauge_local.compare.load import CaseMetric, RunDir
+from nexagauge_local.results import MetricResult
 
 EVIDENCE_KEYS = (
     "claim",
@@ -207,21 +209,21 @@ def _flip(
     )
 
 
-def _side(verdict: CaseMetric, entry: dict[str, Any] | None) -> Side:
+def _side(verdict: CaseMetric, entry: MetricResult | VerdictSection | None) -> Side:
     return Side(
         status=verdict.status, score=verdict.score, error=verdict.error, evidence=evidence(entry)
     )
 
 
-def evidence(entry: dict[str, Any] | None) -> list[dict[str, Any]]:
+def evidence(entry: MetricResult | VerdictSection | None) -> list[dict[str, Any]]:
     """The parts of a metric entry that explain a verdict (verdicts, reasoning, violations,
     evidence spans, per-claim labels), without bulky detail such as G-Eval's steps."""
-    if not entry:
+    if entry is None:
         return []
-    if "metrics" not in entry and "result" not in entry:  # the eval section is one flat dict
-        rows = [entry]
+    if isinstance(entry, VerdictSection):  # the eval section is one flat dict: its own keys
+        rows = [entry.model_dump(exclude_unset=True)]
     else:
-        rows = [r for r in entry.get("result") or [] if isinstance(r, dict)]
+        rows = entry.result
     picked = [{k: r[k] for k in EVIDENCE_KEYS if k in r} for r in rows[:MAX_EVIDENCE_ROWS]]
     return [p for p in picked if p]
 

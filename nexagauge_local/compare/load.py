@@ -13,7 +13,8 @@ from pathlib import Path
 from statistics import fmean
 from typing import Any, Literal
 
-from nexagauge_local.results import passed_for
+from nexagauge_local.case_report import CaseReport, ValidationError, VerdictSection
+from nexagauge_local.results import MetricResult, passed_for
 
 Status = Literal["pass", "fail", "error", "info"]
 """pass/fail: a gated metric's verdict; error: not scored (an unscored metric is not a pass);
@@ -52,54 +53,54 @@ def _read_json(path: Path) -> Any:
         raise BadRunDir(f"{path}:{exc.lineno}: not valid JSON ({exc.msg})") from None
 
 
-def metric_status(metric: dict[str, Any]) -> CaseMetric:
+def metric_status(metric: MetricResult) -> CaseMetric:
     """A case-report metric's verdict. The report leaves `passed` out of the metric itself
     (spec shape), so it is read from the result rows: a single row carrying `passed` is the
     metric's own verdict (redteam, geval, refalign); several rows carrying it are per-claim
     verdicts, and the metric's verdict is the global threshold on its score (grounding,
     relevance); rows without it mean an informational metric."""
-    score = metric.get("score")
-    score = float(score) if isinstance(score, int | float) and not isinstance(score, bool) else None
-    error = metric.get("error")
+    score, error = metric.score, metric.error
     if error or score is None:
-        return CaseMetric(score, "error", str(error) if error else "no score")
-    rows = [r for r in metric.get("result") or [] if isinstance(r, dict)]
-    gated = [r for r in rows if isinstance(r.get("passed"), bool)]
+        return CaseMetric(score, "error", error or "no score")
+    gated = [r for r in metric.result if isinstance(r.get("passed"), bool)]
     if not gated:
         return CaseMetric(score, "info")
-    ok = gated[0]["passed"] if len(rows) == 1 else bool(passed_for(score))
+    ok = gated[0]["passed"] if len(metric.result) == 1 else bool(passed_for(score))
     return CaseMetric(score, "pass" if ok else "fail")
 
 
-def case_metrics(report: dict[str, Any]) -> dict[tuple[str, str], CaseMetric]:
+def case_metrics(report: CaseReport) -> dict[tuple[str, str], CaseMetric]:
     """Every (node, metric) verdict of one case report, in report order."""
     out: dict[tuple[str, str], CaseMetric] = {}
-    for node, section in report.items():
-        if node == EVAL_NODE and isinstance(section, dict) and "passed" in section:
-            passed, score = section.get("passed"), section.get("score")
-            if passed is None:
+    for node in report.sections:
+        verdict = report.verdict_of(node) if node == EVAL_NODE else None
+        if verdict is not None:
+            if verdict.passed is None:
                 status: Status = "info"
             else:
-                status = "pass" if passed else "fail"
-            out[(EVAL_NODE, EVAL_METRIC)] = CaseMetric(score, status)
-        elif isinstance(section, dict) and isinstance(section.get("metrics"), list):
-            for metric in section["metrics"]:
-                if isinstance(metric, dict) and isinstance(metric.get("name"), str):
-                    out[(node, metric["name"])] = metric_status(metric)
+                status = "pass" if verdict.passed else "fail"
+            out[(EVAL_NODE, EVAL_METRIC)] = CaseMetric(verdict.score, status)
+            continue
+        section = report.metrics_of(node)
+        for metric in section.metrics if section is not None else []:
+            out[(node, metric.name)] = metric_status(metric)
     return out
 
 
-def _case_id(report: Any, path: Path) -> str:
-    if not isinstance(report, dict):
+def _case_report(path: Path) -> CaseReport:
+    """The case report in `path`, with its case id; BadRunDir names the file otherwise."""
+    data = _read_json(path)
+    if not isinstance(data, dict):
         raise BadRunDir(f"{path}: a case report must be a JSON object")
-    cid = (
-        (report.get("input") or {}).get("case_id")
-        if isinstance(report.get("input"), dict)
-        else None
-    )
-    if not isinstance(cid, str) or not cid:
+    try:
+        report = CaseReport.model_validate(data)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(p) for p in first["loc"])
+        raise BadRunDir(f"{path}: field {where}: {first['msg']}") from None
+    if not report.case_id:
         raise BadRunDir(f"{path}: field input.case_id is missing")
-    return cid
+    return report
 
 
 class RunDir:
@@ -195,7 +196,7 @@ class RunDir:
         if self._cases is None:
             cases: dict[str, CaseRecord] = {}
             for path, report in self._iter_reports():
-                cid = _case_id(report, path)
+                cid = report.case_id
                 if cid in cases:
                     raise BadRunDir(f"{path}: case_id {cid!r} also in {cases[cid].path.name}")
                 cases[cid] = CaseRecord(path, case_metrics(report))
@@ -204,18 +205,16 @@ class RunDir:
             self._cases = cases
         return self._cases
 
-    def _iter_reports(self) -> Iterator[tuple[Path, Any]]:
+    def _iter_reports(self) -> Iterator[tuple[Path, CaseReport]]:
         for path in self.report_paths():
-            yield path, _read_json(path)
+            yield path, _case_report(path)
 
-    def metric_section(self, case_id: str, node: str, metric: str) -> dict[str, Any] | None:
-        """The metric's full entry in the case report (for evidence), read again from disk."""
+    def metric_section(self, case_id: str, node: str, metric: str) -> MetricResult | VerdictSection | None:
+        """The metric's full entry in the case report (for evidence), read again from disk:
+        eval's verdict for eval.overall."""
         record = self.cases()[case_id]
-        report = _read_json(record.path)
+        report = _case_report(record.path)
         if node == EVAL_NODE:
-            section = report.get(EVAL_NODE)
-            return section if isinstance(section, dict) else None
-        for entry in (report.get(node) or {}).get("metrics") or []:
-            if isinstance(entry, dict) and entry.get("name") == metric:
-                return entry
-        return None
+            return report.verdict_of(EVAL_NODE)
+        section = report.metrics_of(node)
+        return next((m for m in section.metrics if m.name == metric), None) if section else None

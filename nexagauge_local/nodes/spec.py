@@ -12,8 +12,8 @@ A node also owns what the layers around it need to know about it, so adding one 
 outside its folder: its record blocks (`block_model`, `more_blocks`: the models the record
 reader validates with, handed down by the graph), its estimate stand-in (`estimate_stand_in`:
 what `estimate` runs in its place when later nodes need its judge answers), and its report
-hooks (`report_panel`, a section of report.html; `row_extras`, per-case columns of its export
-rows).
+hooks (`report_panel`, a section of report.html; `case_panel`, its part of each case's
+drill-down; `row_extras`, per-case columns of its export rows).
 """
 
 from __future__ import annotations
@@ -21,14 +21,14 @@ from __future__ import annotations
 import importlib
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Literal
 
 if TYPE_CHECKING:
     from pydantic import BaseModel
 
     from nexagauge_local.case import Case
     from nexagauge_local.nodes.base import Node
-    from nexagauge_local.nodes.panel import ReportPanel
+    from nexagauge_local.nodes.panel import CasePanel, ReportPanel, RowExtras
 
 NodeKind = Literal["utility", "llm", "deterministic", "aggregate"]
 Needs = Literal["all", "any"]
@@ -79,9 +79,11 @@ class NodeSpec:
     estimate_stand_in: str | None = None
     # This node's section of report.html (see nodes/panel.py), or None.
     report_panel: ReportPanel | None = None
-    # This node's case-report section -> extra columns for each of its metric rows (export,
-    # agreement and the HTML tables read rows), or None.
-    row_extras: Callable[[Mapping[str, Any]], Mapping[str, Any]] | None = None
+    # This node's part of each case's drill-down in report.html (nodes/panel.py), or None.
+    case_panel: CasePanel | None = None
+    # Extra columns for each of this node's metric rows, from its case-report section (export,
+    # agreement and the HTML tables read rows; nodes/panel.py), or None.
+    row_extras: RowExtras | None = None
 
     @property
     def record_blocks(self) -> dict[str, type[BaseModel]]:

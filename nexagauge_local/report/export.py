@@ -14,7 +14,7 @@ from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any, Literal
 
-from nexagauge_local.report.rows import COLUMNS, MetricRow, csv_cell
+from nexagauge_local.report.rows import COLUMNS, EXTRA_COLUMNS, MetricRow, csv_cell
 
 Format = Literal["csv", "jsonl", "parquet"]
 FORMATS: tuple[str, ...] = ("csv", "jsonl", "parquet")
@@ -48,19 +48,20 @@ def write_jsonl(rows: Iterable[MetricRow], path: Path) -> int:
 
 
 def _arrow_schema(pa: Any) -> Any:
-    """Explicit types: a column that is null in the first batch must not become type null."""
+    """Explicit types: a column that is null in the first batch must not become type null.
+    A node's own columns are typed by the kind its row_extras declares."""
     text, num, flag, whole = pa.string(), pa.float64(), pa.bool_(), pa.int64()
+    kinds = {"text": text, "number": num, "flag": flag, "whole": whole}
     types = {
         "score": num,
-        "risk_score": num,
         "passed": flag,
-        "heuristic_passed": flag,
         "severity": whole,
         "rating": whole,
         "claims": whole,
         "claims_passed": whole,
         "violations": pa.list_(text),
         "evidence_spans": pa.list_(text),
+        **{column: kinds[kind] for column, kind in EXTRA_COLUMNS.items()},
     }
     return pa.schema([(c, types.get(c, text)) for c in COLUMNS])
 

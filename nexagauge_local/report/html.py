@@ -68,14 +68,15 @@ def _pct(value: Any) -> Markup | str:
 
 
 def environment(graph: Graph = GRAPH, bytecode_dir: Path | None = None) -> Environment:
-    """The page's templates, plus each node panel's template as "<node>/<file>" read from the
-    node's own folder (nodes/panel.py).
+    """The page's templates, plus each node panel's (run and case panels) template as
+    "<node>/<file>" read from the node's own folder (nodes/panel.py).
 
     `bytecode_dir`: where compiled templates are kept (Jinja's own cache, checked against each
     template's source and Jinja's version): compiling the page's ten templates was a third of
     the report's time in a fully cached re-score."""
-    panels = {s.name: FileSystemLoader(s.report_panel.folder)
-              for s in graph.nodes if s.report_panel is not None}
+    panels = {s.name: FileSystemLoader(sorted({str(p.folder) for p in (s.report_panel,
+                                                                         s.case_panel) if p}))
+              for s in graph.nodes if s.report_panel is not None or s.case_panel is not None}
     bytecode = None
     if bytecode_dir is not None:
         try:
@@ -158,7 +159,7 @@ def draw_charts_job(out_dir: Path, digest: CasesDigest | None,
         return None
 
     def job() -> object:
-        run = load_run(out_dir)
+        run = load_run(out_dir, graph.metric_nodes)
         if not digest.stands_for(run.count_cases()):
             return None
         return chart_views(graph, run, digest)
@@ -182,7 +183,7 @@ def build_context(
     (chart_views); waited for once the case blocks are rendered, just before the charts."""
     n_cases = run.count_cases()
     if digest is None or not digest.stands_for(n_cases):
-        digest = digest_cases(_counted(run.iter_cases(ordered=False), progress), n_cases)
+        digest = digest_cases(_counted(run.iter_cases(ordered=False), progress), n_cases, graph)
     elif progress:
         progress(n_cases)
     entries, full = case_entries(env, digest.cases)
@@ -248,7 +249,7 @@ def write_report(
     the chart memo this render reads.
     Raises RunDirError when out_dir is not a finished run.
     """
-    run = load_run(out_dir)
+    run = load_run(out_dir, graph.metric_nodes)
     target = output or Path(out_dir) / REPORT_NAME
     if provenance is None:
         provenance = provenance_for_outdir(out_dir)

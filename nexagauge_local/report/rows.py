@@ -7,7 +7,9 @@ it is re-derived here with the same rules the nodes used: a single-entry result 
 score does; metrics without a gate (ROUGE, BLEU, METEOR, cosine) have `passed = None`.
 
 A node may add columns of its own to its rows through its SPEC's `row_extras` (redteam: the
-heuristic's verdict on the case), so no node is named here.
+heuristic's verdict on the case; they follow the common columns, in graph order), so no node
+is named here. Which nodes are metric nodes is
+read from the report itself (the sections holding a metrics list, written in graph order).
 """
 
 from __future__ import annotations
@@ -17,11 +19,11 @@ from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from nexagauge_local.graph import SPECS
-from nexagauge_local.results import passed_for
+from nexagauge_local.case_report import CaseReport
+from nexagauge_local.graph import GRAPH, Graph
+from nexagauge_local.nodes.panel import ColumnKind, RowExtras
+from nexagauge_local.results import MetricResult, passed_for
 
-METRIC_NODES: tuple[str, ...] = tuple(s.name for s in SPECS.values() if s.metric)
-_ROW_EXTRAS = {s.name: s.row_extras for s in SPECS.values() if s.row_extras is not None}
 TEXT_FIELDS: tuple[str, ...] = ("input", "output", "context", "reference")
 
 
@@ -44,20 +46,32 @@ class MetricRow:
     evidence_spans: list[str] = field(default_factory=list)
     claims: int | None = None
     claims_passed: int | None = None
-    probe_category: str | None = None
-    probe_severity: str | None = None
-    heuristic_passed: bool | None = None
-    risk_score: float | None = None
+    # the node's own columns (its SPEC's row_extras), e.g. redteam's probe_category
+    extras: Mapping[str, Any] = field(default_factory=dict)
 
     @property
     def key(self) -> str:
         return f"{self.node}.{self.metric}"
 
     def as_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        """The row as export writes it: the common columns, then every node's extra columns
+        of the pipeline's graph (empty on other nodes' rows), then any other the row has."""
+        out = asdict(self)
+        extras = out.pop("extras")
+        out.update(dict.fromkeys(EXTRA_COLUMNS))
+        out.update(extras)
+        return out
 
 
-COLUMNS: tuple[str, ...] = tuple(MetricRow.__dataclass_fields__)
+def extra_columns_of(graph: Graph) -> dict[str, ColumnKind]:
+    """Every node's extra row columns in `graph`, in graph order: name -> kind."""
+    return {name: kind for s in graph.nodes if s.row_extras is not None
+            for name, kind in s.row_extras.columns.items()}
+
+
+EXTRA_COLUMNS: dict[str, ColumnKind] = extra_columns_of(GRAPH)
+COLUMNS: tuple[str, ...] = (*(f for f in MetricRow.__dataclass_fields__ if f != "extras"),
+                            *EXTRA_COLUMNS)
 LIST_COLUMNS: frozenset[str] = frozenset({"violations", "evidence_spans"})
 
 
@@ -65,24 +79,23 @@ def _is_claim_list(result: list[Any]) -> bool:
     return bool(result) and all(isinstance(r, Mapping) and "claim" in r for r in result)
 
 
-def metric_passed(metric: Mapping[str, Any]) -> bool | None:
+def metric_passed(metric: MetricResult) -> bool | None:
     """The metric's gate as its node decided it; None when it has no gate or no score."""
-    score = metric.get("score")
-    if score is None:
+    if metric.score is None:
         return None
-    result = metric.get("result") or []
+    result = metric.result
     if _is_claim_list(result):
-        return passed_for(score)
+        return passed_for(metric.score)
     if len(result) == 1 and isinstance(result[0], Mapping) and "passed" in result[0]:
         value = result[0]["passed"]
         return None if value is None else bool(value)
     return None
 
 
-def metric_verdict(metric: Mapping[str, Any], passed: bool | None) -> str | None:
+def metric_verdict(metric: MetricResult, passed: bool | None) -> str | None:
     """The entry's own verdict (SAFE/UNSAFE, PASS/FAIL); claim lists get PASS/FAIL from the
     metric's gate, since their per-claim labels (supported, ...) describe one claim each."""
-    result = metric.get("result") or []
+    result = metric.result
     if (
         len(result) == 1
         and not _is_claim_list(result)
@@ -103,48 +116,56 @@ def _strings(value: Any) -> list[str]:
     return [str(v) for v in value] if isinstance(value, list) else []
 
 
-def case_id_of(report: Mapping[str, Any]) -> str:
-    return str((report.get("input") or {}).get("case_id", ""))
+def row_extras_of(graph: Graph) -> dict[str, RowExtras]:
+    """node -> its SPEC's row_extras hook, for the nodes of `graph` that declare one."""
+    return {s.name: s.row_extras for s in graph.nodes if s.row_extras is not None}
 
 
-def metric_rows(report: Mapping[str, Any]) -> Iterator[MetricRow]:
-    """Every metric of one case report, in node order."""
-    case_id = case_id_of(report)
-    for node in METRIC_NODES:
-        section = report.get(node)
-        if not isinstance(section, Mapping):
-            continue
-        extras_of = _ROW_EXTRAS.get(node)
-        extras = dict(extras_of(section)) if extras_of is not None else {}
-        for metric in section.get("metrics") or []:
-            result = metric.get("result") or []
+ROW_EXTRAS = row_extras_of(GRAPH)
+
+
+def metric_rows(report: CaseReport,
+                row_extras: Mapping[str, RowExtras] = ROW_EXTRAS) -> Iterator[MetricRow]:
+    """Every metric of one case report, in node order.
+
+    The metric nodes are the sections that hold a metrics list, in the order the runner wrote
+    them (the graph's): a node added to the graph reaches the rows, and so export, agreement
+    and the HTML tables, without being listed here. `row_extras`: the hooks of the graph
+    that wrote the report (the pipeline's by default)."""
+    case_id = report.case_id
+    for node, section in report.metric_sections():
+        hook = row_extras.get(node)
+        extras = dict(hook.values(report.sections[node])) if hook is not None else {}
+        for metric in section.metrics:
+            result = metric.result
             claims = _is_claim_list(result)
             single = len(result) == 1 and isinstance(result[0], Mapping) and not claims
-            first = result[0] if single else {}
+            first: Mapping[str, Any] = result[0] if single else {}
             passed = metric_passed(metric)
             yield MetricRow(
                 case_id=case_id,
                 node=node,
-                metric=str(metric.get("name")),
-                category=metric.get("category"),
-                score=metric.get("score"),
+                metric=metric.name,
+                category=metric.category,
+                score=metric.score,
                 passed=passed,
                 verdict=metric_verdict(metric, passed),
                 severity=_int_or_none(first.get("severity")),
                 rating=_int_or_none(first.get("rating")),
-                error=metric.get("error"),
+                error=metric.error,
                 reasoning=first.get("reasoning"),
                 violations=_strings(first.get("violations")),
                 evidence_spans=_strings(first.get("evidence_spans")),
                 claims=len(result) if claims else None,
                 claims_passed=sum(bool(r.get("passed")) for r in result) if claims else None,
-                **extras,
+                extras=extras,
             )
 
 
-def all_rows(reports: Iterable[Mapping[str, Any]]) -> Iterator[MetricRow]:
+def all_rows(reports: Iterable[CaseReport],
+             row_extras: Mapping[str, RowExtras] = ROW_EXTRAS) -> Iterator[MetricRow]:
     for report in reports:
-        yield from metric_rows(report)
+        yield from metric_rows(report, row_extras)
 
 
 def csv_cell(column: str, value: Any) -> str:

@@ -10,12 +10,13 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from nexagauge_local.report.rows import METRIC_NODES
+from nexagauge_local.case_report import CaseReport, ValidationError
+from nexagauge_local.graph import METRIC_NODES
 
 
 class RunDirError(Exception):
@@ -41,7 +42,7 @@ class CaseFile:
     """One case report and the file it came from (the drill-down links to it)."""
 
     filename: str
-    report: dict[str, Any]
+    report: CaseReport
 
 
 @dataclass
@@ -92,10 +93,21 @@ class RunData:
         for name, path in pairs:
             data = read_json(path)
             if isinstance(data, dict):
-                yield CaseFile(name, data)
+                yield CaseFile(name, _case_report(path, data))
 
 
-def load_run(out_dir: Path) -> RunData:
+def _case_report(path: str | os.PathLike[str], data: dict[str, Any]) -> CaseReport:
+    try:
+        return CaseReport.model_validate(data)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(p) for p in first["loc"])
+        raise RunDirError(f"{path}: not a case report: {where}: {first['msg']}") from None
+
+
+def load_run(out_dir: Path, metric_nodes: Sequence[str] = METRIC_NODES) -> RunData:
+    """`metric_nodes`: the graph's that wrote the run (the pipeline's by default), whose
+    metrics/<node>.json the overview shows, in that order."""
     out_dir = Path(out_dir)
     summary_path = out_dir / "summary.json"
     if not out_dir.is_dir():
@@ -108,7 +120,7 @@ def load_run(out_dir: Path) -> RunData:
     if not isinstance(summary, dict):
         raise RunDirError(f"{summary_path}: expected a JSON object")
     metrics: dict[str, dict[str, Any]] = {}
-    for node in METRIC_NODES:
+    for node in metric_nodes:
         data = _optional(out_dir / "metrics" / f"{node}.json")
         if isinstance(data, dict):
             metrics[node] = data

@@ -11,7 +11,6 @@ listed at all: the page and the memory that builds it stay bounded at a million 
 from __future__ import annotations
 
 import heapq
-import json
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from operator import itemgetter
@@ -21,15 +20,25 @@ from typing import Any
 
 from markupsafe import Markup
 
+from nexagauge_local.case_report import CaseReport
+from nexagauge_local.graph import GRAPH, Graph
+from nexagauge_local.nodes.panel import CasePanel
 from nexagauge_local.report.charts import ScoreCounts
 from nexagauge_local.report.highlight import clip, highlight
-from nexagauge_local.report.rows import TEXT_FIELDS, MetricRow, case_id_of, metric_rows
+from nexagauge_local.report.rows import (
+    ROW_EXTRAS,
+    TEXT_FIELDS,
+    MetricRow,
+    metric_rows,
+    row_extras_of,
+)
 from nexagauge_local.report.rundata import CaseFile
+from nexagauge_local.results import MetricResult
 
 TEXT_BUDGET = 3_000_000  # characters of evaluated text in the whole page
 MAX_FIELD_CHARS = 4000
 MIN_FIELD_CHARS = 160
-MAX_CLAIMS = 12
+MAX_CLAIMS = 12  # per metric; the claims node's own part caps its list itself
 WORST_N = 5
 MAX_LISTED = 10_000  # cases listed on the page; the rest are counted and stay in case_report/
 ERROR_EXAMPLES = 3
@@ -93,20 +102,25 @@ class CaseView:
     failing: list[str]
     texts: list[TextView]
     metrics: list[MetricView]
-    heuristic: dict[str, Any] | None
     skipped: dict[str, str]
-    claims: ClaimsView | None = None
+    parts: list[CasePart] = field(default_factory=list)
 
 
-@dataclass
-class ClaimsView:
-    """The claims node's section: its status and each claim with the verdicts it got."""
+@dataclass(frozen=True)
+class CasePart:
+    """A node's part of the drill-down (its SPEC's case_panel): the template "<node>/<file>"
+    and what it prints as `part.view`; None when the case has nothing of that node's."""
 
-    status: str
-    error: str | None
-    rows: list[dict[str, Any]]  # claim, and per checking node (relevance, grounding) a verdict
-    checks: list[str]  # the checking nodes that judged these claims
-    more: int
+    template: str
+    view: Any
+
+
+def case_panels(graph: Graph) -> dict[str, CasePanel]:
+    """node -> its case panel, in graph order (the order the parts are printed in)."""
+    return {s.name: s.case_panel for s in graph.nodes if s.case_panel is not None}
+
+
+CASE_PANELS = case_panels(GRAPH)
 
 
 def case_status(rows: Iterable[MetricRow]) -> tuple[str, float | None, list[str]]:
@@ -129,22 +143,23 @@ def _fmt(value: Any) -> str:
     return f"{value:.3f}" if isinstance(value, float) else str(value)
 
 
-def _details(metric: Mapping[str, Any]) -> str:
-    result = metric.get("result") or []
+def _details(metric: MetricResult) -> str:
+    result = metric.result
     first = result[0] if len(result) == 1 and isinstance(result[0], Mapping) else {}
     parts = [f"{k} {_fmt(first[k])}" for k in _DETAIL_KEYS if first.get(k) is not None]
     return " · ".join(parts)
 
 
-def _metric_views(report: Mapping[str, Any], rows: list[MetricRow]) -> list[MetricView]:
-    raw: dict[tuple[str, str], Mapping[str, Any]] = {}
+def _metric_views(report: CaseReport, rows: list[MetricRow]) -> list[MetricView]:
+    raw: dict[tuple[str, str], MetricResult] = {}
     for node in {r.node for r in rows}:
-        for m in (report.get(node) or {}).get("metrics") or []:
-            raw[(node, str(m.get("name")))] = m
+        section = report.metrics_of(node)
+        for m in section.metrics if section is not None else []:
+            raw[(node, m.name)] = m
     views: list[MetricView] = []
     for row in rows:
-        metric = raw.get((row.node, row.metric), {})
-        result = metric.get("result") or []
+        metric = raw.get((row.node, row.metric))
+        result = metric.result if metric is not None else []
         claims = [r for r in result if isinstance(r, Mapping) and "claim" in r]
         first = result[0] if len(result) == 1 and isinstance(result[0], Mapping) else {}
         views.append(
@@ -153,47 +168,27 @@ def _metric_views(report: Mapping[str, Any], rows: list[MetricRow]) -> list[Metr
                 unverified=[str(s) for s in first.get("unverified_spans") or []],
                 claims=[dict(c) for c in claims[:MAX_CLAIMS]],
                 more_claims=max(0, len(claims) - MAX_CLAIMS),
-                details="" if claims else _details(metric),
+                details="" if claims or metric is None else _details(metric),
             )
         )
     return views
 
 
-CLAIM_CHECKS = ("relevance", "grounding")
-
-
-def claims_view(report: Mapping[str, Any]) -> ClaimsView | None:
-    """The case's claims, each with its relevance and grounding verdicts when those ran."""
-    section = report.get("claims")
-    if not isinstance(section, Mapping):
-        return None
-    verdicts: dict[str, dict[str, Mapping[str, Any]]] = {}
-    for node in CLAIM_CHECKS:
-        for m in (report.get(node) or {}).get("metrics") or []:
-            for r in m.get("result") or []:
-                if isinstance(r, Mapping) and "claim" in r:
-                    verdicts.setdefault(node, {})[str(r["claim"])] = r
-    claims = [str(c) for c in section.get("claims") or []]
-    rows = [{"claim": c, **{n: verdicts[n].get(c) for n in verdicts}} for c in claims[:MAX_CLAIMS]]
-    return ClaimsView(status=str(section.get("status", "")), error=section.get("error"),
-                      rows=rows, checks=list(verdicts), more=max(0, len(claims) - MAX_CLAIMS))
-
-
-def case_view(case: CaseFile, rows: list[MetricRow], budget: int) -> CaseView:
+def case_view(case: CaseFile, rows: list[MetricRow], budget: int,
+              panels: Mapping[str, CasePanel] = CASE_PANELS) -> CaseView:
+    """`panels`: the case panels of the graph that wrote the run (the pipeline's by default)."""
     report = case.report
     spans = [s for r in rows for s in r.evidence_spans]
     texts: list[TextView] = []
     for name in TEXT_FIELDS:
-        value = (report.get("input") or {}).get(name)
+        value = report.input.text(name)
         if not value:
             continue
-        value = str(value)
         shown, clipped = clip(value, budget)
         texts.append(TextView(name, highlight(shown, spans), clipped, len(value)))
     status, score, failing = case_status(rows)
-    heuristic = (report.get("redteam") or {}).get("case_score")
     return CaseView(
-        case_id=case_id_of(report),
+        case_id=report.case_id,
         anchor=anchor_for(case.filename),
         filename=case.filename,
         status=status,
@@ -201,9 +196,9 @@ def case_view(case: CaseFile, rows: list[MetricRow], budget: int) -> CaseView:
         failing=failing,
         texts=texts,
         metrics=_metric_views(report, rows),
-        heuristic=heuristic if isinstance(heuristic, dict) else None,
-        skipped={str(k): str(v) for k, v in (report.get("skipped") or {}).items()},
-        claims=claims_view(report),
+        skipped={str(k): str(v) for k, v in report.skipped.items()},
+        parts=[CasePart(f"{node}/{panel.template}", panel.view(report))
+               for node, panel in panels.items()],
     )
 
 
@@ -261,7 +256,7 @@ class _Smallest:
 
 # A case that may be listed: its sort key, file name and report (or the report's JSON text,
 # a third of the memory of the parsed dict or of its view).
-_Candidate = tuple[SortKey, str, "Mapping[str, Any] | str"]
+_Candidate = tuple[SortKey, str, "CaseReport | str"]
 
 
 class CaseDigester:
@@ -277,7 +272,10 @@ class CaseDigester:
     up to 2 * MAX_LISTED of them (118 MB) inside the case loop, and built views for cases a
     large run never lists (0.3 ms each)."""
 
-    def __init__(self, n_cases: int) -> None:
+    def __init__(self, n_cases: int, graph: Graph = GRAPH) -> None:
+        """`graph`: the one that wrote the cases (its row extras and case panels)."""
+        self.row_extras = ROW_EXTRAS if graph is GRAPH else row_extras_of(graph)
+        self.panels = CASE_PANELS if graph is GRAPH else case_panels(graph)
         self.budget = field_budget(min(n_cases, MAX_LISTED))
         self.listed = _Smallest(MAX_LISTED, key=itemgetter(0))
         self.scores: dict[str, dict[str, ScoreCounts]] = {}
@@ -289,8 +287,8 @@ class CaseDigester:
     def add(self, case: CaseFile, text: str | None = None) -> None:
         """`text`: the JSON text `case.report` was read from, kept instead of the dict."""
         self.total += 1
-        rows = list(metric_rows(case.report))
-        case_id = case_id_of(case.report)
+        rows = list(metric_rows(case.report, self.row_extras))
+        case_id = case.report.case_id
         status, score, _ = case_status(rows)
         candidate: _Candidate = (_sort_key(status, score, case_id), case.filename,
                                  case.report if text is None else text)
@@ -309,8 +307,9 @@ class CaseDigester:
 
     def _view(self, candidate: _Candidate) -> CaseView:
         _, filename, report = candidate
-        report = json.loads(report) if isinstance(report, str) else report
-        return case_view(CaseFile(filename, report), list(metric_rows(report)), self.budget)
+        report = CaseReport.from_json(report) if isinstance(report, str) else report
+        return case_view(CaseFile(filename, report), list(metric_rows(report, self.row_extras)),
+                         self.budget, self.panels)
 
     def result(self) -> CasesDigest:
         views = [self._view(c) for c in sorted(self.listed.result(), key=itemgetter(0))]
@@ -324,12 +323,12 @@ class CaseDigester:
         return CasesDigest(views, self.scores, self.worst, anchors, self.budget, self.total)
 
 
-def digest_cases(cases: Iterable[CaseFile], n_cases: int) -> CasesDigest:
+def digest_cases(cases: Iterable[CaseFile], n_cases: int, graph: Graph = GRAPH) -> CasesDigest:
     """One pass in bounded memory, whatever the run's size: at most MAX_LISTED case views
     (the worst), WORST_N lowest scores and ERROR_EXAMPLES errors per metric, and the
     histogram's bin counts per metric for the charts. The order the files come in does not matter:
     every kept list is chosen by a total order (score or status, then case id)."""
-    digester = CaseDigester(n_cases)
+    digester = CaseDigester(n_cases, graph)
     for case in cases:
         digester.add(case)
     return digester.result()

@@ -15,7 +15,6 @@ from markupsafe import Markup
 
 from nexagauge_local.graph import SPECS
 from nexagauge_local.report import charts
-from nexagauge_local.report.rows import METRIC_NODES
 from nexagauge_local.report.usage import USAGE_TOTALS
 from nexagauge_local.report.view_cases import CasesDigest, Worst
 
@@ -92,10 +91,7 @@ class NodesView:
 def nodes_view(node_metrics: Mapping[str, Mapping[str, Any]], digest: CasesDigest) -> NodesView:
     view = NodesView()
     bars: list[tuple[str, float | None, int]] = []
-    for node in METRIC_NODES:
-        summ = node_metrics.get(node)
-        if summ is None:
-            continue
+    for node, summ in node_metrics.items():  # load_run's order: the graph's metric nodes
         view.rows.append(
             {
                 "node": node,

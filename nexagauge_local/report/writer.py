@@ -15,14 +15,14 @@ previous run.
 
 from __future__ import annotations
 
-import json
 import os
 import queue
 import threading
 from dataclasses import dataclass
 from types import TracebackType
-from typing import Any, Self
+from typing import Self
 
+from nexagauge_local.case_report import CaseReport
 from nexagauge_local.report.files import case_filename, json_text, write_text_atomic
 from nexagauge_local.report.rundata import CaseFile
 from nexagauge_local.report.view_cases import CaseDigester
@@ -93,11 +93,11 @@ class CaseSink:
     files: BackgroundWriter
     digester: CaseDigester | None = None
 
-    def write(self, case_id: str, report: dict[str, Any]) -> None:
+    def write(self, case_id: str, report: CaseReport) -> None:
         if not self.case_dir:
             return
         name = case_filename(case_id)
-        text = json_text(report, indent=None)
+        text = json_text(report.to_dict(), indent=None)
         self.files.put(os.path.join(self.case_dir, name), text)
         if self.digester is not None:
-            self.digester.add(CaseFile(name, json.loads(text)), text)
+            self.digester.add(CaseFile(name, CaseReport.from_json(text)), text)

@@ -1,7 +1,7 @@
 """redteam: rubric safety metrics judged by the LLM plus the free heuristic risk layer.
 
 The package holds the node's spec, record blocks, prompt and default rubrics, output schema,
-report hooks (panel.py, panel.html.j2) and logic (node.py); importing the package reads the spec
+report hooks (panel.py, panel.html.j2, case.html.j2) and logic (node.py); importing the package reads the spec
 without importing the logic.
 """
 
@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from nexagauge_local.blocks import ProbeBlock
 from nexagauge_local.nodes.redteam.block import RedteamBlock, RedteamMetric, Rubric
-from nexagauge_local.nodes.redteam.panel import PANEL, probe_columns
+from nexagauge_local.nodes.redteam.panel import CASE_PANEL, PANEL, probe_columns
 from nexagauge_local.nodes.redteam.prompt import BIAS, DEFAULT_METRICS, PROMPT_VERSION, TOXICITY
 from nexagauge_local.nodes.redteam.prompt import render as render_redteam
 from nexagauge_local.nodes.redteam.schema import verdict_schema
@@ -21,7 +21,7 @@ SPEC = NodeSpec("redteam", ("scan",), ("output",), "llm",
                 "rubric safety metrics (bias, toxicity, custom) plus heuristic risk", order=6,
                 impl=f"{__name__}.node:RedteamNode", metric=True, reported=True,
                 block_model=RedteamBlock, more_blocks={PROBE: ProbeBlock}, report_panel=PANEL,
-                row_extras=probe_columns)
+                case_panel=CASE_PANEL, row_extras=probe_columns)
 
 __all__ = ["BIAS", "DEFAULT_METRICS", "PROBE", "PROMPT_VERSION", "SPEC", "TOXICITY", "RedteamBlock",
            "RedteamMetric", "Rubric", "render_redteam", "verdict_schema"]

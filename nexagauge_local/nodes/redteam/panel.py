@@ -1,4 +1,5 @@
-"""redteam's report hooks: its panel of report.html and the probe columns of its rows.
+"""redteam's report hooks: its panel of report.html, its part of each case's drill-down (the
+heuristic's score, case.html.j2) and the probe columns of its rows.
 
 The panel is built from metrics/redteam.json as the node's finalize() wrote it
 (probes/aggregate.py: aggregate_metrics, verdict_tables, disagreements; probes/observability.py)
@@ -16,7 +17,8 @@ from collections import Counter
 from collections.abc import Mapping
 from typing import Any
 
-from nexagauge_local.nodes.panel import PanelTools, ReportPanel
+from nexagauge_local.case_report import CaseReport
+from nexagauge_local.nodes.panel import CasePanel, PanelTools, ReportPanel, RowExtras
 
 MAX_LISTED = 50  # disagreement rows shown; all of them are in metrics/redteam.json
 INDEX_KEYS = (
@@ -114,15 +116,34 @@ def redteam_view(red: Mapping[str, Any] | None, tools: PanelTools) -> dict[str, 
 
 
 PANEL = ReportPanel(title="red team", view=redteam_view, template="panel.html.j2")
+NODE = "redteam"
+
+
+def case_heuristic(report: CaseReport) -> dict[str, Any] | None:
+    """The heuristic's score of the case (the section's `case_score`), None when redteam did
+    not run on it."""
+    section = report.section(NODE)
+    score = section.get("case_score") if section is not None else None
+    return score if isinstance(score, dict) else None
+
+
+CASE_PANEL = CasePanel(view=case_heuristic, template="case.html.j2")
 
 # MetricRow columns filled from the case's heuristic score (the section's `case_score`)
 _PROBE_COLUMNS = (("probe_category", "category"), ("probe_severity", "severity"),
                   ("heuristic_passed", "passed"), ("risk_score", "risk_score"))
 
 
-def probe_columns(section: Mapping[str, Any]) -> dict[str, Any]:
+def probe_values(section: Mapping[str, Any]) -> dict[str, Any]:
     """The heuristic's verdict on the case, repeated on each of its redteam metric rows (export
     and agreement compare the judge's verdict with it)."""
     probe = section.get("case_score")
     probe = probe if isinstance(probe, Mapping) else {}
     return {column: probe.get(key) for column, key in _PROBE_COLUMNS}
+
+
+probe_columns = RowExtras(
+    columns={"probe_category": "text", "probe_severity": "text", "heuristic_passed": "flag",
+             "risk_score": "number"},
+    values=probe_values,
+)
