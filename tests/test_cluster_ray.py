@@ -31,6 +31,7 @@ from nexagauge_local.cluster.plan import (
 )
 from nexagauge_local.cluster.spec import INSTALL_HINT, ClusterUnavailable, parse_cluster
 from nexagauge_local.judge.types import JudgeRequest, JudgeResult
+from tests.cli_args import run_args
 
 N_CASES = 12  # x 2 default rubrics (bias, toxicity) = 24 judge requests
 OPTS = "workers=2&cpus_per_worker=1&batch=4"  # 2 one-CPU actors, 8 batches of 3
@@ -100,26 +101,10 @@ def test_missing_ray_names_the_extra(
     monkeypatch.setitem(sys.modules, "ray", None)  # `import ray` now raises ImportError
     data = tmp_path / "d.json"
     data.write_text(json.dumps([{"id": "a", "output": "hello"}]))
-    result = CliRunner().invoke(
-        main,
-        [
-            "run",
-            "redteam",
-            "--input",
-            str(data),
-            "--output-dir",
-            str(tmp_path / "out"),
-            "-q",
-            "--model",
-            str(tiny_judge_dir),
-            "--backend",
-            "hf",
-            "--cache-dir",
-            str(tmp_path / "c"),
-            "--cluster",
-            "auto",
-        ],
+    args = run_args(
+        "redteam", data, tmp_path / "out", tiny_judge_dir, tmp_path / "c", "--cluster", "auto"
     )
+    result = CliRunner().invoke(main, args)
     assert result.exit_code == 2, result.output
     assert INSTALL_HINT in result.output
     assert not (tmp_path / "out" / "summary.json").exists()
@@ -187,21 +172,7 @@ def _cli(args: list[str], **kw: Any) -> subprocess.Popen[str]:
 
 
 def _run_args(data: Path, out: Path, cache: Path, model: Path) -> list[str]:
-    return [
-        "run",
-        "redteam",
-        "--input",
-        str(data),
-        "--output-dir",
-        str(out),
-        "-q",
-        "--model",
-        str(model),
-        "--backend",
-        "hf",
-        "--cache-dir",
-        str(cache),
-    ]
+    return run_args("redteam", data, out, model, cache)
 
 
 def _finish(proc: subprocess.Popen[str], timeout: float = 240) -> None:
