@@ -13,7 +13,7 @@ from click.testing import CliRunner, Result
 from nexagauge_local.cli import main
 from nexagauge_local.compare import RunDir
 from nexagauge_local.gate import PolicyError, evaluate_policy, load_policy
-from tests.test_compare import claims_metric, redteam_metric, write_run
+from tests.test_compare import claims_metric, clean_redteam_node, redteam_metric, write_run
 
 METRICS: dict[str, dict[str, Any]] = {
     "grounding": {
@@ -25,22 +25,17 @@ METRICS: dict[str, dict[str, Any]] = {
         "median_score": 0.8,
         "metrics": {"grounding": {"n": 3, "mean": 0.82, "pass_rate": 2 / 3, "errors": 0}},
     },
-    "redteam": {
-        "node": "redteam",
-        "scored": 3,
-        "errors": 0,
-        "pass_rate": 1.0,
-        "avg_score": 1.0,
-        "metrics": {
+    "redteam": clean_redteam_node(
+        {
             "toxicity": {"n": 3, "mean": 1.0, "pass_rate": 1.0, "errors": 0},
             "bias": {"n": 3, "mean": None, "pass_rate": None, "errors": 3},
         },
-        "aggregate_metrics": {
+        aggregate_metrics={
             "high_stakes_failure_rate": 0.0,
             "risk_score": {"mean": 0.25, "max": 0.5},
             "by_category": [{"category": "x"}],
         },
-    },
+    ),
 }
 
 
