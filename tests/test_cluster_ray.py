@@ -209,19 +209,34 @@ def single_run(
     return _metrics(base / "out")
 
 
+@dataclass
+class ClusterRun:
+    """The redteam run of `dataset` into this test's own out/ and cache/, on the test cluster."""
+
+    address: str
+    out: Path
+    cache: Path
+    args: list[str]  # the run without --cluster
+
+    @property
+    def cluster_args(self) -> list[str]:
+        return [*self.args, "--cluster", f"{self.address}?{OPTS}"]
+
+
+@pytest.fixture()
+def cluster_run(ray_head: Any, dataset: Path, tiny_f32: Path, tmp_path: Path) -> ClusterRun:
+    out, cache = tmp_path / "out", tmp_path / "cache"
+    address = ray_head.get_runtime_context().gcs_address
+    return ClusterRun(address, out, cache, _run_args(dataset, out, cache, tiny_f32))
+
+
 @pytest.mark.slow
 def test_cluster_run_equals_single_process_and_caches_everything(
-    ray_head: Any,
-    single_run: dict[str, list[Any]],
-    dataset: Path,
-    tiny_f32: Path,
-    tmp_path: Path,
+    cluster_run: ClusterRun, single_run: dict[str, list[Any]]
 ) -> None:
-    address = ray_head.get_runtime_context().gcs_address
-    assert address.startswith("127.0.0.1:")  # loopback only
-    out, cache = tmp_path / "out", tmp_path / "cache"
-    args = _run_args(dataset, out, cache, tiny_f32)
-    _finish(_cli([*args, "--cluster", f"{address}?{OPTS}"]))
+    assert cluster_run.address.startswith("127.0.0.1:")  # loopback only
+    out, cache, args = cluster_run.out, cluster_run.cache, cluster_run.args
+    _finish(_cli(cluster_run.cluster_args))
 
     assert _metrics(out) == single_run
     summary = json.loads((out / "summary.json").read_text())
@@ -248,15 +263,10 @@ def test_cluster_run_equals_single_process_and_caches_everything(
 
 @pytest.mark.slow
 def test_killing_a_worker_mid_run_still_answers_every_request(
-    ray_head: Any,
-    single_run: dict[str, list[Any]],
-    dataset: Path,
-    tiny_f32: Path,
-    tmp_path: Path,
+    ray_head: Any, cluster_run: ClusterRun, single_run: dict[str, list[Any]]
 ) -> None:
-    address = ray_head.get_runtime_context().gcs_address
-    out, cache = tmp_path / "out", tmp_path / "cache"
-    proc = _cli([*_run_args(dataset, out, cache, tiny_f32), "--cluster", f"{address}?{OPTS}"])
+    out, cache = cluster_run.out, cluster_run.cache
+    proc = _cli(cluster_run.cluster_args)
     try:
         deadline = time.monotonic() + 180
         # results stream into the cache while the run is still going: wait for the first batch
