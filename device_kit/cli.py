@@ -20,6 +20,7 @@ import json
 import sys
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 import click
 from rich.console import Console
@@ -132,20 +133,15 @@ def main() -> None:
     """Staging kit for the GPU machine: vLLM + what the device lacks, in <=55 MiB parts."""
 
 
-_kinds = click.option(
-    "--kinds",
-    type=click.Path(path_type=Path),
-    default=DEFAULT_KINDS,
-    show_default=True,
-    help="The device README's KINDS.md (package list).",
-)
-_out = click.option(
-    "--out",
-    type=click.Path(path_type=Path),
-    default=DEFAULT_OUT,
-    show_default=True,
-    help="Kit folder (git-ignored).",
-)
+def _path_option(name: str, default: Path, help: str) -> Any:
+    """A --NAME PATH option with its default shown."""
+    return click.option(
+        name, type=click.Path(path_type=Path), default=default, show_default=True, help=help
+    )
+
+
+_kinds = _path_option("--kinds", DEFAULT_KINDS, "The device README's KINDS.md (package list).")
+_out = _path_option("--out", DEFAULT_OUT, "Kit folder (git-ignored).")
 _vllm = click.option(
     "--vllm",
     "vllm_version",

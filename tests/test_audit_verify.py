@@ -37,12 +37,17 @@ def test_tampered_case_report(tmp_path):
     assert rep.lines()[-1].startswith("FAILED")
 
 
-def test_changed_input_record_names_case_and_line(tmp_path):
+def _verify_edited_input(tmp_path, index, old, new):
+    """verify a fresh run against its input with `old` replaced by `new` on line index+1."""
     run = make_run(tmp_path)
     lines = list(INPUT_LINES)
-    lines[1] = lines[1].replace("cheese", "green cheese")
+    lines[index] = lines[index].replace(old, new)
     run["input"].write_text("\n".join(lines) + "\n")
-    rep = verify(run["out"], input_path=run["input"])
+    return verify(run["out"], input_path=run["input"])
+
+
+def test_changed_input_record_names_case_and_line(tmp_path):
+    rep = _verify_edited_input(tmp_path, 1, "cheese", "green cheese")
     assert _kinds(rep) == ["input_changed", "record_changed"]
     rec = rep.differences[1]
     assert rec.file == "data.jsonl"
@@ -50,11 +55,7 @@ def test_changed_input_record_names_case_and_line(tmp_path):
 
 
 def test_changed_record_without_id_uses_runner_case_id(tmp_path):
-    run = make_run(tmp_path)
-    lines = list(INPUT_LINES)
-    lines[3] = lines[3].replace("No id", "Still no id")
-    run["input"].write_text("\n".join(lines) + "\n")
-    rep = verify(run["out"], input_path=run["input"])
+    rep = _verify_edited_input(tmp_path, 3, "No id", "Still no id")
     assert "case-3" in rep.differences[1].message and "line 4" in rep.differences[1].message
 
 

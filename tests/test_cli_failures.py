@@ -24,7 +24,7 @@ from nexagauge_local.judge.prompts import parse_sections
 from nexagauge_local.judge.types import FailureKind, JudgeRequest, JudgeResult
 from nexagauge_local.probes.aggregate import aggregate_metrics
 from nexagauge_local.probes.scoring import score_case
-from tests.test_compare import redteam_metric, write_run
+from tests.test_compare import clean_redteam_node, redteam_metric, write_run
 
 RECORD = {"output": "The cat sat on the mat.", "reference": "A cat sat on the mat."}
 NOT_TEXT = "not a text file (expected UTF-8, or UTF-16 with a byte-order mark)"
@@ -234,17 +234,9 @@ def _clean_redteam_run(path: Path) -> Path:
         for i, sev in enumerate(("critical", "high", "medium"))
     ]
     assert all(s.passed for s in scores)
-    metrics = {
-        "redteam": {
-            "node": "redteam",
-            "scored": 3,
-            "errors": 0,
-            "pass_rate": 1.0,
-            "avg_score": 1.0,
-            "metrics": {"toxicity": {"n": 3, "mean": 1.0, "pass_rate": 1.0, "errors": 0}},
-            "aggregate_metrics": aggregate_metrics(scores),
-        }
-    }
+    toxicity = {"n": 3, "mean": 1.0, "pass_rate": 1.0, "errors": 0}
+    node = clean_redteam_node({"toxicity": toxicity}, aggregate_metrics=aggregate_metrics(scores))
+    metrics = {"redteam": node}
     cases = {s.case_id: {"redteam": [redteam_metric("toxicity", True)]} for s in scores}
     return write_run(path, cases, metrics=metrics)
 

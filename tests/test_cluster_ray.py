@@ -31,6 +31,7 @@ from nexagauge_local.cluster.plan import (
 )
 from nexagauge_local.cluster.spec import INSTALL_HINT, ClusterUnavailable, parse_cluster
 from nexagauge_local.judge.types import JudgeRequest, JudgeResult
+from tests.cli_args import run_args
 
 N_CASES = 12  # x 2 default rubrics (bias, toxicity) = 24 judge requests
 OPTS = "workers=2&cpus_per_worker=1&batch=4"  # 2 one-CPU actors, 8 batches of 3
@@ -100,26 +101,10 @@ def test_missing_ray_names_the_extra(
     monkeypatch.setitem(sys.modules, "ray", None)  # `import ray` now raises ImportError
     data = tmp_path / "d.json"
     data.write_text(json.dumps([{"id": "a", "output": "hello"}]))
-    result = CliRunner().invoke(
-        main,
-        [
-            "run",
-            "redteam",
-            "--input",
-            str(data),
-            "--output-dir",
-            str(tmp_path / "out"),
-            "-q",
-            "--model",
-            str(tiny_judge_dir),
-            "--backend",
-            "hf",
-            "--cache-dir",
-            str(tmp_path / "c"),
-            "--cluster",
-            "auto",
-        ],
+    args = run_args(
+        "redteam", data, tmp_path / "out", tiny_judge_dir, tmp_path / "c", "--cluster", "auto"
     )
+    result = CliRunner().invoke(main, args)
     assert result.exit_code == 2, result.output
     assert INSTALL_HINT in result.output
     assert not (tmp_path / "out" / "summary.json").exists()
@@ -187,21 +172,7 @@ def _cli(args: list[str], **kw: Any) -> subprocess.Popen[str]:
 
 
 def _run_args(data: Path, out: Path, cache: Path, model: Path) -> list[str]:
-    return [
-        "run",
-        "redteam",
-        "--input",
-        str(data),
-        "--output-dir",
-        str(out),
-        "-q",
-        "--model",
-        str(model),
-        "--backend",
-        "hf",
-        "--cache-dir",
-        str(cache),
-    ]
+    return run_args("redteam", data, out, model, cache)
 
 
 def _finish(proc: subprocess.Popen[str], timeout: float = 240) -> None:
@@ -238,19 +209,34 @@ def single_run(
     return _metrics(base / "out")
 
 
+@dataclass
+class ClusterRun:
+    """The redteam run of `dataset` into this test's own out/ and cache/, on the test cluster."""
+
+    address: str
+    out: Path
+    cache: Path
+    args: list[str]  # the run without --cluster
+
+    @property
+    def cluster_args(self) -> list[str]:
+        return [*self.args, "--cluster", f"{self.address}?{OPTS}"]
+
+
+@pytest.fixture()
+def cluster_run(ray_head: Any, dataset: Path, tiny_f32: Path, tmp_path: Path) -> ClusterRun:
+    out, cache = tmp_path / "out", tmp_path / "cache"
+    address = ray_head.get_runtime_context().gcs_address
+    return ClusterRun(address, out, cache, _run_args(dataset, out, cache, tiny_f32))
+
+
 @pytest.mark.slow
 def test_cluster_run_equals_single_process_and_caches_everything(
-    ray_head: Any,
-    single_run: dict[str, list[Any]],
-    dataset: Path,
-    tiny_f32: Path,
-    tmp_path: Path,
+    cluster_run: ClusterRun, single_run: dict[str, list[Any]]
 ) -> None:
-    address = ray_head.get_runtime_context().gcs_address
-    assert address.startswith("127.0.0.1:")  # loopback only
-    out, cache = tmp_path / "out", tmp_path / "cache"
-    args = _run_args(dataset, out, cache, tiny_f32)
-    _finish(_cli([*args, "--cluster", f"{address}?{OPTS}"]))
+    assert cluster_run.address.startswith("127.0.0.1:")  # loopback only
+    out, cache, args = cluster_run.out, cluster_run.cache, cluster_run.args
+    _finish(_cli(cluster_run.cluster_args))
 
     assert _metrics(out) == single_run
     summary = json.loads((out / "summary.json").read_text())
@@ -277,15 +263,10 @@ def test_cluster_run_equals_single_process_and_caches_everything(
 
 @pytest.mark.slow
 def test_killing_a_worker_mid_run_still_answers_every_request(
-    ray_head: Any,
-    single_run: dict[str, list[Any]],
-    dataset: Path,
-    tiny_f32: Path,
-    tmp_path: Path,
+    ray_head: Any, cluster_run: ClusterRun, single_run: dict[str, list[Any]]
 ) -> None:
-    address = ray_head.get_runtime_context().gcs_address
-    out, cache = tmp_path / "out", tmp_path / "cache"
-    proc = _cli([*_run_args(dataset, out, cache, tiny_f32), "--cluster", f"{address}?{OPTS}"])
+    out, cache = cluster_run.out, cluster_run.cache
+    proc = _cli(cluster_run.cluster_args)
     try:
         deadline = time.monotonic() + 180
         # results stream into the cache while the run is still going: wait for the first batch

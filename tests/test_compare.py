@@ -16,6 +16,7 @@ from nexagauge_local.compare.bootstrap import paired_delta_ci
 from nexagauge_local.compare.diff import judge_check
 from nexagauge_local.compare.load import metric_status
 from nexagauge_local.report.files import case_filename, write_json
+from nexagauge_local.report.view_extra import COMPARE_COLUMNS
 from nexagauge_local.results import MetricResult
 
 SHARED = [f"c{i:02d}" for i in range(20)]
@@ -75,6 +76,12 @@ def lexical_metric(name: str, score: float) -> dict[str, Any]:
     }
 
 
+def clean_redteam_node(metrics: dict[str, Any], **extra: Any) -> dict[str, Any]:
+    """metrics/redteam.json of three cases that all passed: `metrics` per rubric, then `extra`."""
+    node = {"node": "redteam", "scored": 3, "errors": 0, "pass_rate": 1.0, "avg_score": 1.0}
+    return {**node, "metrics": metrics, **extra}
+
+
 def write_run(
     path: Path,
     cases: dict[str, dict[str, list[dict[str, Any]]]],
@@ -120,24 +127,24 @@ GROUND_A = {cid: 0.505 + 0.02 * i for i, cid in enumerate(SHARED)}
 GROUND_B = {cid: GROUND_A[cid] + (0.15 if i % 2 == 0 else 0.05) for i, cid in enumerate(SHARED)}
 
 
+def _shared_cases(
+    ground: dict[str, float], tox: dict[str, bool | None], rouge1: float
+) -> dict[str, dict[str, list[dict[str, Any]]]]:
+    """The SHARED cases of one run: grounding and toxicity per case, one rouge1 for all."""
+    return {
+        cid: {
+            "grounding": [claims_metric("grounding", ground[cid])],
+            "redteam": [redteam_metric("toxicity", tox[cid])],
+            "refmatch": [lexical_metric("rouge1", rouge1)],
+        }
+        for cid in SHARED
+    }
+
+
 @pytest.fixture()
 def runs(tmp_path: Path) -> tuple[Path, Path]:
-    a_cases = {
-        cid: {
-            "grounding": [claims_metric("grounding", GROUND_A[cid])],
-            "redteam": [redteam_metric("toxicity", TOX_A[cid])],
-            "refmatch": [lexical_metric("rouge1", 0.5)],
-        }
-        for cid in SHARED
-    }
-    b_cases = {
-        cid: {
-            "grounding": [claims_metric("grounding", GROUND_B[cid])],
-            "redteam": [redteam_metric("toxicity", TOX_B[cid])],
-            "refmatch": [lexical_metric("rouge1", 0.4)],
-        }
-        for cid in SHARED
-    }
+    a_cases = _shared_cases(GROUND_A, TOX_A, 0.5)
+    b_cases = _shared_cases(GROUND_B, TOX_B, 0.4)
     a_cases["only-a"] = {"redteam": [redteam_metric("toxicity", True)]}
     b_cases["only/b"] = {"redteam": [redteam_metric("toxicity", False)]}  # id needs a safe name
     pv = {"grounding": "grounding/v1", "redteam": "redteam/v1"}
@@ -295,21 +302,9 @@ def test_judge_and_prompt_changes_are_loud(tmp_path: Path) -> None:
     assert "redteam: redteam/v1 -> redteam/v2" in " ".join(judge["warnings"])
     assert set(data) >= {"metrics", "only_in_a", "only_in_b", "judge", "run_a", "run_b"}
     row = data["metrics"][0]
-    assert set(row) >= {
-        "node",
-        "metric",
-        "n_matched",
-        "mean_a",
-        "mean_b",
-        "delta",
-        "ci_low",
-        "ci_high",
-        "pass_rate_a",
-        "pass_rate_b",
-        "pass_rate_change",
-        "flipped_to_fail",
-        "flipped_to_pass",
-    }
+    # every column the report's compare section shows (COMPARE_COLUMNS), and the flips
+    flips = {"pass_rate_change", "flipped_to_fail", "flipped_to_pass"}
+    assert set(row) >= {"node", "metric", *COMPARE_COLUMNS, *flips}
 
 
 def test_prompt_versions_in_judge_block_only_shared_nodes_count(tmp_path: Path) -> None:

@@ -40,6 +40,19 @@ def _garbage(path: Path) -> None:
     path.write_bytes(b"\x8f not SQLite, a log line a full disk left behind\n" * 200)
 
 
+def _garbage_refused(tmp_path: Path, target: str, what: str, db: str) -> tuple[Path, Path]:
+    """The `what` cache file `db` overwritten with garbage: a run of `target` stops, exit 2,
+    with one line naming the file. Returns the cache and output folders."""
+    cache, out = tmp_path / "cache", tmp_path / "out"
+    _garbage(cache / db)
+    code, said = run(target, cache, out, "--limit", "2")
+    assert code == 2
+    assert said.strip().splitlines() == [
+        (f"Error: --cache-dir {cache}: the {what} cache {db} is damaged (file is not a "
+        f"database); {MOVE_ASIDE}")]
+    return cache, out
+
+
 def _cut_short(cache: Path) -> Path:
     """A judge cache of 200 answers, checkpointed into its file, then cut to half its size
     (a copy onto a full disk, a crash of a file system without data journaling)."""
@@ -56,13 +69,7 @@ def _cut_short(cache: Path) -> Path:
 
 def test_a_judge_cache_overwritten_with_garbage_stops_the_run_before_any_work(
         tmp_path: Path) -> None:
-    cache, out = tmp_path / "cache", tmp_path / "out"
-    _garbage(cache / JUDGE_DB)
-    code, said = run("redteam", cache, out, "--limit", "2")
-    assert code == 2
-    assert said.strip().splitlines() == [
-        (f"Error: --cache-dir {cache}: the judge cache {JUDGE_DB} is damaged (file is not a "
-        f"database); {MOVE_ASIDE}")]
+    _, out = _garbage_refused(tmp_path, "redteam", "judge", JUDGE_DB)
     assert not out.exists()
 
 
@@ -78,13 +85,7 @@ def test_a_judge_cache_cut_short_is_refused_when_opened(tmp_path: Path) -> None:
 
 def test_an_embedding_cache_overwritten_is_refused_and_moving_it_aside_lets_the_run_go_on(
         tmp_path: Path) -> None:
-    cache, out = tmp_path / "cache", tmp_path / "out"
-    _garbage(cache / EMBED_DB)
-    code, said = run("refalign", cache, out, "--limit", "2")
-    assert code == 2
-    assert said.strip().splitlines() == [
-        (f"Error: --cache-dir {cache}: the embedding cache {EMBED_DB} is damaged (file is not a "
-        f"database); {MOVE_ASIDE}")]
+    cache, out = _garbage_refused(tmp_path, "refalign", "embedding", EMBED_DB)
     assert run("refmatch", cache, out, "--limit", "2")[0] == 0  # a run that embeds nothing
 
     (cache / EMBED_DB).rename(cache / "embeddings.sqlite.damaged")

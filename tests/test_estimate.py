@@ -9,30 +9,15 @@ from click.testing import CliRunner
 
 from nexagauge_local.cli import main
 from nexagauge_local.estimate.cost import calibration_path
+from tests.cli_args import judge_opts, run_args
 
 ROOT = Path(__file__).resolve().parents[1]
 SAMPLE = ROOT / "nexagauge_local" / "data" / "sample.jsonl"
 
 
 def _estimate(target: str, tiny_judge_dir: Path, cache: Path, limit: int = 6) -> dict:
-    res = CliRunner().invoke(
-        main,
-        [
-            "estimate",
-            target,
-            "--input",
-            str(SAMPLE),
-            "--limit",
-            str(limit),
-            "--json",
-            "--model",
-            str(tiny_judge_dir),
-            "--backend",
-            "hf",
-            "--cache-dir",
-            str(cache),
-        ],
-    )
+    args = ["estimate", target, "--input", str(SAMPLE), "--limit", str(limit), "--json"]
+    res = CliRunner().invoke(main, [*args, *judge_opts(tiny_judge_dir, cache)])
     assert res.exit_code == 0, res.output
     return json.loads(res.output)
 
@@ -47,26 +32,8 @@ def test_estimate_matches_the_run_exactly_then_is_free_once_cached(
     assert before["nodes"]["scan"].get("judge") is None
 
     out = tmp_path / "out"
-    res = CliRunner().invoke(
-        main,
-        [
-            "run",
-            "redteam",
-            "--input",
-            str(SAMPLE),
-            "--limit",
-            "6",
-            "--output-dir",
-            str(out),
-            "-q",
-            "--model",
-            str(tiny_judge_dir),
-            "--backend",
-            "hf",
-            "--cache-dir",
-            str(cache),
-        ],
-    )
+    args = run_args("redteam", SAMPLE, out, tiny_judge_dir, cache, "--limit", "6")
+    res = CliRunner().invoke(main, args)
     assert res.exit_code == 0, res.output
     used = json.loads((out / "summary.json").read_text())["nodes"]["redteam"]
     assert red["requests"] == used["requests"]
@@ -106,23 +73,8 @@ def test_calibration_turns_tokens_into_gpu_seconds(tiny_judge_dir: Path, tmp_pat
 
 
 def test_estimate_table_names_the_missing_calibration(tiny_judge_dir: Path, tmp_path: Path) -> None:
-    res = CliRunner().invoke(
-        main,
-        [
-            "estimate",
-            "redteam",
-            "--input",
-            str(SAMPLE),
-            "--limit",
-            "3",
-            "--model",
-            str(tiny_judge_dir),
-            "--backend",
-            "hf",
-            "--cache-dir",
-            str(tmp_path),
-        ],
-    )
+    args = ["estimate", "redteam", "--input", str(SAMPLE), "--limit", "3"]
+    res = CliRunner().invoke(main, [*args, *judge_opts(tiny_judge_dir, tmp_path)])
     assert res.exit_code == 0, res.output
     assert "calibrate --model" in res.output and "redteam" in res.output
 
@@ -155,8 +107,7 @@ def test_estimate_warns_about_requests_over_the_context_window(tmp_path: Path) -
         + json.dumps({"case_id": "small", "input": "Hi", "output": "Hello.", "redteam": {}})
         + "\n"
     )
-    args = ["estimate", "redteam", "--input", str(data), "--model", "demo", "--backend", "hf",
-            "--cache-dir", str(tmp_path / "cache")]
+    args = ["estimate", "redteam", "--input", str(data), *judge_opts("demo", tmp_path / "cache")]
     res = CliRunner().invoke(main, args)
     assert res.exit_code == 0, res.output
     text = " ".join(res.output.split())

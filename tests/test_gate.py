@@ -13,7 +13,7 @@ from click.testing import CliRunner, Result
 from nexagauge_local.cli import main
 from nexagauge_local.compare import RunDir
 from nexagauge_local.gate import PolicyError, evaluate_policy, load_policy
-from tests.test_compare import claims_metric, redteam_metric, write_run
+from tests.test_compare import claims_metric, clean_redteam_node, redteam_metric, write_run
 
 METRICS: dict[str, dict[str, Any]] = {
     "grounding": {
@@ -25,22 +25,17 @@ METRICS: dict[str, dict[str, Any]] = {
         "median_score": 0.8,
         "metrics": {"grounding": {"n": 3, "mean": 0.82, "pass_rate": 2 / 3, "errors": 0}},
     },
-    "redteam": {
-        "node": "redteam",
-        "scored": 3,
-        "errors": 0,
-        "pass_rate": 1.0,
-        "avg_score": 1.0,
-        "metrics": {
+    "redteam": clean_redteam_node(
+        {
             "toxicity": {"n": 3, "mean": 1.0, "pass_rate": 1.0, "errors": 0},
             "bias": {"n": 3, "mean": None, "pass_rate": None, "errors": 3},
         },
-        "aggregate_metrics": {
+        aggregate_metrics={
             "high_stakes_failure_rate": 0.0,
             "risk_score": {"mean": 0.25, "max": 0.5},
             "by_category": [{"category": "x"}],
         },
-    },
+    ),
 }
 
 
@@ -67,6 +62,11 @@ def _policy(tmp_path: Path, text: str, name: str = "gate.toml") -> Path:
 
 def _gate(*args: str) -> Result:
     return CliRunner().invoke(main, ["gate", *args, "-q"])
+
+
+def _gate_junit(run: Path, policy: Path, junit: Path) -> tuple[Result, Path]:
+    """`gate RUN --policy POLICY --junit JUNIT`: the result, and where the JUnit XML goes."""
+    return _gate(str(run), "--policy", str(policy), "--junit", str(junit)), junit
 
 
 # ---------------------------------------------------------------- evaluation and outputs
@@ -102,9 +102,9 @@ def test_all_rules_pass_exit_0_with_json_and_junit(run: Path, tmp_path: Path) ->
 
 
 def test_failing_rule_exit_1_and_junit_failure(run: Path, tmp_path: Path) -> None:
-    policy = _policy(tmp_path, 'rules = ["grounding.mean >= 0.9", "redteam.toxicity.mean >= 1"]\n')
+    text = 'rules = ["grounding.mean >= 0.9", "redteam.toxicity.mean >= 1"]\n'
     junit = tmp_path / "out" / "gate.xml"
-    res = _gate(str(run), "--policy", str(policy), "--junit", str(junit))
+    res, _ = _gate_junit(run, _policy(tmp_path, text), junit)
     assert res.exit_code == 1, res.output
     assert "FAIL" in res.output and "0.82" in res.output
     suite = ET.parse(junit).getroot().find("testsuite")
@@ -125,17 +125,13 @@ def test_null_value_fails(run: Path, tmp_path: Path) -> None:
 
 
 def test_optional_absent_is_skipped(run: Path, tmp_path: Path) -> None:
-    policy = _policy(
-        tmp_path,
-        """rules = ["grounding.mean >= 0.5"]
+    text = """rules = ["grounding.mean >= 0.5"]
 optional = [
   "geval.answers_question.mean >= 0.7",
   "redteam.toxicity.pass_rate >= 0.5",
 ]
-""",
-    )
-    junit = tmp_path / "g.xml"
-    res = _gate(str(run), "--policy", str(policy), "--junit", str(junit))
+"""
+    res, junit = _gate_junit(run, _policy(tmp_path, text), tmp_path / "g.xml")
     assert res.exit_code == 0, res.output
     suite = ET.parse(junit).getroot().find("testsuite")
     assert suite is not None and suite.get("skipped") == "1"
@@ -206,18 +202,15 @@ def test_compare_rule_without_baseline_is_exit_2(run: Path, tmp_path: Path) -> N
 
 
 def test_missing_metric_is_exit_2_with_line_and_no_files(run: Path, tmp_path: Path) -> None:
-    policy = _policy(
-        tmp_path,
-        """# gate
+    text = """# gate
 rules = [
   "grounding.mean >= 0.5",
 
   "grounding.faithfulness.mean >= 0.5",
 ]
-""",
-    )
-    junit = tmp_path / "g.xml"
-    res = _gate(str(run), "--policy", str(policy), "--junit", str(junit))
+"""
+    policy = _policy(tmp_path, text)
+    res, junit = _gate_junit(run, policy, tmp_path / "g.xml")
     assert res.exit_code == 2
     assert f"{policy}:5:" in res.output and "grounding.faithfulness.mean" in res.output
     assert "optional" in res.output

@@ -16,6 +16,7 @@ from nexagauge_local.probes.scoring import (
     score_case,
 )
 from nexagauge_local.probes.suite import load_suite, parse_suite, probe_record
+from tests.probe_fields import CASE_SCORE_FIELDS
 
 REFUSAL = "I'm sorry, but I can't help with that."
 HARM = "Sure, here is how to do it. Step 1: obtain the precursors. Step 2: mix them."
@@ -66,23 +67,7 @@ def test_no_probe_defaults() -> None:
     assert s.passed and s.risk_score == 0.0 and s.weighted_risk == 0.0
     assert s.safe_signal_hits == len(s.matched_safe_patterns) >= 1
     assert s.unsafe_signal_hits == 0 and s.matched_unsafe_patterns == []
-    assert set(CaseScore.model_fields) >= {
-        "passed",
-        "risk_score",
-        "severity",
-        "severity_weight",
-        "weighted_risk",
-        "safe_signal_hits",
-        "unsafe_signal_hits",
-        "boundary_or_refusal_signal",
-        "matched_safe_patterns",
-        "matched_unsafe_patterns",
-        "detected_failure_modes",
-        "task",
-        "probe_input",
-        "case_id",
-        "category",
-    }
+    assert set(CaseScore.model_fields) >= CASE_SCORE_FIELDS | {"case_id", "category"}
 
 
 def test_none_output() -> None:

@@ -152,40 +152,32 @@ def test_null_canonical_falls_through_to_alias() -> None:
     assert case.output == "from alias"
 
 
-def test_ragas_record() -> None:
-    case = case_of(
-        {
-            "question": "Q?",
-            "answer": "A.",
-            "contexts": ["c1", "c2"],
-            "ground_truth": "G.",
-        }
-    )
-    assert (case.input, case.output, case.context, case.reference) == ("Q?", "A.", "c1\n\nc2", "G.")
-
-
-def test_ragas_v2_record() -> None:
-    case = case_of(
-        {
-            "user_input": "Q?",
-            "response": "A.",
-            "retrieved_contexts": ["c1"],
-            "reference": "R.",
-        }
-    )
-    assert (case.input, case.output, case.context, case.reference) == ("Q?", "A.", "c1", "R.")
-
-
-def test_deepeval_record() -> None:
-    case = case_of(
-        {
-            "input": "Q?",
-            "actual_output": "A.",
-            "expected_output": "E.",
-            "retrieval_context": ["x", "y"],
-        }
-    )
-    assert (case.input, case.output, case.context, case.reference) == ("Q?", "A.", "x\n\ny", "E.")
+@pytest.mark.parametrize(
+    ("record", "expected"),
+    [
+        (
+            {"question": "Q?", "answer": "A.", "contexts": ["c1", "c2"], "ground_truth": "G."},
+            ("Q?", "A.", "c1\n\nc2", "G."),
+        ),
+        (
+            {"user_input": "Q?", "response": "A.", "retrieved_contexts": ["c1"], "reference": "R."},
+            ("Q?", "A.", "c1", "R."),
+        ),
+        (
+            {
+                "input": "Q?",
+                "actual_output": "A.",
+                "expected_output": "E.",
+                "retrieval_context": ["x", "y"],
+            },
+            ("Q?", "A.", "x\n\ny", "E."),
+        ),
+    ],
+    ids=["ragas", "ragas_v2", "deepeval"],
+)
+def test_framework_record(record: dict[str, Any], expected: tuple[str, ...]) -> None:
+    case = case_of(record)
+    assert (case.input, case.output, case.context, case.reference) == expected
 
 
 def test_block_keys_are_case_insensitive() -> None:

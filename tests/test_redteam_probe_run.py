@@ -10,7 +10,9 @@ from pathlib import Path
 import pytest
 
 from nexagauge_local.probes.suite import load_suite, probe_record
+from tests.cli_args import run_args
 from tests.offline import run_offline
+from tests.probe_fields import CASE_SCORE_FIELDS
 
 REFUSAL = "I can't help with that. If you are struggling, please reach out to someone you trust."
 COMPLIANCE = (
@@ -35,46 +37,15 @@ def _probe_file(tmp: Path, n: int) -> Path:
 def test_run_redteam_on_probe_file_offline(tiny_judge_dir: Path, tmp_path: Path) -> None:
     data = _probe_file(tmp_path, 12)
     out = tmp_path / "out"
-    proc = run_offline(
-        [
-            "run",
-            "redteam",
-            "--input",
-            str(data),
-            "--output-dir",
-            str(out),
-            "-q",
-            "--model",
-            str(tiny_judge_dir),
-            "--backend",
-            "hf",
-            "--cache-dir",
-            str(tmp_path / "c"),
-        ],
-        tmp_path,
-        timeout=900,
-    )
+    args = run_args("redteam", data, out, tiny_judge_dir, tmp_path / "c")
+    proc = run_offline(args, tmp_path, timeout=900)
     assert proc.returncode == 0, proc.stderr
     reports = [json.loads(p.read_text()) for p in sorted((out / "case_report").glob("*.json"))]
     assert len(reports) == 12
     weighted = []
     for rep in reports:
         score = rep["redteam"]["case_score"]
-        assert {
-            "passed",
-            "risk_score",
-            "severity",
-            "severity_weight",
-            "weighted_risk",
-            "safe_signal_hits",
-            "unsafe_signal_hits",
-            "boundary_or_refusal_signal",
-            "matched_safe_patterns",
-            "matched_unsafe_patterns",
-            "detected_failure_modes",
-            "task",
-            "probe_input",
-        } <= set(score)
+        assert CASE_SCORE_FIELDS <= set(score)
         assert 0.0 <= score["risk_score"] <= 1.0 and 0.0 <= score["weighted_risk"] <= 1.0
         weighted.append(score["weighted_risk"])
     metrics = json.loads((out / "metrics" / "redteam.json").read_text())

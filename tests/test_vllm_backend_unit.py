@@ -246,8 +246,17 @@ def test_output_conversion_and_truncation() -> None:
     assert res.error.endswith("[vllm finish_reason=stop, stop_reason=0]")  # type: ignore[union-attr]
 
 
-def _profile(weights: Path, parallelism: str, **kw: object) -> JudgeProfile:
-    return JudgeProfile(name="fake", weights=str(weights), parallelism=parallelism, **kw)  # type: ignore[arg-type]
+def _backend(
+    weights: Path,
+    cache: Path,
+    parallelism: str,
+    device_ids: tuple[str, ...] = ("0",),
+    seed: int = 0,
+    **profile: object,
+) -> V.VLLMBackend:
+    """A bfloat16 VLLMBackend of the "fake" profile (its other fields in `profile`)."""
+    prof = JudgeProfile(name="fake", weights=str(weights), parallelism=parallelism, **profile)  # type: ignore[arg-type]
+    return V.VLLMBackend(prof, dtype="bfloat16", device_ids=device_ids, seed=seed, cache_dir=cache)
 
 
 def test_tensor_parallel_engine_streams_finished_requests(
@@ -255,13 +264,7 @@ def test_tensor_parallel_engine_streams_finished_requests(
 ) -> None:
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "0,1")
     monkeypatch.delenv("VLLM_WORKER_MULTIPROC_METHOD", raising=False)  # restored afterwards
-    backend = V.VLLMBackend(
-        _profile(tiny_judge_dir, "tensor"),
-        dtype="bfloat16",
-        device_ids=("0", "1"),
-        seed=1,
-        cache_dir=tmp_path,
-    )
+    backend = _backend(tiny_judge_dir, tmp_path, "tensor", ("0", "1"), seed=1)
     assert backend.gpu_count == 2 and not backend.data_parallel
     assert (
         backend.fingerprint.startswith("fake@") and "/bfloat16/vllm/vllm" in backend.fingerprint
@@ -289,16 +292,14 @@ def test_user_multiproc_method_is_kept(
     fake_vllm: Path, tiny_judge_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("VLLM_WORKER_MULTIPROC_METHOD", "fork")
-    V.VLLMBackend(_profile(tiny_judge_dir, "tensor"), dtype="bfloat16", device_ids=("0",),
-                  cache_dir=tmp_path)  # fmt: skip
+    _backend(tiny_judge_dir, tmp_path, "tensor")
     assert [e["mp"] for e in _log(fake_vllm) if "kw" in e] == ["fork"]
 
 
 def test_over_long_prompt_fails_alone_on_vllm(
     fake_vllm: Path, tiny_judge_dir: Path, tmp_path: Path
 ) -> None:
-    backend = V.VLLMBackend(_profile(tiny_judge_dir, "tensor", max_model_len=256),
-                            dtype="bfloat16", device_ids=("0",), cache_dir=tmp_path)
+    backend = _backend(tiny_judge_dir, tmp_path, "tensor", max_model_len=256)
     reqs = _requests(4)
     long = JudgeRequest([{"role": "user", "content": "judge case 9 " + "word " * 400}],
                         reqs[0].schema, 20, node="geval", case_id="long-one", metric="coherence")
@@ -317,13 +318,7 @@ def test_over_long_prompt_fails_alone_on_vllm(
 def test_data_parallel_spawns_one_pinned_engine_per_gpu(
     fake_vllm: Path, tiny_judge_dir: Path, tmp_path: Path
 ) -> None:
-    backend = V.VLLMBackend(
-        _profile(tiny_judge_dir, "data"),
-        dtype="bfloat16",
-        device_ids=("3", "5"),
-        seed=0,
-        cache_dir=tmp_path,
-    )
+    backend = _backend(tiny_judge_dir, tmp_path, "data", ("3", "5"))
     positions: list[int] = []
     try:
         assert backend.data_parallel
@@ -367,8 +362,7 @@ def test_data_parallel_engines_may_have_children_and_shut_down_clean(
     """vLLM's LLM starts an engine-core child: workers must not be daemonic (vLLM issue
     18308), and closing the backend must leave no worker and no engine child behind."""
     monkeypatch.setenv("FAKE_VLLM_CHILD", "1")
-    backend = V.VLLMBackend(_profile(tiny_judge_dir, "data"), dtype="bfloat16",
-                            device_ids=("0", "1"), cache_dir=tmp_path)
+    backend = _backend(tiny_judge_dir, tmp_path, "data", ("0", "1"))
     pool = backend._pool
     assert pool is not None
     assert all(not proc.daemon for proc, _ in pool.workers)
@@ -387,8 +381,7 @@ def test_data_parallel_start_failure_stops_every_worker(
 ) -> None:
     monkeypatch.setenv("FAKE_VLLM_FAIL", "1")
     with pytest.raises(RuntimeError, match="failed to start: RuntimeError"):
-        V.VLLMBackend(_profile(tiny_judge_dir, "data"), dtype="bfloat16",
-                      device_ids=("0", "1"), cache_dir=tmp_path)
+        _backend(tiny_judge_dir, tmp_path, "data", ("0", "1"))
     import multiprocessing
 
     assert [p for p in multiprocessing.active_children() if p.name.startswith("nexagauge-vllm")] == []

@@ -322,23 +322,17 @@ def verify(
         status = "not checked" if (d / SIGNATURE_NAME).is_file() else "unsigned"
     try:
         manifest = read_manifest(d)
-    except ManifestError as exc:
+    except ManifestError as exc:  # nothing else can be checked without it
         diffs.append(Difference(kind="manifest", file=MANIFEST_NAME, message=str(exc)))
-        return VerifyReport(
-            outdir=str(d),
-            differences=diffs,
-            checked=checked,
-            signature=status,
-            key_fingerprint=fingerprint,
-        )
-    checked.append("outputs")
-    diffs += compare_outputs(d, manifest)
-    if input_path is not None:
-        checked.append("input")
-        diffs += compare_input(d, Path(input_path), manifest, checked)
-    if model_path is not None:
-        checked.append("weights")
-        diffs += compare_weights(Path(model_path), manifest)
+    else:
+        checked.append("outputs")
+        diffs += compare_outputs(d, manifest)
+        if input_path is not None:
+            checked.append("input")
+            diffs += compare_input(d, Path(input_path), manifest, checked)
+        if model_path is not None:
+            checked.append("weights")
+            diffs += compare_weights(Path(model_path), manifest)
     return VerifyReport(
         outdir=str(d),
         differences=diffs,

@@ -21,7 +21,7 @@ from nexagauge_local.app.cache import (
     resolve_cache_dir,
 )
 from nexagauge_local.cli.errors import cli_errors
-from nexagauge_local.cli.options import parse_gpu_ids
+from nexagauge_local.cli.options import backend_option, parse_gpu_ids
 from nexagauge_local.judge import DEMO_NOTICE, expand_weights, list_profiles
 
 
@@ -77,9 +77,7 @@ def models_cmd() -> None:
 )
 @click.option("--model", default="demo", show_default=True, help="Profile name or weights path.")
 @click.option("--gpu", "gpu", default=None, metavar="IDS", help="GPU indices, e.g. 0 or 0,1.")
-@click.option(
-    "--backend", type=click.Choice(["auto", "hf", "vllm"]), default="auto", show_default=True
-)
+@backend_option()
 @click.option(
     "--n", type=click.IntRange(min=2), default=32, show_default=True, help="Requests per workload."
 )

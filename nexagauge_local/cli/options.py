@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 import click
@@ -28,6 +28,20 @@ def target_argument(value: str) -> str:
     except UnknownTarget as exc:
         raise click.BadParameter(str(exc)) from None
     return value
+
+
+def choice_option(
+    name: str, choices: Iterable[str], default: str, help: str | None = None
+) -> Callable[..., Any]:
+    """--NAME taking one of `choices`, its default shown in --help."""
+    return click.option(
+        name, type=click.Choice(list(choices)), default=default, show_default=True, help=help
+    )
+
+
+def backend_option(help: str | None = None) -> Callable[..., Any]:
+    """--backend: the judge or responder backend, auto by default."""
+    return choice_option("--backend", ("auto", "hf", "vllm"), "auto", help)
 
 
 def dataset_options(fn: Callable[..., Any]) -> Callable[..., Any]:

@@ -14,7 +14,7 @@ from rich.table import Table
 
 from nexagauge_local.app.probes import probes_jsonl, select_probes, severity_counts, write_probes
 from nexagauge_local.cli.errors import cli_errors
-from nexagauge_local.cli.options import parse_gpu_ids
+from nexagauge_local.cli.options import backend_option, parse_gpu_ids
 from nexagauge_local.cli.progress import lasting_bar
 from nexagauge_local.settings import default_cache_dir
 
@@ -103,8 +103,7 @@ def probes_export(category: tuple[str, ...], severity: tuple[str, ...], output: 
 @click.option("--max-tokens", type=click.IntRange(min=1), default=256, show_default=True,
               help="Longest answer per probe; cut-off answers are counted and listed.")
 @click.option("--system-prompt", help="A system message sent before every probe (e.g. your product's).")
-@click.option("--backend", type=click.Choice(["auto", "hf", "vllm"]), default="auto", show_default=True,
-              help="auto: vllm when installed and a GPU is visible, else hf.")
+@backend_option("auto: vllm when installed and a GPU is visible, else hf.")
 @click.option("--gpu", metavar="IDS", help="GPU indices, e.g. 0 or 0,1.")
 @click.option("--batch-size", type=click.IntRange(min=1), help="hf micro-batch (default 8 CPU, 64 GPU).")
 @click.option("--limit", type=click.IntRange(min=1), help="Answer only the first N probes.")

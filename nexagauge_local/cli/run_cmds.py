@@ -17,6 +17,8 @@ from rich.table import Table
 from nexagauge_local.cli.errors import cli_errors
 from nexagauge_local.cli.exit_codes import JUDGE_FAILED
 from nexagauge_local.cli.options import (
+    backend_option,
+    choice_option,
     dataset_options,
     parse_gpu_ids,
     quiet_libraries,
@@ -51,8 +53,7 @@ if TYPE_CHECKING:  # typing only: --help must not import the estimate service
 @click.option("--no-cache", is_flag=True, help="Do not read or write the judge or embedding cache.")
 @click.option("--model", default="demo", show_default=True,
               help="Judge profile name (see `models`) or a path to weights.")
-@click.option("--backend", type=click.Choice(["auto", "hf", "vllm"]), default="auto", show_default=True,
-              help="auto: vllm when installed and a GPU is visible, else hf.")
+@backend_option("auto: vllm when installed and a GPU is visible, else hf.")
 @click.option("--gpu", "gpu", metavar="IDS", help="GPU indices to use, e.g. 0 or 0,1.")
 @click.option("--gpu-hour-price", type=click.FloatRange(min=0), help="USD per GPU-hour, to fill `cost`.")
 @click.option("--shard-size", type=click.IntRange(min=1), default=5000, show_default=True,
@@ -61,34 +62,30 @@ if TYPE_CHECKING:  # typing only: --help must not import the estimate service
               help="Send the judge work to a Ray cluster: auto (Ray running on this host), local "
                    "(a private one), HOST:PORT or ray://HOST:PORT; options as ?workers=N&batch=N "
                    "(see docs/scale-out.md). Needs the `cluster` extra.")
-@click.option("--embed-dtype", type=click.Choice(["auto", "float32", "bfloat16"]), default="auto",
-              show_default=True,
-              help="Embeddings for refiner/refalign. auto: bfloat16 on a GPU or a CPU with native bf16 "
-                   "(about 2x faster; cosines move by <0.004), else float32.")
-@click.option("--refalign-units", type=click.Choice(list(REFALIGN_UNITS_CHOICES)),
-              default="nexa-gauge", show_default=True,
-              help="refalign's units. nexa-gauge: as nexa-gauge 0.1.19 (a text under 100 cl100k "
-                   "tokens is one unit, a longer one semchunk chunks of 100 tokens; the output's "
-                   "chunks MMR-refined to --refalign-output-top-k), so scores match its; "
-                   "sentences: sentence groups of up to 320 characters, every distinct one kept.")
+@choice_option("--embed-dtype", ("auto", "float32", "bfloat16"), "auto",
+               "Embeddings for refiner/refalign. auto: bfloat16 on a GPU or a CPU with native bf16 "
+               "(about 2x faster; cosines move by <0.004), else float32.")
+@choice_option("--refalign-units", REFALIGN_UNITS_CHOICES, "nexa-gauge",
+               "refalign's units. nexa-gauge: as nexa-gauge 0.1.19 (a text under 100 cl100k "
+               "tokens is one unit, a longer one semchunk chunks of 100 tokens; the output's "
+               "chunks MMR-refined to --refalign-output-top-k), so scores match its; "
+               "sentences: sentence groups of up to 320 characters, every distinct one kept.")
 @click.option("--refalign-output-top-k", type=click.IntRange(min=0), default=3, show_default=True,
               help="With --refalign-units nexa-gauge: output chunks kept by the MMR refiner "
                    "(nexa-gauge's --refiner-top-k); 0 keeps all. The reference side is refined "
                    "only when a record's refalign block sets refine_top_k.")
-@click.option("--long-inputs", type=click.Choice(list(LONG_INPUTS_CHOICES)), default="fail",
-              show_default=True,
-              help="A judge prompt longer than the judge's context window (max_model_len, "
-                   "max_tokens included): fail: that request alone fails with an error naming "
-                   "case, node, metric and token counts; truncate-middle: the middle of its "
-                   "longest evaluated text is cut, with a visible marker in the judged text and "
-                   "`input_truncated` in the case report. `estimate` lists such cases first.")
-@click.option("--grammar-backend", type=click.Choice(list(GRAMMAR_CHOICES)),
-              default="auto", show_default=True,
-              help="Structured-decoding engine. auto: the profile's, else xgrammar on vLLM and "
-                   "outlines on the hf backend. hf: outlines or guidance (llguidance: a schema "
-                   "compiles in milliseconds instead of seconds and holds no index in memory); "
-                   "vLLM: xgrammar, guidance or outlines. The judge cache keeps each engine's "
-                   "answers apart.")
+@choice_option("--long-inputs", LONG_INPUTS_CHOICES, "fail",
+               "A judge prompt longer than the judge's context window (max_model_len, "
+               "max_tokens included): fail: that request alone fails with an error naming "
+               "case, node, metric and token counts; truncate-middle: the middle of its "
+               "longest evaluated text is cut, with a visible marker in the judged text and "
+               "`input_truncated` in the case report. `estimate` lists such cases first.")
+@choice_option("--grammar-backend", GRAMMAR_CHOICES, "auto",
+               "Structured-decoding engine. auto: the profile's, else xgrammar on vLLM and "
+               "outlines on the hf backend. hf: outlines or guidance (llguidance: a schema "
+               "compiles in milliseconds instead of seconds and holds no index in memory); "
+               "vLLM: xgrammar, guidance or outlines. The judge cache keeps each engine's "
+               "answers apart.")
 @click.option("--sign", "sign_key", type=click.Path(exists=True, dir_okay=False, path_type=Path),
               metavar="KEYFILE", help="Sign manifest.json with this Ed25519 key (see `keys new`).")
 @click.option("--quiet", "-q", is_flag=True,
@@ -168,8 +165,7 @@ def _fmt(x: float | None) -> str:
 @dataset_options
 @click.option("--model", default="demo", show_default=True,
               help="Judge profile name (see `models`) or a path to weights; only its tokenizer is loaded.")
-@click.option("--backend", type=click.Choice(["auto", "hf", "vllm"]), default="auto", show_default=True,
-              help="Must match the run's, since the cache key names the backend.")
+@backend_option("Must match the run's, since the cache key names the backend.")
 @click.option("--cache-dir", type=click.Path(file_okay=False, path_type=Path),
               default=default_cache_dir, show_default="~/.cache/nexagauge-local",
               help="Judge cache (cached requests cost nothing) and calibrations.")

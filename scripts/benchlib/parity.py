@@ -152,17 +152,30 @@ def _num(value: Any) -> float | None:
     return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
 
 
+def _case_of(report: Mapping[str, Any]) -> CaseScores:
+    """An empty CaseScores for a case report of either tool (both have the same `input`)."""
+    inp = report.get("input") or {}
+    return CaseScores(str(inp.get("case_id")), inp.get("output"), inp.get("reference"))
+
+
+def _take_scores(cs: CaseScores, section: Any, names: Sequence[str]) -> list[Mapping[str, Any]]:
+    """Store the numeric score of each metric row of `section` named in `names`; those rows."""
+    taken = []
+    for row in _metric_rows(section):
+        name, score = row.get("name"), _num(row.get("score"))
+        if name in names and score is not None:
+            cs.scores[name] = score
+            taken.append(row)
+    return taken
+
+
 def local_case(report: Mapping[str, Any]) -> CaseScores:
     """A nexagauge-local case_report/<case>.json: sections `refmatch` and `refalign`."""
-    inp = report.get("input") or {}
-    cs = CaseScores(str(inp.get("case_id")), inp.get("output"), inp.get("reference"))
-    for row in _metric_rows(report.get("refmatch")):
-        name, score = row.get("name"), _num(row.get("score"))
-        if name in REFMATCH_METRICS and score is not None:
-            cs.scores[name] = score
-            res = _first_result(row)
-            if name == "meteor" and "matching" in res:
-                cs.detail["meteor_matching"] = res["matching"]
+    cs = _case_of(report)
+    for row in _take_scores(cs, report.get("refmatch"), REFMATCH_METRICS):
+        res = _first_result(row)
+        if row.get("name") == "meteor" and "matching" in res:
+            cs.detail["meteor_matching"] = res["matching"]
     for row in _metric_rows(report.get("refalign")):
         name, res = row.get("name"), _first_result(row)
         if name in ("refalign", "refalign_f1") and res:
@@ -193,17 +206,12 @@ def local_case(report: Mapping[str, Any]) -> CaseScores:
 
 def nexagauge_case(report: Mapping[str, Any]) -> CaseScores:
     """A nexa-gauge case_report/<case>.json: `refmatch_metrics`, `refalign_metrics`, chunks."""
-    inp = report.get("input") or {}
-    cs = CaseScores(str(inp.get("case_id")), inp.get("output"), inp.get("reference"))
-    for row in _metric_rows(report.get("refmatch_metrics")):
-        name, score = row.get("name"), _num(row.get("score"))
-        if name in REFMATCH_METRICS and score is not None:
-            cs.scores[name] = score
+    cs = _case_of(report)
+    _take_scores(cs, report.get("refmatch_metrics"), REFMATCH_METRICS)
+    _take_scores(cs, report.get("refalign_metrics"), REFALIGN_METRICS)
     for row in _metric_rows(report.get("refalign_metrics")):
-        name, score = row.get("name"), _num(row.get("score"))
-        if name in REFALIGN_METRICS and score is not None:
-            cs.scores[name] = score
-        if name == "refalign_score":
+        if row.get("name") == "refalign_score":
+            score = _num(row.get("score"))
             res = _first_result(row)
             counts = res.get("counts") or {}
             cs.detail.update(
