@@ -10,30 +10,19 @@ from __future__ import annotations
 import os
 import platform
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from importlib import metadata
 from pathlib import Path
 from typing import Any
 
-from rich.console import Console
-from rich.progress import (
-    BarColumn,
-    MofNCompleteColumn,
-    Progress,
-    ProgressColumn,
-    Task,
-    TaskID,
-    TextColumn,
-    TimeElapsedColumn,
-)
-from rich.text import Text
-
 from nexagauge_local.case import Case
 from nexagauge_local.case_report import CaseInput, CaseReport
 from nexagauge_local.dataset import Dataset, ScanResult, shards
 from nexagauge_local.embed import Embedder, EmbeddingCache
+from nexagauge_local.events import LogEvents, RunEvents
 from nexagauge_local.graph import GRAPH, Graph, NodeSpec, eligibility
 from nexagauge_local.judge import Judge, vllm_distribution
 from nexagauge_local.libc import release_free_pages
@@ -91,7 +80,7 @@ class Runner:
         registry: Mapping[str, Callable[[], Node]] | None = None,
         judge_factory: Callable[[], Judge] | None = None,
         embedder_factory: Callable[[], Embedder] | None = None,
-        console: Console | None = None,
+        events: RunEvents | None = None,
         keep_reports: bool = False,
         render_report: bool = True,
     ):
@@ -102,7 +91,9 @@ class Runner:
         self.registry = graph.factories() if registry is None else registry
         self.judge_factory = judge_factory
         self.embedder_factory = embedder_factory or (lambda: default_embedder(settings))
-        self.console = console or Console(stderr=True)
+        # who is told about skipped records, progress and a failed report.html (events.py;
+        # the CLI passes its rich renderer)
+        self.events: RunEvents = events if events is not None else LogEvents()
         self.keep_reports = keep_reports
         # False when the caller renders report.html itself (the app adds the provenance panel)
         self.render_report = render_report
@@ -126,13 +117,10 @@ class Runner:
         if scan.errors and self.settings.on_error == "fail":
             raise RecordsError(scan.errors)
         for err in scan.errors:
-            # user text is never read as markup, and one problem stays on one line
-            self.console.print(Text.assemble(("skipped", "yellow"), " ", str(err)), soft_wrap=True)
+            self.events.skipped(err)
         specs, unavailable = self.planned()
         if unavailable:
-            self.console.print(Text.assemble(
-                ("note:", "yellow"), f" not available in this build, skipped: {', '.join(unavailable)}"
-            ), soft_wrap=True)
+            self.events.note(f"not available in this build, skipped: {', '.join(unavailable)}")
         nodes = {s.name: self.registry[s.name]() for s in specs}
         stats = {s.name: NodeStats(s.name) for s in specs}
         wall = dict.fromkeys(nodes, 0.0)
@@ -144,12 +132,8 @@ class Runner:
         kept: list[dict[str, Any]] = []
         digester = CaseDigester(scan.valid, self.graph) if case_dir else None
 
-        with self._progress(specs, scan.valid) as (progress, tasks), BackgroundWriter() as files:
+        with self._progress(specs, scan.valid) as advance, BackgroundWriter() as files:
             sink = CaseSink(case_dir, files, digester)
-            def advance(node: str, n: int) -> None:
-                if node in tasks:
-                    progress.advance(tasks[node], n)
-
             planned = {s.name for s in specs}
             ctx = RunContext(self.settings, self.embedder_factory, self.judge_factory, advance,
                              metric_nodes=tuple(n for n in self.graph.metric_nodes if n in planned))
@@ -181,7 +165,7 @@ class Runner:
             write_json(out_dir / "summary.json", summary)
         digest = digester.result() if digester is not None else None
         if out_dir is not None and self.render_report:
-            write_report_or_warn(out_dir, self.console, graph=self.graph,
+            write_report_or_warn(out_dir, self.events, graph=self.graph,
                                  memo_dir=self.settings.memo_dir("report"), digest=digest)
         return RunOutcome(out_dir, summary, node_summaries, kept, digest)
 
@@ -307,38 +291,15 @@ class Runner:
             "cost": totals,
         }
 
-    def _progress(self, specs: list[NodeSpec], total: int) -> _ProgressScope:
-        return _ProgressScope(self.console, specs, total, enabled=self.settings.progress)
-
-
-class _ProgressScope:
-    """A rich progress display with one bar per node (cases done / total, rate)."""
-
-    def __init__(self, console: Console, specs: list[NodeSpec], total: int, enabled: bool):
-        self.progress = Progress(
-            TextColumn("[bold]{task.description:<12}"),
-            BarColumn(),
-            MofNCompleteColumn(),
-            _RateColumn(),
-            TimeElapsedColumn(),
-            console=console,
-            disable=not enabled,
-            transient=False,
-        )
-        self.specs, self.total = specs, total
-        self.tasks: dict[str, TaskID] = {}
-
-    def __enter__(self) -> tuple[Progress, dict[str, TaskID]]:
-        self.progress.start()
-        for spec in self.specs:
-            self.tasks[spec.name] = self.progress.add_task(spec.name, total=self.total)
-        return self.progress, self.tasks
-
-    def __exit__(self, *exc: object) -> None:
-        self.progress.stop()
-
-
-class _RateColumn(ProgressColumn):
-    def render(self, task: Task) -> Text:
-        speed = task.finished_speed or task.speed
-        return Text(f"{speed:,.1f} cases/s" if speed else "", style="cyan")
+    @contextmanager
+    def _progress(self, specs: list[NodeSpec], total: int) -> Iterator[Callable[[str, int], None]]:
+        """The nodes' advance callback: progress events for every planned node when the
+        settings ask for progress, nothing otherwise."""
+        if not self.settings.progress:
+            yield lambda node, n: None
+            return
+        self.events.progress_started([s.name for s in specs], total)
+        try:
+            yield self.events.advanced
+        finally:
+            self.events.progress_finished()

@@ -4,15 +4,14 @@ from __future__ import annotations
 
 import json
 import re
-from io import StringIO
 from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
-from rich.console import Console
 
 from nexagauge_local.cli import main
 from nexagauge_local.dataset import Dataset
+from nexagauge_local.events import NullEvents
 from nexagauge_local.report import html as report_html
 from nexagauge_local.report.highlight import highlight, span_intervals
 from nexagauge_local.runner import Runner
@@ -181,7 +180,14 @@ def test_a_rendering_failure_warns_but_does_not_fail_the_run(tmp_path: Path, mon
         raise ValueError("template exploded")
 
     monkeypatch.setattr(report_html, "write_report", broken)
-    buf = StringIO()
+    class Warnings(NullEvents):
+        def __init__(self) -> None:
+            self.lines: list[str] = []
+
+        def warning(self, text: str) -> None:
+            self.lines.append(text)
+
+    heard = Warnings()
     settings = RunSettings(
         target="refmatch",
         output_dir=tmp_path / "out",
@@ -189,12 +195,13 @@ def test_a_rendering_failure_warns_but_does_not_fail_the_run(tmp_path: Path, mon
         progress=False,
         limit=2,
     )
-    outcome = Runner(settings, console=Console(file=buf, width=200)).run(
+    outcome = Runner(settings, events=heard).run(
         Dataset(Path(__file__).parents[1] / "nexagauge_local/data/sample.jsonl", limit=2)
     )
     assert (tmp_path / "out" / "summary.json").is_file() and outcome.summary
     assert not (tmp_path / "out" / "report.html").exists()
-    assert "report.html was not written" in buf.getvalue() and "template exploded" in buf.getvalue()
+    [line] = heard.lines
+    assert "report.html was not written" in line and "template exploded" in line
 
 
 def test_large_runs_keep_full_drill_downs_within_budget(tmp_path: Path, monkeypatch) -> None:

@@ -8,7 +8,6 @@ decides what is recomputed, not the test.
 
 from __future__ import annotations
 
-import io
 import json
 from collections import Counter
 from collections.abc import Sequence
@@ -16,10 +15,10 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
-from rich.console import Console
 
 from nexagauge_local.cli import main
 from nexagauge_local.dataset import Dataset
+from nexagauge_local.events import NullEvents
 from nexagauge_local.judge.cache import JudgeCache
 from nexagauge_local.judge.client import JudgeClient
 from nexagauge_local.judge.ledger import CostLedger
@@ -89,7 +88,7 @@ def _run(out: Path, cache: Path, backend: CountingBackend) -> dict:
             is_demo=False,
         )
 
-    runner = Runner(settings, judge_factory=judge, console=Console(file=io.StringIO()))
+    runner = Runner(settings, judge_factory=judge, events=NullEvents())
     return runner.run(Dataset(SAMPLE, {}, None)).summary
 
 

@@ -14,7 +14,6 @@ subprocesses under `python -X importtime`, which names every module a process im
 
 from __future__ import annotations
 
-import io
 import json
 import os
 import re
@@ -24,10 +23,10 @@ from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
-from rich.console import Console
 
 from nexagauge_local.app.judge import backend_factory, long_inputs_for
 from nexagauge_local.dataset import Dataset
+from nexagauge_local.events import NullEvents
 from nexagauge_local.judge import CostLedger, JudgeCache, JudgeClient, JudgeRequest, JudgeResult
 from nexagauge_local.judge.runtime.devices import cuda_ruled_out
 from nexagauge_local.judge.types import OnBatch
@@ -118,7 +117,7 @@ def two_runs(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[set[s
                            fingerprint=real.fingerprint, model_name=real.model_name,
                            is_demo=real.is_demo, long_inputs=long_inputs_for(settings, real))
 
-    Runner(settings, judge_factory=judge, console=Console(file=io.StringIO())).run(
+    Runner(settings, judge_factory=judge, events=NullEvents()).run(
         Dataset(data, {}, None))
 
     logs = []

@@ -25,7 +25,6 @@ from types import ModuleType
 from typing import Any
 
 from pydantic import BaseModel
-from rich.console import Console
 
 from nexagauge_local.app.errors import InputError
 from nexagauge_local.app.judge import backend_factory
@@ -48,6 +47,7 @@ from nexagauge_local.audit.manifest import NOT_OUTPUTS, PromptEntry, SchemaEntry
 from nexagauge_local.audit.signing import SigningError, key_fingerprint, load_private_key
 from nexagauge_local.case import Case
 from nexagauge_local.dataset import Dataset, Duplicate
+from nexagauge_local.events import Notices
 from nexagauge_local.judge import (
     BackendFactory,
     CostLedger,
@@ -269,11 +269,11 @@ class AuditTrail:
         """The runner's judge factory, with every request's schema noted."""
         return lambda: LoggingJudge(factory(), self.schemas)
 
-    def finish(self, dataset: Dataset, outcome: RunOutcome, console: Console,
+    def finish(self, dataset: Dataset, outcome: RunOutcome, notices: Notices,
                into: Path | None = None) -> Path | None:
         """report.html with the provenance panel, then manifest.json (and its signature).
         `into`: where the files are written when that is not yet the output folder the
-        manifest records (a run's staging folder)."""
+        manifest records (a run's staging folder). `notices` hears a report.html that failed."""
         out = into or self.settings.output_dir
         if out is None or self.settings.output_dir is None:
             return None
@@ -282,7 +282,7 @@ class AuditTrail:
         memo_dir = self.settings.memo_dir("report")
         # report.html's charts are drawn on the idle core while the facts below are gathered
         with charts_ahead(draw_charts_job(out, outcome.digest), chart_memo_dir(memo_dir)) as ahead:
-            inp, judge, prompts, schemas = self._report(dataset, outcome, console, out,
+            inp, judge, prompts, schemas = self._report(dataset, outcome, notices, out,
                                                         memo_dir, ahead)
         settings = self.settings.model_dump(mode="json")
         settings["field_map"] = dict(dataset.field_map)  # the CLI gives --field to the dataset
@@ -299,7 +299,7 @@ class AuditTrail:
         )
         return path
 
-    def _report(self, dataset: Dataset, outcome: RunOutcome, console: Console, out: Path,
+    def _report(self, dataset: Dataset, outcome: RunOutcome, notices: Notices, out: Path,
                 memo_dir: Path | None, ahead: ChartsAhead | None) -> tuple[
                     InputFacts, JudgeFacts | None, list[PromptEntry], list[SchemaEntry]]:
         """The manifest's facts (input, judge, prompts, schemas), then report.html with them
@@ -322,6 +322,6 @@ class AuditTrail:
             signature="signed, not checked" if self.sign_key else "unsigned",
             key_fingerprint=self.key_fp,
         )
-        write_report_or_warn(out, console, provenance=panel, shown_as=self.settings.output_dir,
+        write_report_or_warn(out, notices, provenance=panel, shown_as=self.settings.output_dir,
                              memo_dir=memo_dir, digest=outcome.digest, ahead=ahead)
         return inp, judge, prompts, schemas

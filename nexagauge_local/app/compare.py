@@ -12,12 +12,11 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from rich.console import Console
-
 from nexagauge_local.app.errors import RunInputError
 from nexagauge_local.compare import BadRunDir, RunDir, compare_runs
 from nexagauge_local.compare.bootstrap import DEFAULT_RESAMPLES
 from nexagauge_local.compare.diff import Comparison
+from nexagauge_local.events import LogEvents, Notices
 from nexagauge_local.report.files import write_json
 
 __all__ = [
@@ -98,22 +97,22 @@ def compare(
     seed: int = 0,
     resamples: int = DEFAULT_RESAMPLES,
     hooks: CompareHooks | None = None,
-    console: Console | None = None,
+    notices: Notices | None = None,
 ) -> Compared:
     """Compare RUN_A (before) with RUN_B (after) and write OUTPUT_DIR/compare.json (default
     RUN_B). When that folder is a run folder, its report.html is re-rendered to show the
-    comparison; a render failure is a warning on `console` (stderr), never a failed compare,
-    because compare.json is already written."""
+    comparison; a render failure is a warning to `notices` (default: logging), never a failed
+    compare, because compare.json is already written."""
     a, b = open_run(run_a), open_run(run_b)
     comparison = compare_dirs(a, b, seed=seed, resamples=resamples, hooks=hooks)
     out = (output_dir or run_b) / COMPARE_NAME
     write_json(out, comparison.model_dump(mode="json"))
     if (out.parent / "summary.json").exists():  # a run directory: refresh its compare section
-        return _refresh_run(comparison, out, console or Console(stderr=True))
+        return _refresh_run(comparison, out, notices if notices is not None else LogEvents())
     return Compared(comparison, out)
 
 
-def _refresh_run(comparison: Comparison, out: Path, console: Console) -> Compared:
+def _refresh_run(comparison: Comparison, out: Path, notices: Notices) -> Compared:
     """Re-render the run's report and, in an audited folder, re-finalize its manifest with the
     new compare.json and report.html (`verify` stays true: before, it failed a folder nobody
     tampered with). A folder that no longer matches its manifest in any other file is left
@@ -124,11 +123,11 @@ def _refresh_run(comparison: Comparison, out: Path, console: Console) -> Compare
     try:
         done = rerender_report(out.parent)
     except ReportRefused as exc:
-        console.print(f"[yellow]warning:[/] {exc}; compare.json was written but the manifest "
-                      "was not updated, so `verify` will list it", soft_wrap=True)
+        notices.warning(f"{exc}; compare.json was written but the manifest was not updated, "
+                        "so `verify` will list it")
         return Compared(comparison, out)
     except Exception as exc:  # noqa: BLE001 - compare.json is written; the report is extra
-        console.print(f"[yellow]warning:[/] report.html was not refreshed ({type(exc).__name__}: "
-                      f"{exc}); retry with: nexagauge-local report {out.parent}", soft_wrap=True)
+        notices.warning(f"report.html was not refreshed ({type(exc).__name__}: {exc}); "
+                        f"retry with: nexagauge-local report {out.parent}")
         return Compared(comparison, out)
     return Compared(comparison, out, done.manifest_updated, done.signature_removed)

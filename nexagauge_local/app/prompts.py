@@ -15,13 +15,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from rich.console import Console
-
 from nexagauge_local.app.errors import InputError
 from nexagauge_local.app.run import OpenInput
 from nexagauge_local.case import Case
 from nexagauge_local.dataset import Dataset, Duplicate
 from nexagauge_local.estimate.recorder import PROXIED, RecordingJudge, estimate_registry
+from nexagauge_local.events import NullEvents
 from nexagauge_local.graph import GRAPH, plan
 from nexagauge_local.judge import schema_id
 from nexagauge_local.records import RecordError, RecordsError
@@ -98,7 +97,7 @@ def case_prompts(
         recorder = RecordingJudge()
         quiet = settings.model_copy(update={"output_dir": None, "progress": False})
         Runner(quiet, registry=estimate_registry(GRAPH), judge_factory=lambda: recorder,
-               console=Console(stderr=True, quiet=True)).run(one)
+               events=NullEvents()).run(one)
     out = CasePrompts(chosen, settings.target)
     for name in llm_nodes:
         if node is not None and name != node:

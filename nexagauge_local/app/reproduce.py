@@ -14,8 +14,6 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from rich.console import Console
-
 from nexagauge_local.app.audit import collect_judge
 from nexagauge_local.app.errors import ReproduceRefused, ReproduceSetupError
 from nexagauge_local.app.judge import resolve_judge
@@ -32,6 +30,7 @@ from nexagauge_local.audit import (
 )
 from nexagauge_local.audit.inputs import input_identity, same_input
 from nexagauge_local.dataset import Dataset
+from nexagauge_local.events import RunEvents
 from nexagauge_local.graph import BLOCKS
 from nexagauge_local.readers import FORMATS, is_stream
 from nexagauge_local.readers.streams import spool_path
@@ -62,10 +61,11 @@ def reproduce(
     *,
     input_path: str | os.PathLike[str] | None = None,
     tolerance: float = 0.0,
-    console: Console | None = None,
+    events: RunEvents | None = None,
     argv: list[str] | None = None,
 ) -> Reproduction:
-    """Re-run `outdir`'s run into `new_dir` (no judge cache) and compare case by case."""
+    """Re-run `outdir`'s run into `new_dir` (no judge cache) and compare case by case;
+    `events` watches the re-run (app.run.run)."""
     try:
         manifest = read_manifest(outdir)
     except ManifestError as exc:
@@ -91,7 +91,7 @@ def reproduce(
     with tempfile.TemporaryDirectory(prefix="nexagauge-reproduce-") as tmp:
         dataset = _checked_input(src, inp, settings, Path(tmp))  # before the judge is loaded
         _check_weights(manifest, settings)
-        result = run(settings, lambda _: dataset, console=console, argv=argv)
+        result = run(settings, lambda _: dataset, events=events, argv=argv)
     full = manifest.judge is not None and manifest.judge.batch_invariant
     return Reproduction(compare_runs(outdir, new, tolerance, full), result)
 

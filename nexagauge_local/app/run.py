@@ -14,13 +14,12 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from rich.console import Console
-
 from nexagauge_local.app.audit import AuditTrail
 from nexagauge_local.app.cache import cache_errors, check_caches
 from nexagauge_local.app.judge import JudgeClients, check_gpus, preflight
 from nexagauge_local.app.output_folder import OutputFolder
 from nexagauge_local.dataset import Dataset
+from nexagauge_local.events import LogEvents, RunEvents
 from nexagauge_local.graph import METRIC_NODES, plan, predicted_eligibility
 from nexagauge_local.judge import AUTO_COUNT_CAP, JUDGEMENTS_PER_UNIT
 from nexagauge_local.judge.runtime import gpu_visible, vllm_importable
@@ -116,7 +115,7 @@ def run(
     settings: RunSettings,
     open_input: OpenInput,
     *,
-    console: Console | None = None,
+    events: RunEvents | None = None,
     keep_reports: bool = False,
     argv: Sequence[str] | None = None,
     sign_key: str | os.PathLike[str] | None = None,
@@ -127,7 +126,9 @@ def run(
     work, CacheError when a cache refuses a write part-way, InputError when the input
     cannot be opened, RecordsError when a record is bad and on_error is "fail".
     With an output folder the run ends with manifest.json (app/audit.py), signed with
-    `sign_key` when given; `argv` (default sys.argv) is recorded in it."""
+    `sign_key` when given; `argv` (default sys.argv) is recorded in it. `events` hears
+    skipped records, progress and warnings (default: LogEvents, for library callers)."""
+    events = events if events is not None else LogEvents()
     check_gpus(settings)
     with tempfile.TemporaryDirectory() as tmp:
         dataset = open_input(Path(tmp))
@@ -137,22 +138,22 @@ def run(
         if judged:
             settings = predict_judgements(settings, dataset)
             factory = preflight(settings)
-            if console is not None and settings.progress:
-                console.print(f"judge: {factory.model_name} on the {factory.backend} backend "
-                              f"({factory.reason})", soft_wrap=True, highlight=False)
+            if settings.progress:
+                events.info(f"judge: {factory.model_name} on the {factory.backend} backend "
+                            f"({factory.reason})")
         trail = AuditTrail.start(settings, argv, sign_key)  # checks a --sign key first
         with _staged(settings, keep=(*dataset.reads, settings.cache_dir)) as (staged, folder):
             with JudgeClients(settings) as clients:
                 runner = Runner(
                     staged,
-                    console=console,
+                    events=events,
                     judge_factory=trail.wrap(clients) if judged else None,
                     keep_reports=keep_reports,
                     render_report=not trail.active,
                 )
                 with cache_errors():
                     outcome = runner.run(dataset)
-            trail.finish(dataset, outcome, runner.console, into=staged.output_dir)
+            trail.finish(dataset, outcome, events, into=staged.output_dir)
             if folder is not None:
                 folder.commit()
                 outcome = replace(outcome, output_dir=folder.final)

@@ -11,7 +11,6 @@ import sys
 from pathlib import Path
 
 import click
-from rich.console import Console
 
 from nexagauge_local.cli.errors import cli_errors
 from nexagauge_local.cli.exit_codes import CHECK_FAILED, OK
@@ -118,10 +117,11 @@ def reproduce_cmd(out_dir: Path, new_dir: Path, input_path: Path | None, toleran
       nexagauge-local reproduce out/run1 --output-dir out/run1-again
     """
     from nexagauge_local.app.reproduce import reproduce
+    from nexagauge_local.cli.progress import RichEvents
 
     with cli_errors():
         done = reproduce(out_dir, new_dir, input_path=input_path, tolerance=tolerance,
-                         console=Console(stderr=True))
+                         events=RichEvents())
     for line in done.report.lines():
         click.echo(line)
     sys.exit(OK if done.report.reproduced else CHECK_FAILED)

@@ -20,7 +20,7 @@ from nexagauge_local.app.compare import DEFAULT_RESAMPLES, CompareHooks, compare
 from nexagauge_local.app.gate import gate
 from nexagauge_local.cli.errors import cli_errors
 from nexagauge_local.cli.exit_codes import GATE_FAILED, OK
-from nexagauge_local.cli.progress import progress_bars
+from nexagauge_local.cli.progress import RichEvents, progress_bars
 
 if TYPE_CHECKING:
     from nexagauge_local.compare.diff import Comparison, MetricRow
@@ -199,7 +199,7 @@ def compare_cmd(
     """
     with cli_errors(), progress_bars(quiet) as progress:
         done = compare(run_a, run_b, output_dir=output_dir, seed=seed, resamples=resamples,
-                       hooks=_hooks(progress), console=progress.console)
+                       hooks=_hooks(progress), notices=RichEvents(progress.console))
     print_comparison(done.comparison, Console())
     if done.signature_removed:
         click.echo("manifest.json.sig removed (it covered the manifest before compare.json): "

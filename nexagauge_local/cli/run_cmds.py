@@ -113,6 +113,7 @@ def run_cmd(target: str, input_path: str, limit: int | None, fields: tuple[str, 
         quiet_libraries()
     from nexagauge_local.app import run as app_run
     from nexagauge_local.app.inputs import open_dataset
+    from nexagauge_local.cli.progress import RichEvents
 
     settings = RunSettings(
         target=target, output_dir=output_dir, overwrite=overwrite, limit=limit, on_error=on_error,
@@ -125,7 +126,7 @@ def run_cmd(target: str, input_path: str, limit: int | None, fields: tuple[str, 
     console = Console(stderr=True)
     with cli_errors(resumable=True):
         result = app_run.run(settings, lambda tmp: open_dataset(input_path, fields, limit, tmp),
-                             console=console, sign_key=sign_key)
+                             events=RichEvents(console), sign_key=sign_key)
     cases = result.cases
     console.print(f"[green]done[/]: {cases['valid']} case(s), {cases['skipped']} skipped record(s), "
                   f"{cases['duplicates']} duplicate(s) -> {output_dir}")

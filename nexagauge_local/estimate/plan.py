@@ -4,11 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from rich.console import Console
-
 from nexagauge_local.dataset import Dataset
 from nexagauge_local.estimate.cost import TokenCounting, estimate_llm, load_calibration
 from nexagauge_local.estimate.recorder import RecordingJudge, estimate_registry, stand_in_sources
+from nexagauge_local.events import NullEvents, RunEvents
 from nexagauge_local.graph import GRAPH, plan
 from nexagauge_local.judge import JudgeCache
 from nexagauge_local.settings import RunSettings
@@ -20,10 +19,11 @@ def judge_estimates(
     counter: TokenCounting,
     fingerprint: str,
     *,
-    console: Console | None = None,
+    events: RunEvents | None = None,
     max_model_len: int | None = None,
 ) -> dict[str, dict[str, Any]]:
-    """{llm node: estimate_llm(...) + basis} for every LLM node TARGET plans, without weights."""
+    """{llm node: estimate_llm(...) + basis} for every LLM node TARGET plans, without weights.
+    The recording run is silent unless `events` is given: an estimate prints a table only."""
     from nexagauge_local.runner import Runner
 
     llm_nodes = [s.name for s in plan(settings.target) if s.kind == "llm"]
@@ -35,7 +35,7 @@ def judge_estimates(
         quiet,
         registry=estimate_registry(GRAPH),
         judge_factory=lambda: recorder,
-        console=console or Console(stderr=True, quiet=True),
+        events=events if events is not None else NullEvents(),
     ).run(dataset)
     proxied = stand_in_sources(GRAPH)
     cache = JudgeCache(settings.cache_dir) if settings.use_cache else None

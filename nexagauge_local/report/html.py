@@ -23,10 +23,9 @@ from jinja2 import (
     PrefixLoader,
 )
 from markupsafe import Markup
-from rich.console import Console
-from rich.text import Text
 
 from nexagauge_local.audit import ProvenancePanel, provenance_for_outdir
+from nexagauge_local.events import Notices
 from nexagauge_local.graph import GRAPH, Graph
 from nexagauge_local.nodes.panel import PanelTools
 from nexagauge_local.report import charts
@@ -266,7 +265,7 @@ def chart_memo_dir(memo_dir: Path | None) -> Path | None:
 
 
 def write_report_or_warn(
-    out_dir: Path, console: Console, provenance: ProvenancePanel | None = None,
+    out_dir: Path, notices: Notices, provenance: ProvenancePanel | None = None,
     graph: Graph = GRAPH, shown_as: Path | None = None, memo_dir: Path | None = None,
     digest: CasesDigest | None = None, ahead: ChartsAhead | None = None,
 ) -> Path | None:
@@ -280,13 +279,8 @@ def write_report_or_warn(
     except OSError:
         raise
     except Exception as exc:  # noqa: BLE001 - any rendering bug is reported, never fatal
-        console.print(
-            Text.assemble(
-                ("warning:", "yellow"),
-                f" report.html was not written ({type(exc).__name__}: {exc}); "
-                f"the JSON results are complete. Retry with: nexagauge-local report "
-                f"{shown_as or out_dir}",
-            ),
-            soft_wrap=True,
+        notices.warning(
+            f"report.html was not written ({type(exc).__name__}: {exc}); the JSON results "
+            f"are complete. Retry with: nexagauge-local report {shown_as or out_dir}"
         )
         return None
