@@ -157,3 +157,55 @@ def test_the_checks_can_fail(edge: tuple[str, str]) -> None:
     assert upward(g) == ["nexagauge_local.judge.x -> nexagauge_local.cli.y"]
     a, b = (f"nexagauge_local.judge.{n}" for n in edge)
     assert circles({a: {b}, b: {a}}) == [sorted([a, b])]
+
+
+# Printing belongs to cli/ (issue 46): services emit events (events.py) or return data, and
+# cli/ renders them. Outside cli/ no module may import a terminal library (rich, click) or
+# write to the terminal (print(), sys.stdout / sys.stderr). Allow-list: none needed today;
+# a module that truly must (e.g. rich rendering into a *file*) goes here with a comment why.
+PRINTING_ALLOWED: frozenset[str] = frozenset()
+TERMINAL_LIBS = ("rich", "click")
+
+
+def terminal_output(path: Path) -> list[str]:
+    """What in one module's source prints or reaches for a terminal library, as 'line: what'."""
+    found = []
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        names: list[str] = []
+        if isinstance(node, ast.Import):
+            names = [a.name for a in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+            names = [node.module]
+        found += [f"{node.lineno}: import {n}" for n in names
+                  if n.split(".")[0] in TERMINAL_LIBS]
+        if (isinstance(node, ast.Call) and isinstance(node.func, ast.Name)
+                and node.func.id == "print"):
+            found.append(f"{node.lineno}: print()")
+        if (isinstance(node, ast.Attribute) and node.attr in ("stdout", "stderr")
+                and isinstance(node.value, ast.Name) and node.value.id == "sys"):
+            found.append(f"{node.lineno}: sys.{node.attr}")
+    return found
+
+
+def printing_outside_cli() -> dict[str, list[str]]:
+    out = {}
+    for path in sorted(PKG.rglob("*.py")):
+        name = _module_name(path)
+        if _top(name) in ("cli", "__main__") or name in PRINTING_ALLOWED:
+            continue
+        if hits := terminal_output(path):
+            out[name] = hits
+    return out
+
+
+def test_only_cli_prints() -> None:
+    assert printing_outside_cli() == {}
+
+
+def test_the_printing_check_can_fail(tmp_path: Path) -> None:
+    src = tmp_path / "m.py"
+    src.write_text("import sys\nfrom rich.console import Console\nimport click\n"
+                   "def f():\n    print('x')\n    sys.stderr.write('y')\n    fingerprint('z')\n",
+                   encoding="utf-8")
+    assert terminal_output(src) == ["2: import rich.console", "3: import click",
+                                    "5: print()", "6: sys.stderr"]
