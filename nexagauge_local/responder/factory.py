@@ -19,7 +19,7 @@ from nexagauge_local.judge.runtime import (
 from nexagauge_local.responder.types import Responder
 
 if TYPE_CHECKING:  # judge.vllm is imported only when the vllm engine is chosen
-    from nexagauge_local.judge.vllm.host import Device
+    from nexagauge_local.judge.vllm import Device
 
 
 def make_responder(
