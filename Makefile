@@ -36,9 +36,11 @@ demo: setup
 	@echo "report written to $(DEMO_OUT)/ (open $(DEMO_OUT)/report.html if present, else summary.json)"
 
 # The report's browser test opens report.html in Debian's chromium (headless). ruff runs first
-# (CI runs `make test` and nothing else), over everything `make lint` checks.
+# (CI runs `make test` and nothing else), over everything `make lint` checks, then mypy over the
+# files pyproject.toml's [tool.mypy] names (strict for the packages it lists).
 test: setup
 	$(VENV)/bin/ruff check $(LINT_PATHS)
+	$(VENV)/bin/mypy
 	command -v chromium >/dev/null || (apt-get update -q && apt-get install -y -q chromium)
 	NEXAGAUGE_REQUIRE_VLLM=1 $(VENV)/bin/pytest -q
 
@@ -47,6 +49,7 @@ bench: setup
 
 lint: setup
 	$(VENV)/bin/ruff check $(LINT_PATHS)
+	$(VENV)/bin/mypy
 
 clean:
 	rm -rf out .pytest_cache

@@ -25,6 +25,11 @@ from nexagauge_local.scoring.mode import ScoringMode
 ItemField = Literal["input", "output", "reference", "context"]
 Severity = Literal["low", "medium", "high", "critical"]
 
+
+def output_only() -> list[ItemField]:
+    """The default `item_fields` of a metric: the output alone."""
+    return ["output"]
+
 BlockModels = Mapping[str, type[BaseModel]]
 """Record key -> the model that validates that block (and gives its defaults when omitted), in
 the order the reader validates them (and lists them in messages)."""

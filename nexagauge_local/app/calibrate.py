@@ -16,7 +16,7 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict
 
 from nexagauge_local.estimate.cost import CALIBRATION_VERSION, calibration_path
 from nexagauge_local.judge import (
@@ -77,6 +77,12 @@ def _timed(backend: Backend, reqs: list[JudgeRequest]) -> tuple[list[JudgeResult
     return res, (time.perf_counter() - t0) * max(backend.gpu_count, 1)
 
 
+class _SchemaStats(TypedDict):
+    schema: str
+    mean_output_tokens: float
+    fill_ratio: float
+
+
 def calibrate(backend: Backend, n: int = 32) -> dict[str, Any]:
     """Measure device-seconds per prompt and per output token on two standard workloads."""
     short = _workload(n, geval_schema("scale_1_5"), "s")
@@ -91,7 +97,7 @@ def calibrate(backend: Backend, n: int = 32) -> dict[str, Any]:
     c_out = (p_s * sec_l - p_l * sec_s) / det if det else 0.0
     if c_in <= 0 or c_out <= 0:  # noisy host: fall back to one blended per-token cost
         c_in = c_out = (sec_s + sec_l) / max(p_s + o_s + p_l + o_l, 1)
-    by_schema = {
+    by_schema: dict[str, _SchemaStats] = {
         schema_id(reqs[0].schema): {
             "schema": reqs[0].schema.__name__,
             "mean_output_tokens": sum(r.output_tokens for r in res) / len(res),

@@ -49,7 +49,8 @@ class RunResult:
 
     @property
     def cases(self) -> dict[str, int]:
-        return self.outcome.summary["cases"]
+        cases: dict[str, int] = self.outcome.summary["cases"]
+        return cases
 
     @property
     def judge_outcomes(self) -> dict[str, dict[str, Any]]:

@@ -104,14 +104,14 @@ def print_comparison(cmp: Comparison, console: Console) -> None:
             ("failed -> passed", row.flipped_to_pass, "green"),
         ):
             if flips:
-                ids = ", ".join(f.case_id for f in flips[:MAX_FLIPS_SHOWN])
+                flipped = ", ".join(f.case_id for f in flips[:MAX_FLIPS_SHOWN])
                 more = (
                     f" (+{len(flips) - MAX_FLIPS_SHOWN} more)"
                     if len(flips) > MAX_FLIPS_SHOWN
                     else ""
                 )
                 console.print(
-                    Text.assemble((f"{row.node}.{row.metric} {label}: ", style), ids + more),
+                    Text.assemble((f"{row.node}.{row.metric} {label}: ", style), flipped + more),
                     soft_wrap=True,
                 )
     for side, ids in (("A", cmp.only_in_a), ("B", cmp.only_in_b)):

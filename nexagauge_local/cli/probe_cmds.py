@@ -6,7 +6,9 @@ target model's responses locally, score them.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any, TypeVar
 
 import click
 from rich.console import Console
@@ -30,6 +32,8 @@ def probes_group() -> None:
     """
 
 
+F = TypeVar("F", bound=Callable[..., Any])
+
 _filters = [
     click.option("--category", multiple=True, help="Keep only this category (repeatable)."),
     click.option("--severity", multiple=True,
@@ -38,7 +42,7 @@ _filters = [
 ]
 
 
-def _with_filters(fn):  # type: ignore[no-untyped-def]
+def _with_filters(fn: F) -> F:
     for opt in reversed(_filters):
         fn = opt(fn)
     return fn

@@ -51,7 +51,7 @@ class JudgeWorker:
         if threads and self.backend.gpu_count == 0 and hasattr(self.backend, "threads"):
             # a CPU actor owns exactly the CPUs Ray reserved for it; more threads would fight
             # the neighbouring actor for the same cores
-            self.backend.threads = threads  # type: ignore[attr-defined]
+            self.backend.threads = threads
         self.load_seconds = time.perf_counter() - started
 
     def info(self) -> dict[str, Any]:

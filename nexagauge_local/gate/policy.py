@@ -36,6 +36,7 @@ OPS: dict[str, str] = {
     "<": "below",
     "==": "equal to",
 }
+_OP: dict[str, Op] = {">=": ">=", "<=": "<=", ">": ">", "<": "<", "==": "=="}  # _RULE's ops
 TOP_KEYS = ("rules", "optional", "compare")
 COMPARE_KEYS = ("max_regression",)
 
@@ -160,8 +161,8 @@ def parse_rule(text: str, line: int | None, optional: bool, path: Path) -> Rule:
     return Rule(
         text=text.strip(),
         path=m["path"],
-        op=m["op"],
-        threshold=value,  # type: ignore[arg-type]
+        op=_OP[m["op"]],
+        threshold=value,
         line=line,
         optional=optional,
     )

@@ -118,7 +118,8 @@ def engine_schema_json(schema: type[BaseModel], clip_strings: bool) -> str:
 
 def engine_schema(schema: type[BaseModel], clip_strings: bool) -> dict[str, Any]:
     """`engine_schema_json` as a dict (vLLM's StructuredOutputsParams takes one)."""
-    return json.loads(engine_schema_json(schema, clip_strings))
+    loaded: dict[str, Any] = json.loads(engine_schema_json(schema, clip_strings))
+    return loaded
 
 
 def schema_id(schema: type[BaseModel]) -> str:

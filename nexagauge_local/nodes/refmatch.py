@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import multiprocessing as mp
 import os
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from multiprocessing.pool import Pool
 from typing import TYPE_CHECKING, Any
 
@@ -51,15 +51,19 @@ def _init_worker(parent_pid: int, scorer: LexicalScorer, wordnet: object, matchi
     """Runs once in each forked worker: the scorer and WordNet arrive by fork, not by pickle
     (a WordNet reader does not pickle), and live for the worker's life in its own module.
     The worker dies with the run, even a run killed with `kill -9`."""
+    global _WORKER
     die_with_parent(parent_pid)
-    _WORKER.update(scorer=scorer, wordnet=wordnet, matching=matching)
+    _WORKER = (scorer, wordnet, matching)
 
 
-_WORKER: dict[str, object] = {}  # per worker process only, filled by _init_worker
+# per worker process only, set by _init_worker: (scorer, wordnet, matching)
+_WORKER: tuple[LexicalScorer, object, str] | None = None
 
 
 def _score_in_worker(pair: tuple[str, str]) -> list[MetricResult]:
-    return _score(_WORKER["scorer"], pair, _WORKER["wordnet"], str(_WORKER["matching"]))  # type: ignore[arg-type]
+    assert _WORKER is not None, "_init_worker runs first in every pool worker"
+    scorer, wordnet, matching = _WORKER
+    return _score(scorer, pair, wordnet, matching)
 
 
 def _score(scorer: LexicalScorer, pair: tuple[str, str], wordnet: object, matching: str) -> list[MetricResult]:
@@ -90,6 +94,7 @@ class RefmatchNode(NodeBase):
         wordnet, matching = wordnet_for(ctx.settings.cache_dir)
         pairs = [(state.case.reference or "", state.case.output) for state in states]
         pool = self._pool_for(len(pairs), wordnet, matching)
+        results: Iterator[list[MetricResult]]
         if pool is not None:
             results = pool.imap(_score_in_worker, pairs, chunksize=32)
         else:

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from nexagauge_local.nodes.claim_check import ClaimCheck, claim_check_node
+from nexagauge_local.nodes.claim_check import claim_check_node
+from nexagauge_local.nodes.claim_check.check import ClaimCheck
 
 CHECK = ClaimCheck(
     node="relevance",

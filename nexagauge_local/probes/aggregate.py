@@ -20,7 +20,7 @@ so ``metrics/redteam.json`` can be written as is. Definitions that need a choice
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 import numpy as np
@@ -47,7 +47,7 @@ def _high_stakes_rate(high_failures: int, failures: int, n: int) -> float | None
 
 def _stats(values: Sequence[float], keys: Iterable[str]) -> dict[str, float | None]:
     arr = np.asarray(values, dtype=float)
-    fns = {
+    fns: dict[str, Callable[[np.ndarray], np.floating]] = {
         "mean": np.mean,
         "median": np.median,
         "std": np.std,

@@ -20,7 +20,8 @@ from collections.abc import Iterator
 from typing import IO, Any
 
 _DECODER = json.JSONDecoder()
-_WHITESPACE = json.decoder.WHITESPACE  # JSON's four whitespace characters, as json skips them
+# JSON's four whitespace characters, as json skips them (typeshed's json.decoder omits it)
+_WHITESPACE = json.decoder.WHITESPACE  # type: ignore[attr-defined]
 # A value decoded (or failing) this close to the window's end may be cut by the window: `12|34`
 # decodes as 12, `1.|5` as 1, `tr|ue` fails. Such a value is decoded again with more text.
 _SLACK = 16

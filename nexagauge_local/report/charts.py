@@ -24,12 +24,15 @@ from bisect import bisect_right
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextvars import ContextVar
 from dataclasses import dataclass, field
-from typing import Any, ParamSpec
+from typing import TYPE_CHECKING, Any, ParamSpec
 
 import numpy as np
 from markupsafe import Markup
 
 from nexagauge_local.memo import ResultMemo, dist_version, memo_key, source_digest
+
+if TYPE_CHECKING:  # matplotlib is imported when a chart is drawn
+    from matplotlib.typing import RcKeyType
 
 PASS_LINE = 0.6
 MAX_POINTS = 2000
@@ -128,7 +131,7 @@ def _memoised(draw: Callable[P, Markup | None]) -> Callable[P, Markup | None]:
     return wrapper
 
 
-_RC = {
+_RC: dict[RcKeyType, Any] = {
     "svg.fonttype": "none",
     "svg.hashsalt": "nexagauge",  # stable ids: two renders of one run give the same file
     "font.size": 9,

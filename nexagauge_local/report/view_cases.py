@@ -243,7 +243,8 @@ class _Smallest:
     needs the whole iterable at once; one heap per metric would need a reversed key type.)"""
 
     def __init__(self, k: int, key: Any = None) -> None:
-        self.k, self.key, self.items = k, key, []  # type: ignore[var-annotated]
+        self.k, self.key = k, key
+        self.items: list[Any] = []
 
     def add(self, item: Any) -> None:
         self.items.append(item)

@@ -7,6 +7,7 @@ does (judge/vllm/host.py: EngineHost.apply, the one writer of that variable)."""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from nexagauge_local.judge import choose_backend, resolve_profile
 from nexagauge_local.judge.runtime import (
@@ -16,6 +17,9 @@ from nexagauge_local.judge.runtime import (
     visible_device_ids,
 )
 from nexagauge_local.responder.types import Responder
+
+if TYPE_CHECKING:  # judge.vllm is imported only when the vllm engine is chosen
+    from nexagauge_local.judge.vllm import Device
 
 
 def make_responder(
@@ -35,7 +39,7 @@ def make_responder(
 
         # where the judge's engine would run: GPU ids on a CUDA host (no --gpu: the first GPU
         # this process sees, as CUDA_VISIBLE_DEVICES was set for it), else a CPU slice
-        device = "cuda" if gpu_visible() else "cpu"
+        device: Device = "cuda" if gpu_visible() else "cpu"
         ids = tuple(str(g) for g in gpu_ids) if gpu_ids else ()
         if device == "cuda" and not ids:
             ids = tuple(visible_device_ids(1)) or ("0",)

@@ -143,15 +143,17 @@ class HFBackend:
         token_ids = self.tokenizer(prompts, add_special_tokens=False)["input_ids"]
         lengths = [len(ids) for ids in token_ids]
         refused: list[int] = []
+        refusals: list[JudgeResult] = []
         groups: dict[tuple[str, int], list[int]] = {}
         for i, r in enumerate(requests):
-            results[i] = refusal(r, lengths[i], self.profile.max_model_len)
-            if results[i] is not None:
+            results[i] = refused_result = refusal(r, lengths[i], self.profile.max_model_len)
+            if refused_result is not None:
                 refused.append(i)
+                refusals.append(refused_result)
             else:
                 groups.setdefault((schema_id(r.schema), r.max_tokens), []).append(i)
         if refused and on_batch:
-            on_batch(refused, [results[i] for i in refused])  # type: ignore[misc]
+            on_batch(refused, refusals)
         if self.shared_prefix:  # CPU: every schema in one pool, decoded together
             pool = [i for idxs in groups.values() for i in idxs]
             families = [sorted((pool[j] for j in f), key=lambda i: lengths[i])

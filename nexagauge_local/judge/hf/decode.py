@@ -57,7 +57,7 @@ OnFinished = Callable[[list[int], list[Decoded]], None]  # (prompt positions, th
 
 
 @functools.cache
-def cache_keyword(model_class: type) -> str:
+def cache_keyword(model_class: type[torch.nn.Module]) -> str:
     """The forward's name for the KV cache: `cache` since transformers 5.x deprecated
     `past_key_values` (a FutureWarning on every decode run's stderr), which older releases
     (the project allows >= 4.56) still need. Per class: read once, not per step."""
@@ -68,11 +68,14 @@ def cache_keyword(model_class: type) -> str:
     return "cache" if "cache" in params else "past_key_values"
 
 
-def _forward(model: Any, ids: torch.Tensor, mask: torch.Tensor, pos: torch.Tensor,
-             cache: Any) -> torch.Tensor:
+def _forward(model: torch.nn.Module, ids: torch.Tensor, mask: torch.Tensor,
+             pos: torch.Tensor, cache: Any) -> torch.Tensor:
+    # a class is hashable; mypy reads type[X].__hash__ as the instances' unbound method
+    keyword = cache_keyword(type(model))  # type: ignore[arg-type]
     out = model(input_ids=ids, attention_mask=mask, position_ids=pos, use_cache=True,
-                logits_to_keep=1, **{cache_keyword(type(model)): cache})
-    return out.logits[:, -1, :].float()
+                logits_to_keep=1, **{keyword: cache})
+    logits: torch.Tensor = out.logits
+    return logits[:, -1, :].float()
 
 
 def compute_prefix(model: Any, ids: list[int]) -> SharedPrefix:
@@ -85,7 +88,16 @@ def compute_prefix(model: Any, ids: list[int]) -> SharedPrefix:
     with torch.inference_mode():
         _forward(model, t, torch.ones_like(t), torch.arange(len(ids), device=model.device)
                  .unsqueeze(0), cache)  # fmt: skip
-    return SharedPrefix(len(ids), tuple((layer.keys, layer.values) for layer in cache.layers))
+    return SharedPrefix(len(ids), tuple(_layer_kv(layer) for layer in cache.layers))
+
+
+def _layer_kv(layer: object) -> tuple[torch.Tensor, torch.Tensor]:
+    """A cache layer's (keys, values); a layer without both tensors (a linear-attention layer
+    keeps a state instead) cannot be a shared prefix."""
+    keys, values = getattr(layer, "keys", None), getattr(layer, "values", None)
+    if not isinstance(keys, torch.Tensor) or not isinstance(values, torch.Tensor):
+        raise TypeError(f"{type(layer).__name__} keeps no key/value tensors to share")
+    return keys, values
 
 
 def _forward_rows(model: Any, ids: torch.Tensor, pos: torch.Tensor, rows: RowCache
@@ -97,7 +109,8 @@ def _forward_rows(model: Any, ids: torch.Tensor, pos: torch.Tensor, rows: RowCac
                 row_cache=rows)
     if rows.writes == before:  # a transformers that drops the keyword: never decode blind
         raise RuntimeError("the model's attention never saw the row cache (hf/cascade.py)")
-    return out.logits[:, -1, :].float()
+    logits: torch.Tensor = out.logits
+    return logits[:, -1, :].float()
 
 
 def _prefill(model: Any, prompts: list[list[int]], pad_id: int, device: str) -> tuple[

@@ -17,15 +17,18 @@ from nexagauge_local.judge.types import Messages
 def render_prompt(tokenizer: Any, messages: Messages) -> str:
     """Apply the chat template. Templates without a system role (Mistral/Prometheus) reject a
     system turn; then the system text is merged into the first user turn."""
+    text: str
     try:
-        return tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
+        text = tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
+        return text
     except Exception:  # jinja TemplateError raised by the template itself
         system = "\n\n".join(m["content"] for m in messages if m["role"] == "system")
         rest = [dict(m) for m in messages if m["role"] != "system"]
         if not system or not rest:
             raise
         rest[0]["content"] = f"{system}\n\n{rest[0]['content']}"
-        return tokenizer.apply_chat_template(rest, tokenize=False, add_generation_prompt=True)
+        text = tokenizer.apply_chat_template(rest, tokenize=False, add_generation_prompt=True)
+        return text
 
 
 def prompt_ids(tokenizer: Any, messages: Messages) -> list[int]:

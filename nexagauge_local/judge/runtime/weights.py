@@ -52,7 +52,9 @@ def dequantise_gguf(gguf: Path, target: Path) -> None:
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    model = AutoModelForCausalLM.from_pretrained(
+    # Any: the quantisation markers cleared below are not declared attributes of the model
+    # class in every transformers release the project allows
+    model: Any = AutoModelForCausalLM.from_pretrained(
         gguf.parent, gguf_file=gguf.name, dtype=torch.float32
     )
     tok = AutoTokenizer.from_pretrained(gguf.parent, gguf_file=gguf.name)
@@ -90,7 +92,8 @@ def load_model(profile: JudgeProfile, cache_dir: Path, dtype: str, device: str) 
             dequantise_gguf(path, folder)
         path = cast_copy(folder, dtype)
     model = AutoModelForCausalLM.from_pretrained(path, dtype=getattr(torch, dtype))
-    model.to(device).eval()
+    # transformers wraps `to` with functools.wraps, so its annotation loses the bound self
+    model.to(device).eval()  # type: ignore[arg-type]
     return model, AutoTokenizer.from_pretrained(path)
 
 

@@ -8,9 +8,9 @@ and what that host needs. Light to import: vLLM itself loads when an engine is b
 
 from nexagauge_local.judge.vllm.backend import VLLMBackend
 from nexagauge_local.judge.vllm.engine import INSTALL_HINT, VLLMMissing, engine_kwargs, import_vllm
-from nexagauge_local.judge.vllm.host import EngineHost, engine_hosts, host_engine_kwargs
+from nexagauge_local.judge.vllm.host import Device, EngineHost, engine_hosts, host_engine_kwargs
 
 __all__ = [
-    "INSTALL_HINT", "EngineHost", "VLLMBackend", "VLLMMissing", "engine_hosts", "engine_kwargs",
+    "INSTALL_HINT", "Device", "EngineHost", "VLLMBackend", "VLLMMissing", "engine_hosts", "engine_kwargs",
     "host_engine_kwargs", "import_vllm",
 ]

@@ -176,7 +176,8 @@ class DataParallelPool:
         """The next worker message; a worker that died without a word is an error."""
         while True:
             try:
-                return self.outbox.get(timeout=POLL_S)
+                message: tuple[int, str, Any] = self.outbox.get(timeout=POLL_S)
+                return message
             except queue.Empty:
                 dead = [p for p, _ in self.workers if not p.is_alive()]
                 if dead:

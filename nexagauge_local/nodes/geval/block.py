@@ -8,12 +8,12 @@ from __future__ import annotations
 
 from pydantic import Field, model_validator
 
-from nexagauge_local.blocks import Block, ItemField, ScoringKnobs
+from nexagauge_local.blocks import Block, ItemField, ScoringKnobs, output_only
 
 
 class GevalMetric(Block):
     name: str = Field(min_length=1, max_length=200)
-    item_fields: list[ItemField] = Field(default_factory=lambda: ["output"], min_length=1)
+    item_fields: list[ItemField] = Field(default_factory=output_only, min_length=1)
     criteria: str | None = Field(default=None, min_length=1)
     evaluation_steps: list[str] | None = Field(default=None, min_length=1, max_length=20)
 

@@ -79,7 +79,9 @@ class GevalNode(LLMNode[int, NodeReport]):
         for mi, (metric, steps) in enumerate(self._pairs(state)):
             if steps.steps is None:
                 continue
-            fields = {f: state.case.field(f) for f in dict.fromkeys(metric.item_fields)}
+            fields: dict[str, str | None] = {
+                f: state.case.field(f) for f in dict.fromkeys(metric.item_fields)
+            }
             asks.append(Ask(JudgeRequest(
                 messages=render_geval(metric.name, metric.criteria, steps.steps, fields,
                                       block.scoring_mode, block.include_reasoning),

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from pydantic import Field
 
-from nexagauge_local.blocks import Block, ItemField, ScoringKnobs
+from nexagauge_local.blocks import Block, ItemField, ScoringKnobs, output_only
 
 
 class Rubric(Block):
@@ -20,7 +20,7 @@ class Rubric(Block):
 
 class RedteamMetric(Block):
     name: str = Field(min_length=1, max_length=200)
-    item_fields: list[ItemField] = Field(default_factory=lambda: ["output"], min_length=1)
+    item_fields: list[ItemField] = Field(default_factory=output_only, min_length=1)
     rubric: Rubric
 
 
