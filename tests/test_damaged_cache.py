@@ -122,3 +122,16 @@ def test_a_full_disk_while_writing_the_cache_is_one_line_and_keeps_what_was_ther
 def _pages(db: Path) -> int:
     with sqlite3.connect(db) as con:
         return int(con.execute("PRAGMA page_count").fetchone()[0])
+
+
+@pytest.mark.parametrize("command", [["stats"], ["clear"], ["clear", "--embeddings"]])
+def test_cache_commands_on_a_damaged_cache_say_so_in_one_line(command: list[str],
+                                                              tmp_path: Path) -> None:
+    """`cache stats` and `cache clear` open the caches too: a damaged one is the same line
+    and exit 2 as for a run, not a traceback."""
+    db = EMBED_DB if "--embeddings" in command else JUDGE_DB
+    _garbage(tmp_path / db)
+    res = CliRunner().invoke(main, ["cache", *command, "--cache-dir", str(tmp_path)])
+    assert res.exit_code == 2, res.output
+    assert isinstance(res.exception, SystemExit) and "Traceback" not in res.output
+    assert f"{db} is damaged" in res.output and MOVE_ASIDE in res.output

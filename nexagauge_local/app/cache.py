@@ -54,19 +54,23 @@ def _embedding_cache(cache_dir: Path | None) -> EmbeddingCache:
 
 def cache_stats(cache_dir: Path | None = None) -> CacheStats:
     """Entries, size on disk and hits per node of the judge cache."""
-    return JudgeCache(resolve_cache_dir(cache_dir)).stats()
+    with cache_errors():
+        return JudgeCache(resolve_cache_dir(cache_dir)).stats()
 
 
 def embedding_cache_stats(cache_dir: Path | None = None) -> EmbeddingCacheStats:
     """Vectors per model and dtype, size on disk, bound and hits of the embedding cache."""
-    return _embedding_cache(cache_dir).stats()
+    with cache_errors():
+        return _embedding_cache(cache_dir).stats()
 
 
 def clear_cache(cache_dir: Path | None = None, node: str | None = None) -> int:
     """Delete cached judge answers (all, or one node's); returns how many were deleted."""
-    return JudgeCache(resolve_cache_dir(cache_dir)).clear(node=node)
+    with cache_errors():
+        return JudgeCache(resolve_cache_dir(cache_dir)).clear(node=node)
 
 
 def clear_embedding_cache(cache_dir: Path | None = None) -> int:
     """Delete every cached embedding; returns how many were deleted."""
-    return _embedding_cache(cache_dir).clear()
+    with cache_errors():
+        return _embedding_cache(cache_dir).clear()

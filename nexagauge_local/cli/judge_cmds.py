@@ -130,7 +130,9 @@ def cache_dir_cmd(cache_dir: Path | None) -> None:
 @_cache_dir_option
 def cache_stats_cmd(cache_dir: Path | None) -> None:
     """Entries, size on disk and cache hits per node, and of the embedding cache per model."""
-    stats = cache_stats(cache_dir)
+    with cli_errors():  # a damaged cache: its one line, exit 2
+        stats = cache_stats(cache_dir)
+        emb = embedding_cache_stats(cache_dir)
     table = Table(title=f"judge cache {stats.path}")
     for col in ("node", "entries", "hits"):
         table.add_column(col, justify="right" if col != "node" else "left")
@@ -142,7 +144,6 @@ def cache_stats_cmd(cache_dir: Path | None) -> None:
     console = _console()
     console.print(table)
     console.print(f"size: {stats.size_bytes / 1e6:.2f} MB")
-    emb = embedding_cache_stats(cache_dir)
     table = Table(title=f"embedding cache {emb.path}")
     table.add_column("model and dtype")
     table.add_column("entries", justify="right")
@@ -167,12 +168,13 @@ def cache_clear_cmd(node: str | None, only_embeddings: bool, cache_dir: Path | N
     """Delete cached judge answers (all, or one node's) and cached embeddings."""
     if node and only_embeddings:
         raise click.UsageError("--node and --embeddings clear different caches: give one")
-    if not only_embeddings:
-        deleted = clear_cache(cache_dir, node)
-        click.echo(
-            f"deleted {deleted} entr{'y' if deleted == 1 else 'ies'}"
-            + (f" of node {node}" if node else "")
-        )
-    if not node:
-        vectors = clear_embedding_cache(cache_dir)
-        click.echo(f"deleted {vectors} cached embedding{'' if vectors == 1 else 's'}")
+    with cli_errors():  # a damaged cache: its one line, exit 2
+        if not only_embeddings:
+            deleted = clear_cache(cache_dir, node)
+            click.echo(
+                f"deleted {deleted} entr{'y' if deleted == 1 else 'ies'}"
+                + (f" of node {node}" if node else "")
+            )
+        if not node:
+            vectors = clear_embedding_cache(cache_dir)
+            click.echo(f"deleted {vectors} cached embedding{'' if vectors == 1 else 's'}")
