@@ -90,7 +90,7 @@ def test_a_disk_that_refuses_writes_still_serves_hits(tmp_path: Path,
                                                      monkeypatch: pytest.MonkeyPatch) -> None:
     """A hit refreshes its row's age, a write; on a full or read-only disk that write fails
     and the read must still return the vectors (the age only orders what the bound deletes)."""
-    from nexagauge_local.embed import cache as C
+    from nexagauge_local import sqlite_store
 
     cache = EmbeddingCache(tmp_path)
     cache.put_many("m@1", "float32", {"k": np.ones(4, dtype=np.float32)})
@@ -100,7 +100,7 @@ def test_a_disk_that_refuses_writes_still_serves_hits(tmp_path: Path,
         con.execute("PRAGMA query_only = ON")  # every write: "attempt to write a readonly database"
         return con
 
-    monkeypatch.setattr(C, "connect_wal", read_only)
+    monkeypatch.setattr(sqlite_store, "connect_wal", read_only)  # every cache opens through it
     assert set(cache.get_many(["k", "missing"])) == {"k"}
 
 
