@@ -111,3 +111,26 @@ def test_a_signal_the_caller_ignores_stays_ignored() -> None:
         assert signal.getsignal(signal.SIGTERM) == term_before
     finally:
         signal.signal(signal.SIGHUP, before)
+
+
+def test_connecting_to_ray_keeps_the_callers_sigterm_handler(monkeypatch) -> None:
+    """ray.init puts its own SIGTERM handler (sys.exit(15)) in the driver; the CLI's clean stop
+    must survive it, or a --cluster run stopped by a scheduler exits 15 without its line."""
+    from nexagauge_local.cluster import executor
+    from nexagauge_local.cluster.spec import parse_cluster
+
+    class FakeRay:
+        def is_initialized(self) -> bool:
+            return False
+
+        def init(self, **_: object) -> None:
+            signal.signal(signal.SIGTERM, lambda *_: None)  # as ray.init does
+
+    monkeypatch.setattr(executor, "import_ray", FakeRay)
+    restore = signals.install()
+    try:
+        ours = signal.getsignal(signal.SIGTERM)
+        executor.connect(parse_cluster("local"))
+        assert signal.getsignal(signal.SIGTERM) is ours
+    finally:
+        restore()

@@ -17,6 +17,8 @@ transfer, failure detection); this module adds the judge-specific policy on top:
 
 from __future__ import annotations
 
+import signal
+import threading
 import time
 import uuid
 from collections import deque
@@ -81,6 +83,10 @@ def connect(spec: ClusterSpec) -> tuple[Any, bool]:
     ray = import_ray()
     if ray.is_initialized():
         return ray, False
+    # ray.init installs its own SIGTERM handler (sys.exit(15)) in the driver; the caller's stays,
+    # so a batch scheduler's SIGTERM still stops a --cluster run with the CLI's line and 143
+    own = threading.current_thread() is threading.main_thread()
+    term = signal.getsignal(signal.SIGTERM) if own else None
     try:
         ray.init(**spec.ray_init_kwargs())
     except Exception as exc:  # noqa: BLE001 - Ray raises several types for "cannot reach"
@@ -94,6 +100,9 @@ def connect(spec: ClusterSpec) -> tuple[Any, bool]:
         raise ClusterUnavailable(
             f"--cluster {spec.address}: cannot connect to Ray ({_short(exc).rstrip('.')}); {hint}."
         ) from None
+    finally:
+        if term is not None:
+            signal.signal(signal.SIGTERM, term)
     return ray, True
 
 
