@@ -100,17 +100,18 @@ def test_a_command_without_a_cache_says_which_signal_stopped_it(tmp_path: Path) 
 def test_a_signal_the_caller_ignores_stays_ignored() -> None:
     """nohup ignores SIGHUP so that a run outlives its terminal: the CLI must not undo that."""
     before = signal.signal(signal.SIGHUP, signal.SIG_IGN)
-    # what SIGTERM was before: the default, or (in a test session) an in-process vLLM
-    # engine's own handler; restore() must give back exactly that
-    term_before = signal.getsignal(signal.SIGTERM)
+    # SIGTERM at its default, as in a fresh CLI process (earlier tests in this session may
+    # have left another handler: Ray's driver installs one)
+    term_before = signal.signal(signal.SIGTERM, signal.SIG_DFL)
     try:
         restore = signals.install()
         assert signal.getsignal(signal.SIGHUP) == signal.SIG_IGN
-        assert signal.getsignal(signal.SIGTERM) not in (term_before, signal.SIG_IGN)
+        assert signal.getsignal(signal.SIGTERM) not in (signal.SIG_DFL, signal.SIG_IGN)
         restore()
-        assert signal.getsignal(signal.SIGTERM) == term_before
+        assert signal.getsignal(signal.SIGTERM) == signal.SIG_DFL
     finally:
         signal.signal(signal.SIGHUP, before)
+        signal.signal(signal.SIGTERM, term_before)
 
 
 def test_connecting_to_ray_keeps_the_callers_sigterm_handler(monkeypatch) -> None:
@@ -127,10 +128,13 @@ def test_connecting_to_ray_keeps_the_callers_sigterm_handler(monkeypatch) -> Non
             signal.signal(signal.SIGTERM, lambda *_: None)  # as ray.init does
 
     monkeypatch.setattr(executor, "import_ray", FakeRay)
+    term_before = signal.signal(signal.SIGTERM, signal.SIG_DFL)  # as in a fresh CLI process
     restore = signals.install()
     try:
         ours = signal.getsignal(signal.SIGTERM)
+        assert ours not in (signal.SIG_DFL, signal.SIG_IGN)
         executor.connect(parse_cluster("local"))
         assert signal.getsignal(signal.SIGTERM) is ours
     finally:
         restore()
+        signal.signal(signal.SIGTERM, term_before)
