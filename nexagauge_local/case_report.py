@@ -28,7 +28,7 @@ from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError,
 
 from nexagauge_local.results import NodeReport
 
-__all__ = ["CaseInput", "CaseReport", "ValidationError", "VerdictSection"]
+__all__ = ["CaseInput", "CaseReport", "ValidationError", "VerdictSection", "invalid_because"]
 
 _OWN_KEYS = ("target_node", "input", "skipped", "input_truncated")
 
@@ -141,3 +141,10 @@ class CaseReport(BaseModel):
     def from_json(cls, text: str | bytes) -> CaseReport:
         """Raises ValidationError (a ValueError) when the text is not a case report."""
         return cls.model_validate_json(text)
+
+
+def invalid_because(exc: ValidationError) -> str:
+    """The first thing wrong with a case report, as `field.path: message`: what every reader
+    that refuses a case-report file says after the file's name."""
+    first = exc.errors()[0]
+    return f"{'.'.join(str(p) for p in first['loc'])}: {first['msg']}"

@@ -13,7 +13,12 @@ from pathlib import Path
 from statistics import fmean
 from typing import Any, Literal
 
-from nexagauge_local.case_report import CaseReport, ValidationError, VerdictSection
+from nexagauge_local.case_report import (
+    CaseReport,
+    ValidationError,
+    VerdictSection,
+    invalid_because,
+)
 from nexagauge_local.results import MetricResult, passed_for
 
 Status = Literal["pass", "fail", "error", "info"]
@@ -95,9 +100,7 @@ def _case_report(path: Path) -> CaseReport:
     try:
         report = CaseReport.model_validate(data)
     except ValidationError as exc:
-        first = exc.errors()[0]
-        where = ".".join(str(p) for p in first["loc"])
-        raise BadRunDir(f"{path}: field {where}: {first['msg']}") from None
+        raise BadRunDir(f"{path}: field {invalid_because(exc)}") from None
     if not report.case_id:
         raise BadRunDir(f"{path}: field input.case_id is missing")
     return report

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from nexagauge_local.case_report import CaseReport, ValidationError
+from nexagauge_local.case_report import CaseReport, ValidationError, invalid_because
 from nexagauge_local.graph import METRIC_NODES
 
 
@@ -100,9 +100,7 @@ def _case_report(path: str | os.PathLike[str], data: dict[str, Any]) -> CaseRepo
     try:
         return CaseReport.model_validate(data)
     except ValidationError as exc:
-        first = exc.errors()[0]
-        where = ".".join(str(p) for p in first["loc"])
-        raise RunDirError(f"{path}: not a case report: {where}: {first['msg']}") from None
+        raise RunDirError(f"{path}: not a case report: {invalid_because(exc)}") from None
 
 
 def load_run(out_dir: Path, metric_nodes: Sequence[str] = METRIC_NODES) -> RunData:
