@@ -69,3 +69,20 @@ def test_a_damaged_metric_entry_costs_its_own_row_only() -> None:
     ]}})
     section = report.metrics_of("redteam")
     assert section is not None and [m.name for m in section.metrics] == ["toxicity"]
+
+
+def test_both_loaders_name_the_file_and_the_field_of_a_bad_case_report(tmp_path: Path) -> None:
+    """report/ and compare/ refuse a case report whose input is not an object with one line:
+    the file, the field, pydantic's reason (case_report.invalid_because)."""
+    from nexagauge_local.compare.load import BadRunDir
+    from nexagauge_local.compare.load import _case_report as compare_load
+    from nexagauge_local.report.rundata import RunDirError
+    from nexagauge_local.report.rundata import _case_report as report_load
+
+    data = {"target_node": "eval", "input": "not an object"}
+    path = tmp_path / "c1.json"
+    path.write_text(json.dumps(data))
+    with pytest.raises(RunDirError, match=rf"^{path}: not a case report: input: "):
+        report_load(path, data)
+    with pytest.raises(BadRunDir, match=rf"^{path}: field input: "):
+        compare_load(path)
