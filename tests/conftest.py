@@ -20,6 +20,12 @@ os.environ.setdefault("VLLM_ENABLE_V1_MULTIPROCESSING", "1")
 # would ignore the Ctrl-C. This session's children get SIGINT as under a terminal.
 if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
     signal.signal(signal.SIGINT, signal.default_int_handler)
+# Likewise `nohup make test` starts the session with SIGHUP ignored, and the CLI rightly keeps
+# an ignored SIGHUP ignored (cli/signals.py): the SIGHUP/SIGTERM tests' runs would finish
+# instead of stopping. Their children get both at their defaults, as under a terminal.
+for _sig in (signal.SIGHUP, signal.SIGTERM):
+    if signal.getsignal(_sig) == signal.SIG_IGN:
+        signal.signal(_sig, signal.SIG_DFL)
 
 
 def user_env() -> dict[str, str]:
