@@ -5,6 +5,8 @@ needs to know which parts of a judgement are guaranteed to come out the same. Th
 requests are judged by the real engines under each condition and compared with one reference,
 the requests judged together in one batch:
 
+  again       the batch judged again by the same engine (on vLLM its prefix cache now warm)
+  fresh       vLLM only: the batch in a new engine, as `reproduce` judges it
   alone       each of the first `--alone` requests in its own engine call, the engine warm
               (on vLLM its prefix cache holds the rubric from the batch)
   cold        the same, vLLM's prefix cache emptied before each request (hf keeps nothing
@@ -140,6 +142,14 @@ def measure(kind: str, dtype: str, requests: list[Any], alone: int, cache_dir: P
     finally:
         backend.close()
     if kind == "vllm":
+        # What `reproduce` does: the same batch in a new engine, its prefix cache empty as the
+        # first run's was (hf keeps nothing between calls: its "again" is this).
+        fresh = make_backend(kind, dtype, cache_dir, model)
+        try:
+            row(f"batch of {len(requests)}, fresh engine", batch,
+                answers(fresh.generate(requests)))
+        finally:
+            fresh.close()
         pool = make_backend(kind, dtype, cache_dir, model, vllm_cpu_engines=2)
         try:
             row("2 engines", batch, answers(pool.generate(requests)))
