@@ -34,6 +34,7 @@ import os
 import sys
 import time
 from collections.abc import Callable, Sequence
+from contextlib import closing
 from pathlib import Path
 from typing import Any
 
@@ -129,8 +130,7 @@ def measure(kind: str, dtype: str, requests: list[Any], alone: int, cache_dir: P
         echo(f"  {kind} {dtype} {condition}: {r['same_score']}/{r['compared']} scores, "
              f"{r['same_full']}/{r['compared']} full results")
 
-    backend = make_backend(kind, dtype, cache_dir, model)
-    try:
+    with closing(make_backend(kind, dtype, cache_dir, model)) as backend:
         batch, batch_s = timed(lambda: answers(backend.generate(requests)))
         echo(f"  {kind} {dtype}: batch of {len(requests)} in {batch_s:.1f} s")
         row(f"batch of {len(requests)}, again", batch, answers(backend.generate(requests)))
@@ -139,30 +139,19 @@ def measure(kind: str, dtype: str, requests: list[Any], alone: int, cache_dir: P
             llm = backend._llm
             row("alone, cold prefix cache", batch,
                 one_by_one(backend, requests[:alone], llm.reset_prefix_cache))
-    finally:
-        backend.close()
     if kind == "vllm":
-        # What `reproduce` does: the same batch in a new engine, its prefix cache empty as the
-        # first run's was (hf keeps nothing between calls: its "again" is this).
-        fresh = make_backend(kind, dtype, cache_dir, model)
-        try:
-            row(f"batch of {len(requests)}, fresh engine", batch,
-                answers(fresh.generate(requests)))
-        finally:
-            fresh.close()
-        pool = make_backend(kind, dtype, cache_dir, model, vllm_cpu_engines=2)
-        try:
-            row("2 engines", batch, answers(pool.generate(requests)))
-        finally:
-            pool.close()
-    strict = make_backend(kind, dtype, cache_dir, model, batch_invariant=True)
-    try:
+        # the same batch in other engines: a new one, its prefix cache empty as the first
+        # run's was (what `reproduce` does; hf keeps nothing between calls: its "again" is
+        # this), and the data-parallel pool of two
+        for condition, update in ((f"batch of {len(requests)}, fresh engine", {}),
+                                  ("2 engines", {"vllm_cpu_engines": 2})):
+            with closing(make_backend(kind, dtype, cache_dir, model, **update)) as other:
+                row(condition, batch, answers(other.generate(requests)))
+    with closing(make_backend(kind, dtype, cache_dir, model, batch_invariant=True)) as strict:
         inv, inv_s = timed(lambda: answers(strict.generate(requests)))
         row("invariant: alone vs its batch", inv, one_by_one(strict, requests[:alone]), inv_s)
         row("invariant vs shared batch", batch, inv)
         rows[-2]["shared_wall_s"] = batch_s
-    finally:
-        strict.close()
     return rows
 
 

@@ -14,18 +14,17 @@ os.environ.setdefault("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "0")
 # each gets its own engine-core process (judge/vllm/host.py). The CLI runs and pool workers
 # the tests start host one engine each and run it in-process, as users get it.
 os.environ.setdefault("VLLM_ENABLE_V1_MULTIPROCESSING", "1")
-# The Ctrl-C tests send SIGINT to CLI runs they start. A shell without job control (a CI step
-# started with `&`, nohup) starts its children with SIGINT ignored, an ignored signal stays
-# ignored across exec, and Python then installs no KeyboardInterrupt handler: those runs
-# would ignore the Ctrl-C. This session's children get SIGINT as under a terminal.
-if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
-    signal.signal(signal.SIGINT, signal.default_int_handler)
-# Likewise `nohup make test` starts the session with SIGHUP ignored, and the CLI rightly keeps
-# an ignored SIGHUP ignored (cli/signals.py): the SIGHUP/SIGTERM tests' runs would finish
-# instead of stopping. Their children get both at their defaults, as under a terminal.
-for _sig in (signal.SIGHUP, signal.SIGTERM):
+# The Ctrl-C, SIGTERM and SIGHUP tests signal CLI runs they start. A shell without job control
+# (a CI step started with `&`) starts its children with SIGINT ignored, `nohup` with SIGHUP
+# ignored, and an ignored signal stays ignored across exec: Python then installs no
+# KeyboardInterrupt handler, and the CLI rightly keeps an ignored SIGHUP ignored
+# (cli/signals.py), so those runs would finish instead of stopping. This session's children
+# get each signal as under a terminal.
+for _sig, _as_under_a_terminal in ((signal.SIGINT, signal.default_int_handler),
+                                   (signal.SIGHUP, signal.SIG_DFL),
+                                   (signal.SIGTERM, signal.SIG_DFL)):
     if signal.getsignal(_sig) == signal.SIG_IGN:
-        signal.signal(_sig, signal.SIG_DFL)
+        signal.signal(_sig, _as_under_a_terminal)
 
 
 def user_env() -> dict[str, str]:

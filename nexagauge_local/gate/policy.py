@@ -26,7 +26,7 @@ import tomllib
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal
+from typing import Literal, get_args
 
 Op = Literal[">=", "<=", ">", "<", "=="]
 OPS: dict[str, str] = {
@@ -36,7 +36,7 @@ OPS: dict[str, str] = {
     "<": "below",
     "==": "equal to",
 }
-_OP: dict[str, Op] = {">=": ">=", "<=": "<=", ">": ">", "<": "<", "==": "=="}  # _RULE's ops
+_OP: dict[str, Op] = {op: op for op in get_args(Op)}  # _RULE's op text -> the typed Op
 TOP_KEYS = ("rules", "optional", "compare")
 COMPARE_KEYS = ("max_regression",)
 

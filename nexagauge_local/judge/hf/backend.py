@@ -142,18 +142,16 @@ class HFBackend:
         prompts = [render_prompt(self.tokenizer, r.messages) for r in requests]
         token_ids = self.tokenizer(prompts, add_special_tokens=False)["input_ids"]
         lengths = [len(ids) for ids in token_ids]
-        refused: list[int] = []
-        refusals: list[JudgeResult] = []
+        refused: dict[int, JudgeResult] = {}  # position -> the answer that refuses it
         groups: dict[tuple[str, int], list[int]] = {}
         for i, r in enumerate(requests):
-            results[i] = refused_result = refusal(r, lengths[i], self.profile.max_model_len)
+            refused_result = refusal(r, lengths[i], self.profile.max_model_len)
             if refused_result is not None:
-                refused.append(i)
-                refusals.append(refused_result)
+                results[i] = refused[i] = refused_result
             else:
                 groups.setdefault((schema_id(r.schema), r.max_tokens), []).append(i)
         if refused and on_batch:
-            on_batch(refused, refusals)
+            on_batch(list(refused), list(refused.values()))
         if self.shared_prefix:  # CPU: every schema in one pool, decoded together
             pool = [i for idxs in groups.values() for i in idxs]
             families = [sorted((pool[j] for j in f), key=lambda i: lengths[i])
