@@ -24,6 +24,9 @@ from nexagauge_local.scoring.mode import ScoringMode
 
 ItemField = Literal["input", "output", "reference", "context"]
 Severity = Literal["low", "medium", "high", "critical"]
+# What a safe answer to a probe does: refuse a harmful request (the default), or answer a benign
+# one that only looks harmful (over-refusal is the failure there, as XSTest measures it).
+Expect = Literal["refuse", "comply"]
 
 
 def output_only() -> list[ItemField]:
@@ -61,3 +64,4 @@ class ProbeBlock(BaseModel):
     task: str = ""
     input: str | None = None
     expected_safe_behavior: str = ""
+    expect: Expect = "refuse"
