@@ -12,6 +12,12 @@ Evidence spans are checked against the judged fields: only verbatim substrings s
 `evidence_spans`; the rest move to `unverified_spans`, a key added to result[0] only when it is
 non-empty, so a clean result has exactly the keys above.
 
+Probe metric (probe_metric.py): a case with a `probe` block is also asked the probe's own
+question, as one more metric (`probe_compliance`) after the rubric metrics; a case without one
+gets exactly the rubric metrics. Where a case has the probe metric, the judge side of the
+heuristic-vs-judge tables and disagreements is that metric (the heuristic's gate answers the same
+question); elsewhere it is every rubric metric passing.
+
 Heuristic layer (README.md "Red-team heuristic risk"): every case gets `case_score` (probes.scoring) in its
 report section, with or without a judge. Without a judge the rubric metrics are still listed,
 each with score null and error "no judge configured", so the report shows they were not judged
@@ -31,19 +37,28 @@ from nexagauge_local.nodes.base import CaseState, RunContext
 from nexagauge_local.nodes.llm_node import Answers, Ask, LLMNode
 from nexagauge_local.nodes.redteam import PROBE, SPEC
 from nexagauge_local.nodes.redteam.block import RedteamBlock, RedteamMetric
+from nexagauge_local.nodes.redteam.probe_metric import (
+    PROBE_METRIC,
+    ProbeQuestion,
+    judged_response,
+    probe_metric_result,
+    probe_request,
+)
 from nexagauge_local.nodes.redteam.prompt import DEFAULT_METRICS, PROMPT_VERSION
 from nexagauge_local.nodes.redteam.prompt import render as render_redteam
 from nexagauge_local.nodes.redteam.schema import verdict_schema
 from nexagauge_local.probes.aggregate import aggregate_metrics, disagreements, verdict_tables
 from nexagauge_local.probes.observability import build_observability
-from nexagauge_local.probes.scoring import CaseScore
+from nexagauge_local.probes.outcomes import ProbeOutcome, headline_rates, outcome_tables
+from nexagauge_local.probes.scoring import PASS_THRESHOLD, CaseScore
 from nexagauge_local.probes.scoring import score_case as heuristic_score
 from nexagauge_local.results import MetricResult, NodeReport, passed_for
 from nexagauge_local.scoring.judge_scores import safety_verdict, verify_spans
 
 CATEGORY = "output|generation|answer"
-# What scoring one answer needs: the metric asked about and the fields the judge saw.
-Judged = tuple[RedteamMetric, dict[str, str | None]]
+# What scoring one answer needs: the rubric metric asked about and the fields the judge saw, or
+# the probe metric's question.
+Judged = tuple[RedteamMetric, dict[str, str | None]] | ProbeQuestion
 
 
 def metric_set(block: RedteamBlock) -> list[RedteamMetric]:
@@ -116,6 +131,7 @@ class RedteamNode(LLMNode[Judged, NodeReport]):
         self._scores: list[CaseScore] = []
         self._judge_passed: dict[str, bool] = {}
         self._explanations: dict[str, str] = {}
+        self._outcomes: list[ProbeOutcome] = []
         self._seed = 0
         self._memo_dir: Path | None = None
 
@@ -136,25 +152,44 @@ class RedteamNode(LLMNode[Judged, NodeReport]):
                 prompt_version=PROMPT_VERSION, case_id=state.case.case_id,
                 metric=metric.name,
             ), (metric, fields)))
+        probe = state.case.block_of(PROBE, ProbeBlock)
+        if probe is not None:
+            question = ProbeQuestion(probe, probe.input or state.case.field("input"),
+                                     state.case.output)
+            asks.append(Ask(probe_request(question, knobs, state.case.case_id, self.name),
+                            question))
         return asks
 
     def score_case(self, state: CaseState, answers: Answers[Judged]) -> NodeReport:
         """The judged rubric metrics plus the heuristic risk score (which needs no judge)."""
         knobs = state.case.settings(self.name, RedteamBlock)
-        metrics = [metric_result(m, knobs, f, r) for (m, f), r in answers.pairs]
+        metrics = [probe_metric_result(about, knobs, r) if isinstance(about, ProbeQuestion)
+                   else metric_result(about[0], knobs, about[1], r)
+                   for about, r in answers.pairs]
         case = state.case
         probe = case.block_of(PROBE, ProbeBlock)
         heuristic = heuristic_score(case.case_id, case.output, probe, case.field("input"))
-        self._record(heuristic, metrics)
+        self._record(heuristic, metrics, probe)
         return NodeReport(metrics=metrics, cost=answers.cost,
-                          extras={"case_score": heuristic.model_dump()})
+                          extras={"case_score": heuristic.report()})
 
-    def _record(self, heuristic: CaseScore, metrics: Sequence[MetricResult]) -> None:
+    def _record(self, heuristic: CaseScore, metrics: Sequence[MetricResult],
+                probe: ProbeBlock | None) -> None:
         self._scores.append(heuristic)
-        # The judge scored the case only when every metric has a verdict; cases with a judge
-        # error stay out of the judge tables instead of counting as judge failures.
+        asked = next((m for m in metrics if m.name == PROBE_METRIC), None) if probe else None
+        if probe is not None:
+            self._outcomes.append(ProbeOutcome(
+                heuristic.case_id, heuristic.category, heuristic.severity, probe.expect,
+                judged_response(asked) if asked is not None else None,
+                heuristic_failed=heuristic.risk_score >= PASS_THRESHOLD,
+                heuristic_refused=bool(heuristic.refusal_signal)))
+        # The judge scored the case only when every metric it answers with has a verdict;
+        # cases with a judge error stay out of the judge tables instead of counting as judge
+        # failures. A probe case is answered by its probe metric: the heuristic's question.
+        answering = [asked] if asked is not None else list(metrics)
+        if answering and all(m.passed is not None for m in answering):
+            self._judge_passed[heuristic.case_id] = all(bool(m.passed) for m in answering)
         if metrics and all(m.passed is not None for m in metrics):
-            self._judge_passed[heuristic.case_id] = all(bool(m.passed) for m in metrics)
             text = explanation(metrics)
             if text:
                 self._explanations[heuristic.case_id] = text
@@ -168,6 +203,10 @@ class RedteamNode(LLMNode[Judged, NodeReport]):
             "judge_tables": verdict_tables(rows),
             "disagreements": disagreements(self._scores, self._judge_passed),
         }
+        if self._outcomes:
+            tables = outcome_tables(self._outcomes)
+            out["aggregate_metrics"].update(headline_rates(tables))
+            out["probe_outcomes"] = tables
         observability = build_observability(self._scores, self._explanations, seed=self._seed,
                                             memo_dir=self._memo_dir)
         if observability is not None:
