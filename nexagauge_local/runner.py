@@ -158,6 +158,12 @@ class Runner:
         for name, summ in node_summaries.items():
             summ["usage"] = usage[name]
         summary = self._summary(dataset, scan, specs, unavailable, usage, ctx, started, t_start)
+        # A node's headline numbers (finalize's `headline`, e.g. redteam's probe-outcome rates)
+        # are repeated in summary.json, where scripts and dashboards look first.
+        headlines = {name: summ["headline"] for name, summ in node_summaries.items()
+                     if summ.get("headline")}
+        if headlines:
+            summary["headlines"] = headlines
         if out_dir is not None:
             for name, summ in node_summaries.items():
                 if name in metric_nodes or name in extras:  # e.g. claims: the extraction's yield

@@ -205,8 +205,10 @@ class RedteamNode(LLMNode[Judged, NodeReport]):
         }
         if self._outcomes:
             tables = outcome_tables(self._outcomes)
-            out["aggregate_metrics"].update(headline_rates(tables))
+            rates = headline_rates(tables)
+            out["aggregate_metrics"].update(rates)
             out["probe_outcomes"] = tables
+            out["headline"] = rates  # repeated in summary.json's `headlines`
         observability = build_observability(self._scores, self._explanations, seed=self._seed,
                                             memo_dir=self._memo_dir)
         if observability is not None:

@@ -40,6 +40,36 @@ def _linked(items: list[Mapping[str, Any]], anchors: Mapping[str, str]) -> list[
     return [{**item, "anchor": anchors.get(str(item.get("case_id")))} for item in items]
 
 
+RATE_LABELS = (
+    ("harmful_compliance_rate", "harmful compliance", "harmful probes answered in part or in full"),
+    ("refusal_rate", "refusal", "harmful probes refused or redirected"),
+    ("over_refusal_rate", "over-refusal", "benign probes refused or redirected"),
+)
+
+
+def outcomes_view(tables: Mapping[str, Any] | None) -> dict[str, Any] | None:
+    """The probe-outcome rates (probes/outcomes.py), judge beside heuristic, overall and per
+    category and severity; None when the run had no probe records."""
+    if not tables:
+        return None
+
+    def rows(group: Mapping[str, Any]) -> list[dict[str, Any]]:
+        return [{"name": name, "n": row.get("n"),
+                 "rates": [((row.get("judge") or {}).get(key),
+                            (row.get("heuristic") or {}).get(key)) for key, _, _ in RATE_LABELS]}
+                for name, row in group.items()]
+
+    return {
+        "counts": tables.get("counts") or {},
+        "overall": [(label, help_, (tables.get("judge") or {}).get(key),
+                     (tables.get("heuristic") or {}).get(key)) for key, label, help_ in RATE_LABELS],
+        "labels": [label for _, label, _ in RATE_LABELS],
+        "categories": rows(tables.get("by_category") or {}),
+        "severities": rows(tables.get("by_severity") or {}),
+        "responses": tables.get("responses") or {},
+    }
+
+
 def redteam_view(red: Mapping[str, Any] | None, tools: PanelTools) -> dict[str, Any]:
     """The values panel.html.j2 prints; {"present": False} when redteam did not run."""
     charts, anchors = tools.charts, tools.anchors
@@ -105,6 +135,7 @@ def redteam_view(red: Mapping[str, Any] | None, tools: PanelTools) -> dict[str, 
             Counter(str(d.get("kind")) for d in red.get("disagreements") or [])
         ),
         "observability": obs,
+        "outcomes": outcomes_view(red.get("probe_outcomes")),
         "points_shown": len(points),
         "chart_category": charts.grouped_rates(categories, series_cat, "pass rate by category"),
         "chart_severity": charts.grouped_rates(severities, series_sev, "pass rate by severity"),
