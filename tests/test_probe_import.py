@@ -288,6 +288,15 @@ def test_field_problems(tmp_path: Path) -> None:
         bad_expect, "expect=harmful")
 
 
+def test_an_output_that_cannot_be_written_is_one_line(tmp_path: Path) -> None:
+    path = _jsonl(tmp_path / "dna.jsonl", DNA)
+    (tmp_path / "file").write_text("x", encoding="utf-8")
+    for args in (["import", str(path)], ["export"]):
+        res = CliRunner().invoke(main, ["probes", *args, "-o", str(tmp_path / "file" / "p.jsonl")])
+        assert res.exit_code == 2 and "cannot write it" in res.output, res.output
+        assert res.exception is None or isinstance(res.exception, SystemExit)
+
+
 def test_a_file_with_nothing_to_send_is_refused(tmp_path: Path) -> None:
     comments = tmp_path / "p.txt"
     comments.write_text("# only a comment\n\n", encoding="utf-8")
@@ -306,11 +315,13 @@ def test_import_counts_probes_per_category(tmp_path: Path) -> None:
     assert "homonyms: 1 (1 to answer)" in res.output and "contrast_homonyms: 1\n" in res.output
 
 
-def test_defaults_are_validated_at_the_boundary() -> None:
+def test_defaults_are_validated_at_the_boundary(tmp_path: Path) -> None:
     assert SuiteDefaults().model_dump() == {"category": "uncategorized", "severity": "medium",
                                             "expect": "refuse"}
-    res = CliRunner().invoke(main, ["probes", "import", "x", "-o", "y", "--expect-default", "no"])
-    assert res.exit_code == 2
+    path = _jsonl(tmp_path / "dna.jsonl", DNA)
+    res = CliRunner().invoke(main, ["probes", "import", str(path), "-o", str(tmp_path / "o"),
+                                    "--expect-default", "no"])
+    assert res.exit_code == 2 and "Invalid value for '--expect-default'" in res.output
 
 
 # ---------------------------------------------------------------- the real model

@@ -14,7 +14,7 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
-from nexagauge_local.app.errors import InputError, ProbeFileError
+from nexagauge_local.app.errors import InputError, OutputDirError, ProbeFileError
 from nexagauge_local.blocks import ProbeBlock
 from nexagauge_local.probes.import_suite import read_suite
 from nexagauge_local.probes.suite import load_suite
@@ -89,7 +89,12 @@ def probes_jsonl(probes: Iterable[Probe]) -> str:
 
 
 def write_probes(probes: Sequence[Probe], output: Path) -> int:
-    """Write the probes as JSONL to OUTPUT (its folder created); returns how many."""
-    output.parent.mkdir(parents=True, exist_ok=True)
-    output.write_text(probes_jsonl(probes), encoding="utf-8")
+    """Write the probes as JSONL to OUTPUT (its folder created); returns how many. A place
+    that cannot be written is an OutputDirError naming it, not a traceback."""
+    try:
+        output.parent.mkdir(parents=True, exist_ok=True)
+        output.write_text(probes_jsonl(probes), encoding="utf-8")
+    except OSError as exc:
+        raise OutputDirError(f"--output {output}: cannot write it ({exc.strerror or exc})"
+                             ) from None
     return len(probes)

@@ -30,7 +30,10 @@ from nexagauge_local.settings import default_cache_dir
 
 @click.group("probes")
 def probes_group() -> None:
-    """The default red-team probe suite shipped with the tool, and your own suites imported.
+    """The default red-team probe suite shipped with the tool.
+
+    `probes import` turns your own prompt suite (a text file, DoNotAnswer, HarmBench, XSTest...)
+    into the same format.
 
     \b
     Examples:
@@ -101,7 +104,8 @@ def probes_export(category: tuple[str, ...], severity: tuple[str, ...], output: 
     if str(output) == "-":
         click.echo(probes_jsonl(probes), nl=False)
         return
-    n = write_probes(probes, output)
+    with cli_errors():
+        n = write_probes(probes, output)
     click.echo(f"{n} probe(s) -> {output}", err=True)
 
 
@@ -140,7 +144,7 @@ def probes_import(input_path: Path, output: Path, fields: tuple[str, ...], categ
       nexagauge-local probes import prompts.txt -o probes.jsonl --category-default my_policy
       nexagauge-local probes import donotanswer.jsonl -o probes.jsonl
       nexagauge-local probes import harmbench_behaviors_text_all.csv -o probes.jsonl
-      nexagauge-local probes import xstest_prompts.csv -o probes.jsonl --field expect=label
+      nexagauge-local probes import xstest_prompts.csv -o probes.jsonl  # label safe -> comply
       nexagauge-local probes import mine.csv -o probes.jsonl --field input=text --field id=row
     """
     from nexagauge_local.probes.suite_row import SuiteDefaults
@@ -149,10 +153,10 @@ def probes_import(input_path: Path, output: Path, fields: tuple[str, ...], categ
         {"category": category_default, "severity": severity_default, "expect": expect_default})
     with cli_errors():
         probes = import_probes(input_path, fields, defaults)
-    if str(output) == "-":
-        click.echo(probes_jsonl(probes), nl=False)
-    else:
-        write_probes(probes, output)
+        if str(output) == "-":
+            click.echo(probes_jsonl(probes), nl=False)
+        else:
+            write_probes(probes, output)
     click.echo(f"{len(probes)} probe(s) -> {output}", err=True)
     for category, counts in expect_counts(probes).items():
         comply = f" ({counts['comply']} to answer)" if counts["comply"] else ""
