@@ -282,6 +282,11 @@ def test_field_problems(tmp_path: Path) -> None:
     text = tmp_path / "p.txt"
     text.write_text("hello\n", encoding="utf-8")
     assert "has no columns to map" in _import_fails(text, "input=x")
+    blocks = _jsonl(tmp_path / "blocks.jsonl", [{"probe": {"id": "p1", "input": "hi"}}])
+    assert "every record carries a `probe` block" in _import_fails(blocks, "input=x")
+    partly = _jsonl(tmp_path / "partly.jsonl", [{"text": "a"}, {"body": "b"}])
+    assert f"{partly}:2: input: a probe needs a non-empty input to send to the model " \
+           "(looked for: text)" in _import_fails(partly, "input=text")
     bad_expect = tmp_path / "e.csv"
     bad_expect.write_text("prompt,harmful\na,yes\nb,sometimes\n", encoding="utf-8")
     assert f"{bad_expect}:3: harmful: 'sometimes' says neither" in _import_fails(

@@ -167,6 +167,10 @@ class _SuiteScan:
             pairs = ", ".join(f"{k}={v}" for k, v in missing.items())
             file_errors.append(RecordError(
                 whole, "--field", f"{pairs}: no row has such a column; its columns are: {shown}"))
+        elif self.reader.fields and not self.table_rows and self.read.probes:
+            file_errors.append(RecordError(
+                whole, "--field", "every record carries a `probe` block, which is read as it "
+                                  "is; leave --field out"))
         if file_errors:
             return SuiteRead([], file_errors + self.read.errors)
         self.read.errors.extend(self.no_prompt)

@@ -117,9 +117,9 @@ class RowReader:
         self.label_is_expect: bool | None = None  # decided by the first row with a label
 
     def names(self, logical: str) -> list[str]:
-        """The columns looked for, in order, as messages name them."""
-        mapped = [self.fields[logical]] if logical in self.fields else []
-        return mapped + list(COLUMNS[logical])
+        """The columns looked for, in order, as messages name them (a --field column alone:
+        the common names are not looked for then)."""
+        return [self.fields[logical]] if logical in self.fields else list(COLUMNS[logical])
 
     def find(self, row: Mapping[str, Any], logical: str,
              lowered: Mapping[str, str]) -> tuple[str | None, Any]:
