@@ -157,12 +157,12 @@ class _SuiteScan:
         columns = list(self.columns)
         shown = ", ".join(columns[:_SHOWN_COLUMNS]) + (" ..." if len(columns) > _SHOWN_COLUMNS else "")
         file_errors: list[RecordError] = []
-        if self.table_rows and not self.prompt_rows:
+        missing = {k: v for k, v in self.reader.fields.items() if v not in self.mapped_found}
+        if self.table_rows and not self.prompt_rows and "input" not in missing:
             names = ", ".join(self.reader.names("input"))
             file_errors.append(RecordError(
                 whole, None, f"no prompt column (looked for: {names}; name yours with --field "
                              f"input=COLUMN); its columns are: {shown}"))
-        missing = {k: v for k, v in self.reader.fields.items() if v not in self.mapped_found}
         if missing and self.table_rows:
             pairs = ", ".join(f"{k}={v}" for k, v in missing.items())
             file_errors.append(RecordError(
