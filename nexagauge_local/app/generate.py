@@ -10,6 +10,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from nexagauge_local.app.errors import JudgeSetupError, ProbeFileError
+from nexagauge_local.app.probes import suite_fields
 from nexagauge_local.judge import ProfileNotFound, WeightsMissing
 from nexagauge_local.responder.factory import make_responder
 from nexagauge_local.responder.probe_file import ProbeItem, read_probes
@@ -17,9 +18,10 @@ from nexagauge_local.responder.run import GenerateStats, generate
 from nexagauge_local.responder.types import Responder
 
 
-def load_probes(path: Path, limit: int | None = None) -> list[ProbeItem]:
-    """The probes in `path` (the first `limit`); any bad line raises ProbeFileError."""
-    items, errors = read_probes(path)
+def load_probes(path: Path, limit: int | None = None, fields: Sequence[str] = ()) -> list[ProbeItem]:
+    """The probes in `path` (the first `limit`), in any suite layout, `fields` being `--field
+    LOGICAL=COLUMN` pairs; a malformed pair is an InputError, any bad line a ProbeFileError."""
+    items, errors = read_probes(path, suite_fields(fields))
     if errors:
         raise ProbeFileError(path, errors)
     return items[:limit] if limit else items

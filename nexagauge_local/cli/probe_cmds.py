@@ -14,7 +14,14 @@ import click
 from rich.console import Console
 from rich.table import Table
 
-from nexagauge_local.app.probes import probes_jsonl, select_probes, severity_counts, write_probes
+from nexagauge_local.app.probes import (
+    expect_counts,
+    import_probes,
+    probes_jsonl,
+    select_probes,
+    severity_counts,
+    write_probes,
+)
 from nexagauge_local.cli.errors import cli_errors
 from nexagauge_local.cli.options import backend_option, parse_gpu_ids
 from nexagauge_local.cli.progress import lasting_bar
@@ -25,10 +32,14 @@ from nexagauge_local.settings import default_cache_dir
 def probes_group() -> None:
     """The default red-team probe suite shipped with the tool.
 
+    `probes import` turns your own prompt suite (a text file, DoNotAnswer, HarmBench, XSTest...)
+    into the same format.
+
     \b
     Examples:
       nexagauge-local probes list --category self_harm
       nexagauge-local probes export --output probes.jsonl
+      nexagauge-local probes import harmbench_behaviors_text_all.csv --output probes.jsonl
     """
 
 
@@ -93,15 +104,73 @@ def probes_export(category: tuple[str, ...], severity: tuple[str, ...], output: 
     if str(output) == "-":
         click.echo(probes_jsonl(probes), nl=False)
         return
-    n = write_probes(probes, output)
+    with cli_errors():
+        n = write_probes(probes, output)
     click.echo(f"{n} probe(s) -> {output}", err=True)
+
+
+_FIELD_HELP = ("Name the column of a logical field (input, id, category, severity, expect, context, "
+               "task, failure_modes, expected_safe_behavior), e.g. --field input=Behavior. "
+               "Repeatable. Common names are found without it (README).")
+
+
+@probes_group.command("import")
+@click.argument("input_path", metavar="INPUT",
+                type=click.Path(exists=True, path_type=Path))
+@click.option("--output", "-o", type=click.Path(dir_okay=False, path_type=Path), required=True,
+              help="Probe JSONL to write, the format `probes export` writes ('-' for stdout).")
+@click.option("--field", "fields", multiple=True, metavar="LOGICAL=COLUMN", help=_FIELD_HELP)
+@click.option("--category-default", default="uncategorized", show_default=True,
+              help="Category of a probe whose row has none.")
+@click.option("--severity-default", type=click.Choice(["low", "medium", "high", "critical"]),
+              default="medium", show_default=True, help="Severity of a probe whose row has none.")
+@click.option("--expect-default", type=click.Choice(["refuse", "comply"]), default="refuse",
+              show_default=True,
+              help="What a safe answer does when the row does not say: refuse (a harmful "
+                   "request) or comply (a benign one).")
+def probes_import(input_path: Path, output: Path, fields: tuple[str, ...], category_default: str,
+                  severity_default: str, expect_default: str) -> None:
+    """Turn a prompt suite as you have it into probe JSONL, to read or edit before `generate`.
+
+    INPUT is a text file (one prompt a line, `#` comments), or JSON/JSONL/CSV/TSV/Parquet/Arrow
+    (compressed too) whose prompt column is prompt, input, goal, behavior, question or
+    instruction (any case); category, id, severity and expect columns are found by their
+    common names too (README, "Prompt suites as you have them"). Without an id column a
+    probe's id is a hash of its prompt, the same in every run. Bad rows are listed as
+    FILE:LINE: field: message (exit 2) and nothing is written.
+
+    \b
+    Examples:
+      nexagauge-local probes import prompts.txt -o probes.jsonl --category-default my_policy
+      nexagauge-local probes import donotanswer.jsonl -o probes.jsonl
+      nexagauge-local probes import harmbench_behaviors_text_all.csv -o probes.jsonl
+      nexagauge-local probes import xstest_prompts.csv -o probes.jsonl  # label safe -> comply
+      nexagauge-local probes import mine.csv -o probes.jsonl --field input=text --field id=row
+    """
+    from nexagauge_local.probes.suite_row import SuiteDefaults
+
+    defaults = SuiteDefaults.model_validate(
+        {"category": category_default, "severity": severity_default, "expect": expect_default})
+    with cli_errors():
+        probes = import_probes(input_path, fields, defaults)
+        if str(output) == "-":
+            click.echo(probes_jsonl(probes), nl=False)
+        else:
+            write_probes(probes, output)
+    click.echo(f"{len(probes)} probe(s) -> {output}", err=True)
+    for category, counts in expect_counts(probes).items():
+        comply = f" ({counts['comply']} to answer)" if counts["comply"] else ""
+        click.echo(f"  {category}: {sum(counts.values())}{comply}", err=True)
 
 
 @click.command("generate")
 @click.option("--model", required=True,
               help="The model under test: a profile name (see `models`) or a path to weights.")
-@click.option("--input", "input_path", type=click.Path(exists=True, dir_okay=False, path_type=Path),
-              required=True, help="Probes: `probes export` JSONL, or records with a `probe` block.")
+@click.option("--input", "input_path", type=click.Path(exists=True, path_type=Path),
+              required=True,
+              help="Probes: `probes export` JSONL, records with a `probe` block, a public "
+                   "suite's JSONL/CSV/Parquet as it ships, or a text file of one prompt a line.")
+@click.option("--field", "fields", multiple=True, metavar="LOGICAL=COLUMN", help=_FIELD_HELP)
 @click.option("--output", type=click.Path(dir_okay=False, path_type=Path), required=True,
               help="JSONL records (case_id, input, output, probe) for `run redteam`.")
 @click.option("--max-tokens", type=click.IntRange(min=1), default=256, show_default=True,
@@ -117,8 +186,8 @@ def probes_export(category: tuple[str, ...], severity: tuple[str, ...], output: 
               help="Derived model files (dequantised GGUF).")
 @click.option("--seed", type=int, default=0, show_default=True)
 @click.option("--quiet", "-q", is_flag=True, help="No progress bar.")
-def generate_cmd(model: str, input_path: Path, output: Path, max_tokens: int, system_prompt: str | None,
-                 backend: str, gpu: str | None, batch_size: int | None, limit: int | None,
+def generate_cmd(model: str, input_path: Path, fields: tuple[str, ...], output: Path, max_tokens: int,
+                 system_prompt: str | None, backend: str, gpu: str | None, batch_size: int | None, limit: int | None,
                  fresh: bool, cache_dir: Path, seed: int, quiet: bool) -> None:
     """Answer every probe with the model under test, locally and batched.
 
@@ -131,11 +200,18 @@ def generate_cmd(model: str, input_path: Path, output: Path, max_tokens: int, sy
       nexagauge-local probes export --output probes.jsonl
       nexagauge-local generate --model ./my-model --input probes.jsonl --output responses.jsonl
       nexagauge-local run redteam --input responses.jsonl --output-dir audit
+
+    \b
+    A public suite or your own prompts, read as they are (README, "Prompt suites as you have them"):
+      nexagauge-local generate --model M --input donotanswer.jsonl --output r.jsonl
+      nexagauge-local generate --model M --input harmbench_behaviors_text_all.csv --output r.jsonl
+      nexagauge-local generate --model M --input prompts.txt --output r.jsonl
+      nexagauge-local generate --model M --input mine.csv --field input=text --output r.jsonl
     """
     from nexagauge_local.app.generate import answer_probes, load_probes, open_responder
 
     with cli_errors(resumable=True):
-        items = load_probes(input_path, limit)
+        items = load_probes(input_path, limit, fields)
         responder = open_responder(model, backend=backend, gpu_ids=parse_gpu_ids(gpu), cache_dir=cache_dir,
                                    seed=seed, batch_size=batch_size)
     console = Console(stderr=True)

@@ -1,27 +1,22 @@
-"""Read the probes `generate` should answer: a bare probe suite or dataset records with a probe.
+"""Read the probes `generate` should answer, from a prompt suite in any layout.
 
-Two shapes are accepted because audits start from either: the suite format `probes export`
-writes (one probe per line: id, category, severity, failure_modes, task, input, ...) and
-dataset records that already carry a `probe` block (and maybe redteam/context fields, kept as
-they are). Every problem is reported with file, line and field, all at once.
+The layouts (probes/import_suite.py): the suite format `probes export` writes, dataset records
+that already carry a `probe` block (their redteam/context fields kept as they are), a public
+suite's own columns (DoNotAnswer, HarmBench, XSTest, ...) and a text file of one prompt a line.
+Every problem is reported with file, line and field, all at once.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from pydantic import ValidationError
-
-from nexagauge_local.blocks import ProbeBlock
 from nexagauge_local.case import SourceRef
-from nexagauge_local.lone_surrogates import lone_surrogates
-from nexagauge_local.probes.suite import probe_record
-from nexagauge_local.records import RecordError, iter_raw
-
-# Fields a model's previous answer may sit in; a probe record is a question, not an answer.
-_ANSWER_FIELDS = ("output", "response", "actual_output", "answer")
+from nexagauge_local.probes.import_suite import read_suite
+from nexagauge_local.probes.suite_row import SuiteDefaults
+from nexagauge_local.records import RecordError
 
 
 @dataclass(frozen=True)
@@ -38,56 +33,8 @@ class ProbeItem:
         return str(self.record["input"])
 
 
-def _to_record(data: dict[str, Any]) -> tuple[dict[str, Any] | None, str, str]:
-    """(record, field, error) for one raw item."""
-    if isinstance(data.get("probe"), dict):
-        record = {k: v for k, v in data.items() if k not in _ANSWER_FIELDS}
-        block = data["probe"]
-        record.setdefault("case_id", block.get("id"))
-        if not record.get("input"):
-            record["input"] = block.get("input")
-        field_prefix = "probe."
-    else:
-        block = data
-        record = probe_record(data)
-        field_prefix = ""
-    try:
-        ProbeBlock.model_validate(block)
-    except ValidationError as exc:
-        err = exc.errors()[0]
-        loc = ".".join(str(p) for p in err["loc"])
-        return None, f"{field_prefix}{loc}", err["msg"]
-    if not record.get("case_id"):
-        return None, f"{field_prefix}id", "a probe needs an id (used as the case_id)"
-    if not isinstance(record.get("input"), str) or not record["input"].strip():
-        return None, "input", "a probe needs a non-empty input to send to the model"
-    record["case_id"] = str(record["case_id"])
-    return record, "", ""
-
-
-def read_probes(path: Path) -> tuple[list[ProbeItem], list[RecordError]]:
-    items: list[ProbeItem] = []
-    errors: list[RecordError] = []
-    seen: dict[str, SourceRef] = {}
-    for raw in iter_raw(path):
-        if raw.data is None:
-            errors.append(RecordError(raw.source, None, raw.error or "unreadable record"))
-            continue
-        broken = [RecordError(raw.source, f, m) for f, m in lone_surrogates(raw.data)]
-        if broken:  # the model under test would be sent other text than the file says
-            errors.extend(broken)
-            continue
-        record, field, message = _to_record(raw.data)
-        if record is None:
-            errors.append(RecordError(raw.source, field, message))
-            continue
-        first = seen.setdefault(record["case_id"], raw.source)
-        if first is not raw.source:
-            errors.append(
-                RecordError(
-                    raw.source, "id", f"duplicate probe id {record['case_id']!r} (first at {first})"
-                )
-            )
-            continue
-        items.append(ProbeItem(record, raw.source))
-    return items, errors
+def read_probes(path: Path, fields: Mapping[str, str] | None = None,
+                defaults: SuiteDefaults | None = None) -> tuple[list[ProbeItem], list[RecordError]]:
+    """The probes in `path` and every problem found; `fields` is `--field LOGICAL=COLUMN`."""
+    read = read_suite(path, fields, defaults)
+    return [ProbeItem(p.record, p.source) for p in read.probes], read.errors
