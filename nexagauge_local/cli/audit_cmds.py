@@ -82,8 +82,9 @@ def sign_cmd(out_dir: Path, key: Path) -> None:
 def verify_cmd(out_dir: Path, input_path: Path | None, model: str | None,
                pubkey: Path | None, config: Path | None) -> None:
     """Check OUTDIR against its manifest.json: every output file, and optionally the input,
-    the judge weights, the signature and the run configuration. Prints each difference with
-    the file it is about; exits 0 when everything matches, 1 otherwise.
+    the judge weights and the signature. With --config, also the run configuration file.
+    Prints each difference with the file it is about; exits 0 when everything matches, 1
+    otherwise.
 
     \b
     Examples:

@@ -289,8 +289,10 @@ def _print_estimate_basis(console: Console, est: Estimate, model: str) -> None:
 @click.command("nodes")
 @config_option(lambda: run_cmd)
 def nodes_cmd(run_config: RunConfig | None) -> None:
-    """Print the node graph: what each node needs and does; with --config, the node blocks
-    the configuration gives the records (a record's own block wins unless override = true).
+    """Print the node graph: what each node needs and does.
+
+    With --config, also the node blocks the configuration gives the records (a record's own
+    block wins unless the configuration's block says override = true).
 
     \b
     Examples:
