@@ -14,7 +14,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal
 
-from nexagauge_local.blocks import BlockModels
+from nexagauge_local.blocks import BlockDefaults, BlockModels
 from nexagauge_local.case import Case, SourceRef
 from nexagauge_local.records import (
     DatasetError,
@@ -196,6 +196,9 @@ class Dataset:
     # by verify and reproduce), a stream (a pipe or stdin, spooled to `path` for the run) or
     # records in memory (`rows`).
     origin: Literal["file", "stream", "memory"] = "file"
+    # Blocks for the records that lack one (a run configuration's [defaults]: app/run_config.py);
+    # every reader of the dataset (run, estimate, prompts) sees the blocks in effect.
+    defaults: BlockDefaults | None = None
 
     @property
     def name(self) -> str:
@@ -237,6 +240,8 @@ class Dataset:
             if isinstance(result, list):
                 yield from result
                 continue
+            if self.defaults is not None:
+                result = result.model_copy(update={"blocks": self.defaults.merged(result.blocks)})
             if not has_own_id(raw, self.field_map):
                 result = _distinct_generated_id(result, seen)
             yield self._dedupe(result, raw, seen)

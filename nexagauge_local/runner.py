@@ -275,6 +275,9 @@ class Runner:
             "versions": versions(),
             "target": self.settings.target,
             "input": dataset.name,
+            # the run configuration (--config) whose [defaults] blocks the records were read with
+            "config": (None if self.settings.config is None else
+                       self.settings.config.model_dump(include={"path", "sha256"})),
             "started": started.isoformat(timespec="seconds"),
             "wall_seconds": round(time.perf_counter() - t_start, 3),
             "cases": {

@@ -10,7 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Literal, get_args
 
-from pydantic import Field
+from pydantic import BaseModel, ConfigDict, Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 
@@ -29,6 +29,18 @@ RefalignUnits = Literal["nexa-gauge", "sentences"]
 REFALIGN_UNITS_CHOICES: tuple[str, ...] = get_args(RefalignUnits)
 
 
+class ConfigSource(BaseModel):
+    """A run configuration file (`--config run.toml`) as the run read it: the text is kept
+    whole, so the manifest is evidence of the rubrics used and `reproduce` re-applies the same
+    content even when the file has since moved or changed."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    path: str  # as given on the command line (display only)
+    sha256: str  # of the file's bytes
+    text: str
+
+
 class RunSettings(BaseSettings):
     model_config = SettingsConfigDict(env_prefix="NEXAGAUGE_", extra="forbid")
 
@@ -44,6 +56,8 @@ class RunSettings(BaseSettings):
     use_cache: bool = True
     # judge
     model: str = "demo"
+    # a judge profile per node (node -> profile): `--model NODE=PROFILE`, a config's [run.models]
+    node_models: dict[str, str] = Field(default_factory=dict)
     backend: Literal["auto", "hf", "vllm"] = "auto"
     gpu_ids: list[int] = Field(default_factory=list)  # `--gpu 0,1`
     gpu_hour_price: float | None = Field(default=None, ge=0)
@@ -67,6 +81,9 @@ class RunSettings(BaseSettings):
     # ray://HOST:PORT, with ?workers=..&batch=.. options); None = this process
     cluster: str | None = None
     progress: bool = True
+    # the run configuration (`--config`): its [defaults] blocks apply to the records
+    # (app/run_config.py); its [run] options are already folded into the fields above
+    config: ConfigSource | None = None
     # judge requests the run is predicted to send, counted from its dataset by the run itself
     # (not a user setting): `--backend auto` on a CPU host decides with it (judge/cpu_auto.py)
     predicted_judgements: int | None = Field(default=None, ge=0)

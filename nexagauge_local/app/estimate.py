@@ -16,6 +16,7 @@ from typing import Any
 from nexagauge_local.app.cache import cache_errors
 from nexagauge_local.app.judge import resolve_judge
 from nexagauge_local.app.run import OpenInput
+from nexagauge_local.app.run_config import with_config
 from nexagauge_local.dataset import Dataset
 from nexagauge_local.estimate.plan import judge_estimates
 from nexagauge_local.graph import plan, predicted_eligibility
@@ -71,7 +72,7 @@ def estimate(settings: RunSettings, open_input: OpenInput) -> Estimate:
     on_error is "fail", JudgeSetupError when the judge's profile or weights are missing."""
     specs = [s for s in plan(settings.target) if s.per_case]
     with tempfile.TemporaryDirectory() as tmp:
-        dataset = open_input(Path(tmp))
+        dataset = with_config(open_input(Path(tmp)), settings)
         scan = dataset.scan()
         if scan.errors and settings.on_error == "fail":
             raise RecordsError(scan.errors)

@@ -5,6 +5,9 @@ that "does not reproduce" proves nothing, and one that does would be luck. So th
 hash to the manifest's input and the judge's weights to its weights before any work; the judge
 cache is off (cached answers would only replay the first run), and the backend the first run
 actually used is pinned (a profile's `auto` may pick another backend on another host).
+A run configuration (`--config`) comes back with the settings: its recorded text is applied
+again, never the file, which may have moved or changed since (`verify --config` says whether
+it did).
 """
 
 from __future__ import annotations

@@ -18,6 +18,7 @@ from nexagauge_local.app.audit import AuditTrail
 from nexagauge_local.app.cache import cache_errors, check_caches
 from nexagauge_local.app.judge import JudgeClients, check_gpus, preflight
 from nexagauge_local.app.output_folder import OutputFolder
+from nexagauge_local.app.run_config import with_config
 from nexagauge_local.dataset import Dataset
 from nexagauge_local.events import LogEvents, RunEvents
 from nexagauge_local.graph import METRIC_NODES, plan, predicted_eligibility
@@ -132,7 +133,7 @@ def run(
     events = events if events is not None else LogEvents()
     check_gpus(settings)
     with tempfile.TemporaryDirectory() as tmp:
-        dataset = open_input(Path(tmp))
+        dataset = with_config(open_input(Path(tmp)), settings)
         judged = needs_judge(settings.target, dataset)
         if settings.use_cache:
             check_caches(settings.cache_dir, judge=judged, embeddings=embeds(settings.target))

@@ -41,6 +41,7 @@ from nexagauge_local.audit.sidecar import (
     tmp_name,
     write_sidecar,
 )
+from nexagauge_local.settings import ConfigSource
 
 # /2: input records and outputs moved from inline lists to hashed sidecar files
 # /3: the input's origin (file, folder, stream, memory), compression and records_sha256; a /2
@@ -113,6 +114,13 @@ class Manifest(_Strict):
     packages: dict[str, str] = Field(default_factory=dict)
     host: HostFacts
     outputs: SidecarRef  # OutputFile lines, in path order
+
+    @property
+    def run_config(self) -> ConfigSource | None:
+        """The run configuration (`--config`) the run read, from its settings: path, sha256 of
+        the file's bytes, and the whole text (None for a run without one)."""
+        found = self.settings.get("config")
+        return None if found is None else ConfigSource.model_validate(found)
 
     def iter_outputs(self, outdir: str | os.PathLike[str]) -> Iterator[OutputFile]:
         """The output files the manifest lists, in path order (check_sidecar to trust them)."""

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Iterable
+from pathlib import Path
 from typing import Any
 
 import click
@@ -77,3 +78,69 @@ def quiet_libraries() -> None:
     os.environ.setdefault("TQDM_DISABLE", "1")
     os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
 
+
+
+def config_option(options_of: Callable[[], click.Command] | None = None) -> Callable[..., Any]:
+    """--config FILE: a run configuration (app/run_config.py), read before the other options.
+
+    Its [run] options become the defaults of this command's options through click's
+    `default_map`, so an option given on the command line beats the config (its parameter
+    source is COMMANDLINE, the config's DEFAULT_MAP), which beats the option's own default.
+    [run] is checked against `run`'s options (`options_of`, default this command): a typo is
+    an error, an option of `run` this command lacks (e.g. --output-dir for `estimate`) is
+    ignored here. The parsed config is the value the command receives.
+    """
+
+    def load(ctx: click.Context, param: click.Parameter, value: Path | None) -> Any:
+        if value is None:
+            return None
+        from nexagauge_local.app.run_config import read_run_config
+        from nexagauge_local.cli.errors import cli_errors
+
+        known = _long_options(options_of() if options_of is not None else ctx.command)
+        with cli_errors():
+            config = read_run_config(value, {k: _checker(ctx, o) for k, o in known.items()})
+        here = {p.name for p in ctx.command.params}
+        taken = {known[k].name: v for k, v in config.options.items() if known[k].name in here}
+        ctx.default_map = {**(ctx.default_map or {}), **taken}
+        return config
+
+    return click.option(
+        "--config", "run_config", type=click.Path(exists=True, dir_okay=False, path_type=Path),
+        is_eager=True, callback=load, metavar="FILE",
+        help="A run configuration (TOML): [run] options by their long names, a judge per node "
+             "in [run.models], and node blocks for records that lack one in [defaults.NODE] "
+             "(override = true: also for those that have one). An option on the command line "
+             "beats the file. Example: --config run.toml (README: a run configuration).")
+
+
+def _long_options(command: click.Command) -> dict[str, click.Option]:
+    """A command's options by long name with underscores (output_dir, no_cache, input)."""
+    out: dict[str, click.Option] = {}
+    for param in command.params:
+        if not isinstance(param, click.Option) or param.name == "run_config":
+            continue
+        for opt in param.opts:
+            if opt.startswith("--"):
+                out[opt[2:].replace("-", "_")] = param
+    return out
+
+
+def _checker(ctx: click.Context, option: click.Option) -> Callable[[Any], Any]:
+    """A config value as `option` takes it (its type's conversion and checks); ValueError with
+    click's reason when it does not. A table for a repeatable option (`field = {output =
+    "answer"}`) is its KEY=VALUE pairs."""
+
+    def check(value: Any) -> Any:
+        if option.multiple and isinstance(value, dict):
+            value = [f"{k}={v}" for k, v in value.items()]
+        if option.multiple and isinstance(value, str):
+            value = [value]
+        if isinstance(value, (dict, list)) and not option.multiple:
+            raise ValueError(f"expected one value, got {type(value).__name__}")
+        try:
+            return option.type_cast_value(ctx, value)
+        except click.BadParameter as exc:
+            raise ValueError(exc.message) from None
+
+    return check

@@ -19,6 +19,7 @@ from nexagauge_local.cli.exit_codes import JUDGE_FAILED
 from nexagauge_local.cli.options import (
     backend_option,
     choice_option,
+    config_option,
     dataset_options,
     parse_gpu_ids,
     quiet_libraries,
@@ -35,6 +36,7 @@ from nexagauge_local.settings import (
 
 if TYPE_CHECKING:  # typing only: --help must not import the estimate service
     from nexagauge_local.app.estimate import Estimate
+    from nexagauge_local.app.run_config import RunConfig
 
 
 @click.command("run")
@@ -91,12 +93,14 @@ if TYPE_CHECKING:  # typing only: --help must not import the estimate service
 @click.option("--quiet", "-q", is_flag=True,
               help="Print only warnings, errors and the final summary: no progress bars, "
                    "neither ours nor the model libraries'.")
+@config_option()
 def run_cmd(target: str, input_path: str, limit: int | None, fields: tuple[str, ...], on_error: str,
             output_dir: Path, overwrite: bool, cache_dir: Path, no_cache: bool, model: str,
             backend: str,
             gpu: str | None, gpu_hour_price: float | None, shard_size: int, cluster: str | None,
             embed_dtype: str, refalign_units: str, refalign_output_top_k: int, long_inputs: str,
-            grammar_backend: str, sign_key: Path | None, quiet: bool) -> None:
+            grammar_backend: str, sign_key: Path | None, quiet: bool,
+            run_config: RunConfig | None) -> None:
     """Run TARGET and everything it needs over a dataset.
 
     TARGET is a node (see `nexagauge-local nodes`); `eval` runs every metric branch a case is
@@ -108,6 +112,7 @@ def run_cmd(target: str, input_path: str, limit: int | None, fields: tuple[str, 
       nexagauge-local run refmatch --input sample.json --output-dir out --limit 10
       cat data.jsonl | nexagauge-local run redteam --input - --output-dir out
       nexagauge-local run eval --input big.jsonl --output-dir out --cluster ray://head:10001
+      nexagauge-local run eval --config run.toml --input data.jsonl --output-dir out
     """
     if quiet:
         quiet_libraries()
@@ -122,6 +127,8 @@ def run_cmd(target: str, input_path: str, limit: int | None, fields: tuple[str, 
         gpu_hour_price=gpu_hour_price, shard_size=shard_size, cluster=cluster, progress=not quiet,
         embed_dtype=embed_dtype, long_inputs=long_inputs, grammar_backend=grammar_backend,
         refalign_units=refalign_units, refalign_output_top_k=refalign_output_top_k,
+        node_models=run_config.models if run_config else {},
+        config=run_config.source if run_config else None,
     )
     console = Console(stderr=True)
     with cli_errors(resumable=True):
@@ -171,8 +178,10 @@ def _fmt(x: float | None) -> str:
               default=default_cache_dir, show_default="~/.cache/nexagauge-local",
               help="Judge cache (cached requests cost nothing) and calibrations.")
 @click.option("--json", "as_json", is_flag=True, help="Print the estimate as JSON.")
+@config_option(lambda: run_cmd)
 def estimate_cmd(target: str, input_path: str, limit: int | None, fields: tuple[str, ...],
-                 on_error: str, model: str, backend: str, cache_dir: Path, as_json: bool) -> None:
+                 on_error: str, model: str, backend: str, cache_dir: Path, as_json: bool,
+                 run_config: RunConfig | None) -> None:
     """Say what `run TARGET` would do and cost, without loading the judge's weights.
 
     Per node: eligible cases; for LLM nodes the judge requests, how many the cache already
@@ -186,6 +195,7 @@ def estimate_cmd(target: str, input_path: str, limit: int | None, fields: tuple[
       nexagauge-local estimate eval --input data.jsonl --limit 100
       nexagauge-local calibrate --model qwen2.5-7b-instruct --gpu 0   # then estimate again
       nexagauge-local estimate redteam --input probes.jsonl --model qwen2.5-7b-instruct --json
+      nexagauge-local estimate eval --config run.toml --input data.jsonl
     """
     import json
 
@@ -193,7 +203,9 @@ def estimate_cmd(target: str, input_path: str, limit: int | None, fields: tuple[
     from nexagauge_local.app.inputs import open_dataset
 
     settings = RunSettings(target=target, limit=limit, on_error=on_error, cache_dir=cache_dir,
-                           model=model, backend=backend, progress=False)
+                           model=model, backend=backend, progress=False,
+                           node_models=run_config.models if run_config else {},
+                           config=run_config.source if run_config else None)
     with cli_errors(resumable=True):
         est = estimate(settings, lambda tmp: open_dataset(input_path, fields, limit, tmp))
     if as_json:
@@ -275,12 +287,17 @@ def _print_estimate_basis(console: Console, est: Estimate, model: str) -> None:
 
 
 @click.command("nodes")
-def nodes_cmd() -> None:
+@config_option(lambda: run_cmd)
+def nodes_cmd(run_config: RunConfig | None) -> None:
     """Print the node graph: what each node needs and does.
 
+    With --config, also the node blocks the configuration gives the records (a record's own
+    block wins unless the configuration's block says override = true).
+
     \b
-    Example:
+    Examples:
       nexagauge-local nodes
+      nexagauge-local nodes --config run.toml
     """
     table = Table(title="nexagauge-local nodes (a target runs with all its ancestors)")
     for col in ("node", "parents", "needs", "LLM", "does"):
@@ -293,3 +310,23 @@ def nodes_cmd() -> None:
                       "yes" if spec.kind == "llm" else "no", spec.summary)
     Console().print(table)
     click.echo("targets: " + ", ".join(TARGETS))
+    if run_config is not None:
+        _print_config_blocks(run_config)
+
+
+def _print_config_blocks(run_config: RunConfig) -> None:
+    """The configuration's [defaults] blocks as every record without its own gets them."""
+    import json
+
+    from nexagauge_local.app.run_config import effective_blocks
+
+    blocks = effective_blocks(RunSettings(config=run_config.source))
+    source = run_config.source
+    click.echo(f"blocks from {source.path} (sha256 {source.sha256[:16]}):"
+               + ("" if blocks else " none"))
+    for name, block in blocks.items():
+        how = ("replaces every record's own" if block.pop("override")
+               else "for records without their own")
+        click.echo(f"  {name} ({how}): {json.dumps(block, ensure_ascii=False)}")
+    for node, profile in run_config.models.items():
+        click.echo(f"  judge for {node}: {profile}")
