@@ -283,9 +283,17 @@ def test_install_sh_verifies_joins_and_installs(bundle_dir: Path, tmp_path: Path
     proc = _install(bundle_dir, "--dry-run", "--target", str(tmp_path / "site"))
     assert proc.returncode == 0, proc.stderr
     assert "4 files verified (sha256), 2 joined from parts" in proc.stdout
+    # into a folder pip ignores what is installed: exactly the bundle's wheels, --no-deps
     assert (f"would run: {sys.executable} -m pip install --no-index --find-links "
-            f"{bundle_dir}/wheels --target {tmp_path}/site nexagauge-local==0.1.0 vllm==0.26.0"
-            ) in proc.stdout
+            f"{bundle_dir}/wheels --no-deps --target {tmp_path}/site "
+            f"{bundle_dir}/wheels/nexagauge_local-0.1.0-py3-none-any.whl "
+            f"{bundle_dir}/wheels/tinydep-1.2-py3-none-any.whl "
+            f"{bundle_dir}/wheels/vllm-0.26.0-py3-none-any.whl\n") in proc.stdout
+    into_env = _install(bundle_dir, "--dry-run")
+    assert into_env.returncode == 0, into_env.stderr
+    assert (f"would run: {sys.executable} -m pip install --no-index --find-links "
+            f"{bundle_dir}/wheels nexagauge-local==0.1.0 vllm==0.26.0\n") in into_env.stdout
+    assert "0 joined from parts" in into_env.stdout  # the first run joined them already
     assert f"judge weights: {bundle_dir}/weights/myjudge/judge.gguf" in proc.stdout
     assert f"PYTHONPATH={tmp_path}/site" in proc.stdout and "-m nexagauge_local models" in proc.stdout
 

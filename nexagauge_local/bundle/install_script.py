@@ -41,7 +41,7 @@ _TEMPLATE = r"""#!/usr/bin/env bash
 # torch @TORCH@ (vLLM @VLLM@).
 #
 #   bash install.sh                     # into the environment of python3 (e.g. a venv's)
-#   bash install.sh --target DIR        # into DIR (then PYTHONPATH=DIR)
+#   bash install.sh --target DIR        # the bundle's wheels alone into DIR (then PYTHONPATH=DIR)
 #   bash install.sh --python /opt/venv/bin/python
 #   bash install.sh --dry-run           # verify, then print the pip commands instead
 set -euo pipefail
@@ -65,10 +65,16 @@ command -v "$PYTHON" >/dev/null || { echo "install.sh: $PYTHON not found (pass -
 NEXAGAUGE_VERIFY
 
 PIP=("$PYTHON" -m pip install --no-index --find-links "$HERE/wheels")
-if [ -n "$TARGET" ]; then PIP+=(--target "$TARGET"); fi
 run() { if [ "$DRY_RUN" = 1 ]; then echo "would run: $*"; else "$@"; fi; }
-run "${PIP[@]}" @INSTALL@
-@NO_DEPS@
+if [ -n "$TARGET" ]; then
+  # pip ignores what is installed when it installs into a folder, so it would look for every
+  # dependency in wheels/: install exactly the bundle's wheels instead, the rest being the
+  # environment's (the bundle was built for it)
+  run "${PIP[@]}" --no-deps --target "$TARGET" "$HERE"/wheels/*.whl
+else
+  run "${PIP[@]}" @INSTALL@
+  @NO_DEPS@
+fi
 @WEIGHTS@
 if [ -n "$TARGET" ]; then
   echo "installed into $TARGET. Check it with:"
