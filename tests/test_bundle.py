@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import random
+import re
 import subprocess
 import sys
 import zipfile
@@ -24,6 +25,7 @@ from nexagauge_local.bundle.build import BuildRequest, BundleError, build
 from nexagauge_local.bundle.carry import to_carry
 from nexagauge_local.bundle.pip import Pip, PipFailed, Resolved
 from nexagauge_local.bundle.target import (
+    FREEZE_HEADER,
     Target,
     TargetError,
     make_target,
@@ -77,6 +79,17 @@ def test_freeze_gives_python_platform_torch_and_installed(tmp_path: Path) -> Non
     assert t.has("Jinja2", "3.1.6") and t.has("torch", "2.11.0") and not t.has("numpy", "2.4.0")
     assert not t.has("mypkg", "1.0")  # a URL install: version unknown, carried when needed
     assert make_target("3.11", None, "2.13.0", tmp_path / "f.txt").python == "3.11"
+
+
+def test_the_documented_header_command_gives_what_the_build_reads() -> None:
+    out = subprocess.run([sys.executable, "-c", FREEZE_HEADER], capture_output=True, text=True,
+                         check=True).stdout
+    _, header = parse_freeze(out, "header")
+    assert header["python"] == ".".join(map(str, sys.version_info[:3]))
+    assert re.fullmatch(r"manylinux_2_\d+_(x86_64|aarch64)", header["platform"])
+    documented = f"python3 -c '{FREEZE_HEADER}' > target-freeze.txt"
+    assert documented in (Path(__file__).resolve().parents[1] / "docs" / "gpu.md").read_text()
+    assert documented in CliRunner().invoke(main, ["bundle", "build", "--help"]).output
 
 
 def test_bad_freeze_line_names_file_and_line(tmp_path: Path) -> None:

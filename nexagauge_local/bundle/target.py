@@ -14,11 +14,11 @@ from packaging.utils import canonicalize_name
 from packaging.version import InvalidVersion, Version
 from pydantic import BaseModel, ConfigDict
 
-# Run on the target: writes the two header lines and the freeze `bundle build --freeze` reads.
-FREEZE_COMMAND = (
-    "{ python3 -c 'import platform as p; print(\"# python:\", p.python_version()); "
-    "print(\"# platform: manylinux_%s_%s\" % (p.libc_ver()[1].replace(\".\", \"_\"), "
-    "p.machine()))'; python3 -m pip freeze; } > target-freeze.txt"
+# Run on the target (docs/gpu.md and `bundle build --help` show it inside a shell command that
+# appends `pip freeze`): the two header lines `parse_freeze` reads.
+FREEZE_HEADER = (
+    'import platform as p; print("# python:", p.python_version()); '
+    'print("# platform: manylinux_%s_%s" % (p.libc_ver()[1].replace(".", "_"), p.machine()))'
 )
 _MANYLINUX = re.compile(r"manylinux_2_(?P<minor>\d+)_(?P<arch>x86_64|aarch64)")
 _PYTHON = re.compile(r"3\.\d+(\.\d+)?")

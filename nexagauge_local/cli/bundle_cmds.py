@@ -80,10 +80,9 @@ def build_cmd(python: str | None, platform: str | None, torch: str | None, freez
     Describe the target with flags:
       nexagauge-local bundle build --python 3.12 --platform manylinux_2_28_x86_64 \\
           --torch 2.11.0+cu130 --output bundle/
-    or with its freeze, written on the target by:
-      { python3 -c 'import platform as p; print("# python:", p.python_version());
-        print("# platform: manylinux_%s_%s" % (p.libc_ver()[1].replace(".", "_"),
-        p.machine()))'; python3 -m pip freeze; } > target-freeze.txt
+    or with its freeze, written on the target by these two commands:
+      python3 -c 'import platform as p; print("# python:", p.python_version()); print("# platform: manylinux_%s_%s" % (p.libc_ver()[1].replace(".", "_"), p.machine()))' > target-freeze.txt
+      python3 -m pip freeze >> target-freeze.txt
     then here:
       nexagauge-local bundle build --freeze target-freeze.txt --with-weights demo \\
           --part-size 2GiB --output bundle/
