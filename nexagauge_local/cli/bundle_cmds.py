@@ -29,7 +29,7 @@ def bundle_group() -> None:
     """Build and check an offline install (wheels, weights, checksums) for a GPU host.
 
     \b
-    On a machine with PyPI:
+    Example, on a machine with PyPI:
       nexagauge-local bundle build --freeze target-freeze.txt --with-weights demo --output b/
     Carry b/ to the target, then there:
       bash b/install.sh
@@ -77,7 +77,7 @@ def build_cmd(python: str | None, platform: str | None, torch: str | None, freez
     every file) and install.sh, which verifies everything on the target before installing.
 
     \b
-    Describe the target with flags:
+    Examples. Describe the target with flags:
       nexagauge-local bundle build --python 3.12 --platform manylinux_2_28_x86_64 \\
           --torch 2.11.0+cu130 --output bundle/
     or with its freeze, written on the target by these two commands:
