@@ -372,6 +372,19 @@ def test_build_errors_are_one_line_exit_2(tmp_path: Path, args: list[str], messa
     assert "Traceback" not in result.output
 
 
+def test_a_project_wheel_that_is_not_one_is_one_line(tmp_path: Path) -> None:
+    fake = tmp_path / "nexagauge_local-0.1.0-py3-none-any.whl"
+    fake.write_text("not a zip")
+    other = make_wheel(tmp_path / "o", "something-else", "1.0")
+    for wheel, message in ((fake, "not a readable wheel"), (other, "not of nexagauge-local")):
+        result = CliRunner().invoke(main, [
+            "bundle", "build", "--python", "3.12", "--platform", "manylinux_2_28_x86_64",
+            "--torch", "2.11.0", "--project-wheel", str(wheel), "--output", str(tmp_path / "b"),
+        ])
+        assert result.exit_code == 2 and message in result.output, result.output
+        assert len(result.output.strip().splitlines()) == 1
+
+
 def test_demo_weights_travel_as_their_package() -> None:
     from nexagauge_local.bundle.weights import choose_weights
 

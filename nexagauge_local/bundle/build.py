@@ -12,6 +12,7 @@ from __future__ import annotations
 import shutil
 import stat
 import tempfile
+import zipfile
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -98,7 +99,21 @@ def _local_file(url: str) -> Path | None:
 
 
 def build(req: BuildRequest, pip: Downloader, step: Callable[[str], None]) -> Manifest:
-    """Build the bundle REQ asks for; STEP(text) is told what is happening (for progress)."""
+    """Build the bundle REQ asks for; STEP(text) is told what is happening (for progress).
+
+    A build that fails into a folder it created removes the folder, so the next attempt does
+    not find a half-written bundle in its way.
+    """
+    fresh = not req.output.exists()
+    try:
+        return _build(req, pip, step)
+    except BaseException:
+        if fresh:
+            shutil.rmtree(req.output, ignore_errors=True)
+        raise
+
+
+def _build(req: BuildRequest, pip: Downloader, step: Callable[[str], None]) -> Manifest:
     target = req.target
     try:
         vllm = req.vllm or fit.pick_vllm(target.torch)
@@ -116,6 +131,12 @@ def build(req: BuildRequest, pip: Downloader, step: Callable[[str], None]) -> Ma
             project = pip.project_wheel(root, Path(tmp))
         if not project.is_file():
             raise BundleError(f"--project-wheel {project}: not a file")
+        try:
+            name = fit.wheel_requires(project)[0]
+        except (ValueError, zipfile.BadZipFile, KeyError) as exc:
+            raise BundleError(f"{project}: not a readable wheel ({exc})") from exc
+        if canonicalize_name(name or "") != PROJECT:
+            raise BundleError(f"{project}: a wheel of {name!r}, not of {PROJECT}")
         roots = [str(project.resolve()), f"vllm=={vllm}"]
         step(f"resolving vLLM {vllm} and its dependencies for the target (metadata only)")
         try:

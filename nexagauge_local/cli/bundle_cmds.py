@@ -111,6 +111,8 @@ def build_cmd(python: str | None, platform: str | None, torch: str | None, freez
             shutil.rmtree(output.resolve() / ".built", ignore_errors=True)
     except (TargetError, BundleError, NoFittingVllm, PipFailed, WeightsError) as exc:
         _fail(str(exc))
+    except OSError as exc:  # a full disk, an unwritable --output: one line, not a traceback
+        _fail(f"{exc.filename or output}: {exc.strerror or exc}")
     parts = sum(len(f.parts) for f in manifest.files)
     click.echo(f"bundle: {len(manifest.files)} files, {manifest.total_bytes() / MiB:.1f} MiB"
                + (f" ({parts} parts)" if parts else "") + f" in {output}")  # fmt: skip
