@@ -311,6 +311,14 @@ def test_install_sh_verifies_joins_and_installs(bundle_dir: Path, tmp_path: Path
     assert f"PYTHONPATH={tmp_path}/site" in proc.stdout and "-m nexagauge_local models" in proc.stdout
 
 
+def test_install_sh_help_and_bad_option(bundle_dir: Path) -> None:
+    shown = _install(bundle_dir, "--help")
+    assert shown.returncode == 0 and "bash install.sh --target DIR" in shown.stdout
+    assert "set -euo" not in shown.stdout
+    bad = _install(bundle_dir, "--frobnicate")
+    assert bad.returncode == 2 and "unknown option --frobnicate" in bad.stderr
+
+
 def test_install_sh_refuses_a_corrupt_part(bundle_dir: Path) -> None:
     part = bundle_dir / "wheels/vllm-0.26.0-py3-none-any.whl.part002"
     part.write_bytes(part.read_bytes()[:-1] + b"!")

@@ -54,7 +54,7 @@ while [ $# -gt 0 ]; do
     --target) TARGET="${2:?--target needs a folder}"; shift 2 ;;
     --python) PYTHON="${2:?--python needs an interpreter}"; shift 2 ;;
     --dry-run) DRY_RUN=1; shift ;;
-    -h|--help) sed -n '2,13p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,/^set /{/^#/p}' "$0"; exit 0 ;;
     *) echo "install.sh: unknown option $1 (see --help)" >&2; exit 2 ;;
   esac
 done
