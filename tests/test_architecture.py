@@ -24,7 +24,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("cluster", "responder"),
     ("nodes",),
     ("graph",),
-    ("runner", "estimate", "report", "compare", "gate", "agreement", "audit"),
+    ("runner", "estimate", "report", "compare", "gate", "agreement", "audit", "bundle"),
     ("app", "api"),
     ("cli", "__init__", "__main__"),
 )

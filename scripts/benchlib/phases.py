@@ -126,7 +126,7 @@ def phase_ours_caps(cfg: dict[str, Any]) -> dict[str, Any]:
 def phase_ours_clip(cfg: dict[str, Any]) -> dict[str, Any]:
     """The same requests and engine with the grammar without string maxLength
     (schemas.grammar_json) and nothing ending the strings: what the caps are measured against
-    (the first H100 lease found the bounded grammar at 0.36 s a step)."""
+    (the first H100 run found the bounded grammar at 0.36 s a step)."""
     return _run_ours(cfg, cfg["engine"], clip_strings=True) | {"string_bounds": "clip"}
 
 
