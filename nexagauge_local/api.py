@@ -30,7 +30,7 @@ def evaluate(
     its input more than once.
 
     Keyword settings are RunSettings fields (model, backend, gpu_ids, cache_dir, on_error,
-    limit, field_map, ...); `field_map` maps logical fields to columns as `--field` does
+    limit, start, end, field_map, ...); `field_map` maps logical fields to columns as `--field` does
     (`field_map={"output": "response.text"}`), and raises ValueError for an unknown one.
     Case reports are returned in `outcome.case_reports` and, with output_dir, written there too.
     Raises app.errors.JudgeSetupError / ClusterSetupError when an LLM target's judge cannot
@@ -45,9 +45,11 @@ def evaluate(
     field_map = parse_field_map([f"{k}={v}" for k, v in run_settings.field_map.items()], BLOCKS)
     limit = run_settings.limit
     if isinstance(records, (str, Path)):
-        dataset = Dataset(Path(records), field_map, limit, blocks=BLOCKS)
+        dataset = Dataset(Path(records), field_map, limit, blocks=BLOCKS, start=run_settings.start,
+                          end=run_settings.end)
     else:
         rows = MemoryRows(records)
         dataset = Dataset(Path(rows.name), field_map, limit, display=rows.name, blocks=BLOCKS,
-                          rows=rows, origin="memory")
+                          rows=rows, origin="memory", start=run_settings.start,
+                          end=run_settings.end)
     return run(run_settings, lambda tmp: dataset, keep_reports=True).outcome

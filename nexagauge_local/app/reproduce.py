@@ -123,4 +123,5 @@ def _checked_input(src: Path, facts: InputFacts, settings: RunSettings, tmp: Pat
         )
     fmt = facts.format if same == "bytes" and facts.format in FORMATS else None
     return Dataset(path, settings.field_map, settings.limit, display=str(src) if stream else None,
-                   fmt=fmt, blocks=BLOCKS, origin="stream" if stream else "file")
+                   fmt=fmt, blocks=BLOCKS, origin="stream" if stream else "file",
+                   start=settings.start, end=settings.end)

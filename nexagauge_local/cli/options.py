@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import os
 from collections.abc import Callable, Iterable
 from typing import Any
@@ -51,7 +52,14 @@ def dataset_options(fn: Callable[..., Any]) -> Callable[..., Any]:
                           "Face save_to_disk folder; gzip/bz2/xz/zstd compressed too; a pipe "
                           "such as <(zcat data.jsonl.gz); '-' reads stdin (README, input "
                           "formats)."),
-        click.option("--limit", type=click.IntRange(min=1), help="Use only the first N records."),
+        click.option("--limit", type=click.IntRange(min=1),
+                     help="Use only the first N records (of the --start/--end slice when given)."),
+        click.option("--start", type=click.IntRange(min=0), default=0, show_default=True,
+                     metavar="N", help="First record to use, 0-based (as nexa-gauge's --start); "
+                     "messages still name the file's own line or row."),
+        click.option("--end", type=click.IntRange(min=1), metavar="M",
+                     help="Stop before record M, 0-based (as nexa-gauge's --end): --start 100 "
+                          "--end 200 uses records 100..199; --limit then counts from --start."),
         click.option("--field", "fields", multiple=True, metavar="LOGICAL=COLUMN",
                      help="Map a column to a logical field, e.g. --field output=model_answer; a "
                           "dotted path reaches into nested columns (output=response.text). "
@@ -60,9 +68,18 @@ def dataset_options(fn: Callable[..., Any]) -> Callable[..., Any]:
                      help="fail: stop before any work if a record is bad (exit 2). "
                           "skip: run the good records and list the bad ones in summary.json."),
     ]
+    @functools.wraps(fn)
+    def checked(*args: Any, **kwargs: Any) -> Any:
+        start, end = kwargs.get("start", 0), kwargs.get("end")
+        if end is not None and end <= start:
+            raise click.UsageError(f"--end {end} must be greater than --start {start} (records "
+                                   "[start, end) are used, 0-based)")
+        return fn(*args, **kwargs)
+
+    wrapped: Callable[..., Any] = checked
     for opt in reversed(opts):
-        fn = opt(fn)
-    return fn
+        wrapped = opt(wrapped)
+    return wrapped
 
 
 def quiet_libraries() -> None:

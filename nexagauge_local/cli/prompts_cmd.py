@@ -20,8 +20,8 @@ from nexagauge_local.settings import RunSettings
 @click.option("--case", "case_id", metavar="ID", help="The case to show (default: the first valid case).")
 @click.option("--node", metavar="NODE", help="Only this judge node's requests (e.g. claims, redteam).")
 @click.option("--json", "as_json", is_flag=True, help="Print the requests as JSON.")
-def prompts_cmd(target: str, input_path: str, limit: int | None, fields: tuple[str, ...],
-                on_error: str, case_id: str | None, node: str | None, as_json: bool) -> None:
+def prompts_cmd(target: str, input_path: str, limit: int | None, start: int, end: int | None,
+                fields: tuple[str, ...], on_error: str, case_id: str | None, node: str | None, as_json: bool) -> None:
     """Print the exact messages and JSON schema of every judge request one case would send.
 
     The real nodes build the requests (as `run` does) with no judge loaded, so this is what the
@@ -37,9 +37,11 @@ def prompts_cmd(target: str, input_path: str, limit: int | None, fields: tuple[s
     from nexagauge_local.app.inputs import open_dataset
     from nexagauge_local.app.prompts import case_prompts
 
-    settings = RunSettings(target=target, limit=limit, on_error=on_error, progress=False)
+    settings = RunSettings(target=target, limit=limit, start=start, end=end, on_error=on_error,
+                           progress=False)
     with cli_errors(resumable=True):
-        shown = case_prompts(settings, lambda tmp: open_dataset(input_path, fields, limit, tmp),
+        shown = case_prompts(settings, lambda tmp: open_dataset(input_path, fields, limit, tmp,
+                                                                start=start, end=end),
                              case_id, node)
     if as_json:
         click.echo(json.dumps(shown.as_dict(), indent=2, ensure_ascii=False))

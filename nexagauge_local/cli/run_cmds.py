@@ -91,8 +91,8 @@ if TYPE_CHECKING:  # typing only: --help must not import the estimate service
 @click.option("--quiet", "-q", is_flag=True,
               help="Print only warnings, errors and the final summary: no progress bars, "
                    "neither ours nor the model libraries'.")
-def run_cmd(target: str, input_path: str, limit: int | None, fields: tuple[str, ...], on_error: str,
-            output_dir: Path, overwrite: bool, cache_dir: Path, no_cache: bool, model: str,
+def run_cmd(target: str, input_path: str, limit: int | None, start: int, end: int | None,
+            fields: tuple[str, ...], on_error: str, output_dir: Path, overwrite: bool, cache_dir: Path, no_cache: bool, model: str,
             backend: str,
             gpu: str | None, gpu_hour_price: float | None, shard_size: int, cluster: str | None,
             embed_dtype: str, refalign_units: str, refalign_output_top_k: int, long_inputs: str,
@@ -106,6 +106,7 @@ def run_cmd(target: str, input_path: str, limit: int | None, fields: tuple[str, 
     Examples:
       nexagauge-local run eval --input data.jsonl --output-dir out --gpu 0
       nexagauge-local run refmatch --input sample.json --output-dir out --limit 10
+      nexagauge-local run eval --input data.jsonl --output-dir out --start 100 --end 200
       cat data.jsonl | nexagauge-local run redteam --input - --output-dir out
       nexagauge-local run eval --input big.jsonl --output-dir out --cluster ray://head:10001
     """
@@ -116,8 +117,8 @@ def run_cmd(target: str, input_path: str, limit: int | None, fields: tuple[str, 
     from nexagauge_local.cli.progress import RichEvents
 
     settings = RunSettings(
-        target=target, output_dir=output_dir, overwrite=overwrite, limit=limit, on_error=on_error,
-        cache_dir=cache_dir,
+        target=target, output_dir=output_dir, overwrite=overwrite, limit=limit, start=start,
+        end=end, on_error=on_error, cache_dir=cache_dir,
         use_cache=not no_cache, model=model, backend=backend, gpu_ids=parse_gpu_ids(gpu),
         gpu_hour_price=gpu_hour_price, shard_size=shard_size, cluster=cluster, progress=not quiet,
         embed_dtype=embed_dtype, long_inputs=long_inputs, grammar_backend=grammar_backend,
@@ -125,7 +126,8 @@ def run_cmd(target: str, input_path: str, limit: int | None, fields: tuple[str, 
     )
     console = Console(stderr=True)
     with cli_errors(resumable=True):
-        result = app_run.run(settings, lambda tmp: open_dataset(input_path, fields, limit, tmp),
+        result = app_run.run(settings, lambda tmp: open_dataset(input_path, fields, limit, tmp,
+                                                                start=start, end=end),
                              events=RichEvents(console), sign_key=sign_key)
     cases = result.cases
     console.print(f"[green]done[/]: {cases['valid']} case(s), {cases['skipped']} skipped record(s), "
@@ -171,8 +173,8 @@ def _fmt(x: float | None) -> str:
               default=default_cache_dir, show_default="~/.cache/nexagauge-local",
               help="Judge cache (cached requests cost nothing) and calibrations.")
 @click.option("--json", "as_json", is_flag=True, help="Print the estimate as JSON.")
-def estimate_cmd(target: str, input_path: str, limit: int | None, fields: tuple[str, ...],
-                 on_error: str, model: str, backend: str, cache_dir: Path, as_json: bool) -> None:
+def estimate_cmd(target: str, input_path: str, limit: int | None, start: int, end: int | None,
+                 fields: tuple[str, ...], on_error: str, model: str, backend: str, cache_dir: Path, as_json: bool) -> None:
     """Say what `run TARGET` would do and cost, without loading the judge's weights.
 
     Per node: eligible cases; for LLM nodes the judge requests, how many the cache already
@@ -192,10 +194,11 @@ def estimate_cmd(target: str, input_path: str, limit: int | None, fields: tuple[
     from nexagauge_local.app.estimate import estimate
     from nexagauge_local.app.inputs import open_dataset
 
-    settings = RunSettings(target=target, limit=limit, on_error=on_error, cache_dir=cache_dir,
-                           model=model, backend=backend, progress=False)
+    settings = RunSettings(target=target, limit=limit, start=start, end=end, on_error=on_error,
+                           cache_dir=cache_dir, model=model, backend=backend, progress=False)
     with cli_errors(resumable=True):
-        est = estimate(settings, lambda tmp: open_dataset(input_path, fields, limit, tmp))
+        est = estimate(settings, lambda tmp: open_dataset(input_path, fields, limit, tmp,
+                                                          start=start, end=end))
     if as_json:
         click.echo(json.dumps(est.as_dict(), indent=2))
         return
