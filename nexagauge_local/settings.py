@@ -48,6 +48,9 @@ class RunSettings(BaseSettings):
     use_cache: bool = True
     # judge
     model: str = "demo"
+    # LLM node -> the judge profile that judges it instead of `model` (`--model NODE=PROFILE`,
+    # nexa-gauge's `--llm-model NODE=MODEL`); nodes not named here ask `model`'s judge
+    node_models: dict[str, str] = Field(default_factory=dict)
     backend: Literal["auto", "hf", "vllm"] = "auto"
     gpu_ids: list[int] = Field(default_factory=list)  # `--gpu 0,1`
     gpu_hour_price: float | None = Field(default=None, ge=0)

@@ -9,7 +9,9 @@ from typing import Any
 
 import click
 
-from nexagauge_local.graph import UnknownTarget, plan
+from nexagauge_local.graph import NODES, UnknownTarget, plan
+
+DEFAULT_MODEL = "demo"
 
 
 def parse_gpu_ids(value: str | None) -> list[int]:
@@ -20,6 +22,49 @@ def parse_gpu_ids(value: str | None) -> list[int]:
         return [int(x) for x in value.split(",") if x.strip()]
     except ValueError:
         raise click.BadParameter(f"{value!r}: expected GPU indices such as 0 or 0,1") from None
+
+
+def model_option(what: str) -> Callable[..., Any]:
+    """--model, repeatable: PROFILE for every LLM node, NODE=PROFILE for one node (as
+    nexa-gauge's --llm-model NODE=MODEL); parsed by `parse_models`."""
+    llm = ", ".join(s.name for s in NODES if s.kind == "llm")
+    return click.option(
+        "--model", "models", multiple=True, metavar="PROFILE|NODE=PROFILE",
+        help=f"The judge: a profile name (see `models`) or a path to weights, for every LLM node "
+             f"(default {DEFAULT_MODEL}); NODE=PROFILE gives one node its own judge, e.g. "
+             f"--model redteam=llama-guard --model qwen2.5-7b-instruct. Repeatable; NODE is one "
+             f"of {llm}. {what}")
+
+
+def parse_models(values: tuple[str, ...]) -> tuple[str, dict[str, str]]:
+    """The default profile and node -> profile from --model values; a usage error (exit 2)
+    for a malformed item, an unknown node, a node named twice or two defaults.
+
+    An item is NODE=PROFILE when the text before its first '=' is a bare name (no path
+    separator), so a weights path with '=' in it stays a path."""
+    llm = [s.name for s in NODES if s.kind == "llm"]
+    default: str | None = None
+    per_node: dict[str, str] = {}
+    for value in values:
+        node, eq, profile = value.partition("=")
+        if not eq or "/" in node or "\\" in node or node.startswith("."):
+            if default is not None and default != value:
+                raise click.BadParameter(f"{value!r}: a second default judge (already "
+                                         f"{default!r}); give the others as NODE=PROFILE",
+                                         param_hint="--model")
+            default = value
+            continue
+        if not node or not profile:
+            raise click.BadParameter(f"{value!r}: expected NODE=PROFILE, e.g. redteam=demo",
+                                     param_hint="--model")
+        if node not in llm:
+            raise click.BadParameter(f"{value!r}: {node!r} is not an LLM node; choose one of: "
+                                     f"{', '.join(llm)}", param_hint="--model")
+        if per_node.get(node, profile) != profile:
+            raise click.BadParameter(f"{value!r}: {node} already has --model "
+                                     f"{node}={per_node[node]}", param_hint="--model")
+        per_node[node] = profile
+    return default or DEFAULT_MODEL, per_node
 
 
 def target_argument(value: str) -> str:
