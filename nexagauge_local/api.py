@@ -29,9 +29,10 @@ def evaluate(
     where they are, never written to a file; a generator is kept as a list, since a run reads
     its input more than once.
 
-    Keyword settings are RunSettings fields (model, backend, gpu_ids, cache_dir, on_error,
-    limit, start, end, field_map, ...); `field_map` maps logical fields to columns as `--field` does
-    (`field_map={"output": "response.text"}`), and raises ValueError for an unknown one.
+    Keyword settings are RunSettings fields (model, node_models, backend, gpu_ids, cache_dir,
+    on_error, limit, start, end, field_map, ...); `field_map` maps logical fields to columns as
+    `--field` does (`field_map={"output": "response.text"}`), and raises ValueError for an
+    unknown one; `node_models={"redteam": PROFILE}` gives a node its own judge.
     Case reports are returned in `outcome.case_reports` and, with output_dir, written there too.
     Raises app.errors.JudgeSetupError / ClusterSetupError when an LLM target's judge cannot
     work, and records.RecordsError for bad records with on_error="fail".

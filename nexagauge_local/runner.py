@@ -10,13 +10,13 @@ from __future__ import annotations
 import os
 import platform
 import time
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from importlib import metadata
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
 from nexagauge_local.case import Case
 from nexagauge_local.case_report import CaseInput, CaseReport
@@ -35,8 +35,6 @@ from nexagauge_local.report.usage import USAGE_TOTALS, zero_usage
 from nexagauge_local.report.view_cases import CaseDigester, CasesDigest
 from nexagauge_local.report.writer import BackgroundWriter, CaseSink
 from nexagauge_local.settings import RunSettings
-
-T = TypeVar("T")
 
 _VERSIONED = ("nexagauge-local", "torch", "transformers", "outlines", "sentence-transformers",
               "rouge-score", "sacrebleu", "nltk", "vllm")
@@ -66,19 +64,6 @@ def judges_done_after(specs: Sequence[NodeSpec], ctx: RunContext) -> dict[int, l
     for key, i in last.items():
         done.setdefault(i, []).append(key)
     return done
-
-
-def with_last(items: Iterable[T]) -> Iterator[tuple[T, bool]]:
-    """Each item with whether it is the last one (one item of lookahead)."""
-    it = iter(items)
-    try:
-        prev = next(it)
-    except StopIteration:
-        return
-    for item in it:
-        yield prev, False
-        prev = item
-    yield prev, True
 
 
 def merged_ledger(ctx: RunContext) -> dict[str, dict[str, Any]]:
@@ -181,11 +166,12 @@ class Runner:
                              metric_nodes=tuple(n for n in self.graph.metric_nodes if n in planned),
                              node_judges=self.node_judges)
             done_with = judges_done_after(specs, ctx)
-            for shard, last in with_last(shards(dataset.cases(), self.settings.shard_size)):
+            last = -(-scan.valid // self.settings.shard_size) - 1  # the scan counted the cases
+            for n, shard in enumerate(shards(dataset.cases(), self.settings.shard_size)):
                 # a judge closes after its last node only in the last shard: earlier shards
                 # need it again, and reloading an engine per shard costs more than holding it
                 self._run_shard(shard, specs, nodes, stats, wall, ctx, kept, sink,
-                                done_with if last else {})
+                                done_with if n == last else {})
                 if ctx.embedder_started:
                     ctx.embedder.forget()
                 release_free_pages()  # the shard's objects are gone: hand their pages back

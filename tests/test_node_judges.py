@@ -24,7 +24,7 @@ from nexagauge_local.dataset import Dataset
 from nexagauge_local.graph import GRAPH
 from nexagauge_local.judge import JudgeRequest, JudgeResult
 from nexagauge_local.nodes.base import NodeJudge
-from nexagauge_local.runner import Runner, judges_done_after, with_last
+from nexagauge_local.runner import Runner, judges_done_after
 from nexagauge_local.settings import RunSettings
 from tests.scripted_judge import ScriptedJudge
 
@@ -127,7 +127,7 @@ def test_every_node_on_its_own_judge_leaves_the_default_unopened(tmp_path: Path)
     assert summary["judge"]["profile"] == "B"  # the first judge that ran stands in
 
 
-def test_the_closing_plan_and_the_shard_lookahead() -> None:
+def test_the_closing_plan() -> None:
     from nexagauge_local.nodes.base import RunContext
 
     specs = [s for s in GRAPH.plan("eval") if s.per_case]
@@ -136,8 +136,6 @@ def test_the_closing_plan_and_the_shard_lookahead() -> None:
     done = judges_done_after(specs, ctx)
     names = {s.name: i for i, s in enumerate(specs)}
     assert done == {names["claims"]: ["S"], names["atomic_units"]: [""]}
-    assert list(with_last([])) == []
-    assert list(with_last("ab")) == [("a", False), ("b", True)]
 
 
 # ---------------------------------------------------------------- the CLI: bad items, exit 2

@@ -12,6 +12,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+import pytest
 from click.testing import CliRunner
 
 from nexagauge_local.app.judge import backend_factory
@@ -19,6 +20,8 @@ from nexagauge_local.cli import main
 from nexagauge_local.judge import JudgeCache
 from nexagauge_local.settings import RunSettings
 from tests.test_node_judges import ROWS, second_demo_profile, write_jsonl
+
+pytestmark = pytest.mark.slow  # two demo-judge runs on hf (the first run, then reproduce)
 
 
 def read(path: Path) -> Any:
