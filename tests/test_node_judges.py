@@ -217,3 +217,28 @@ def second_demo_profile(tmp_path: Path) -> Path:
     path = tmp_path / "demo-b.toml"
     path.write_text(text, encoding="utf-8")
     return path
+
+
+def test_a_judge_for_a_node_the_target_does_not_run_is_noted_and_not_loaded(
+        tmp_path: Path) -> None:
+    """A profile that would not even resolve is never pre-flighted when its node is not in
+    the plan (a shared configuration may name every node's judge): the run says so."""
+    from nexagauge_local.app.run import run as app_run
+    from nexagauge_local.events import LogEvents
+    from nexagauge_local.graph import BLOCKS
+
+    class Notes(LogEvents):
+        def __init__(self) -> None:
+            self.notes: list[str] = []
+
+        def note(self, text: str) -> None:
+            self.notes.append(text)
+
+    data = write_jsonl(tmp_path / "data.jsonl", [{"output": "a.", "reference": "a."}])
+    settings = RunSettings(target="refmatch", cache_dir=tmp_path / "c", progress=False,
+                           node_models={"redteam": "no-such-profile"})
+    events = Notes()
+    result = app_run(settings, lambda _: Dataset(data, blocks=BLOCKS), events=events)
+    assert result.cases["valid"] == 1
+    assert events.notes == [
+        "refmatch does not run redteam=no-such-profile: those judges are not used"]

@@ -145,6 +145,10 @@ def run(
         if settings.use_cache:
             check_caches(settings.cache_dir, judge=judged, embeddings=embeds(settings.target))
         planned = [s.name for s in plan(settings.target) if s.per_case]
+        unplanned = [f"{n}={p}" for n, p in settings.node_models.items() if n not in planned]
+        if unplanned:  # e.g. a shared run configuration naming every node's judge
+            events.note(f"{settings.target} does not run {', '.join(unplanned)}: "
+                        "those judges are not used")
         if judged:
             settings = predict_judgements(settings, dataset)
             factories = preflight_judges(settings, planned)

@@ -32,8 +32,8 @@ def model_option(what: str) -> Callable[..., Any]:
         "--model", "models", multiple=True, metavar="PROFILE|NODE=PROFILE",
         help=f"The judge: a profile name (see `models`) or a path to weights, for every LLM node "
              f"(default {DEFAULT_MODEL}); NODE=PROFILE gives one node its own judge, e.g. "
-             f"--model redteam=llama-guard --model qwen2.5-7b-instruct. Repeatable; NODE is one "
-             f"of {llm}. {what}")
+             f"--model redteam=llama-3.1-8b-instruct --model qwen2.5-7b-instruct. Repeatable; "
+             f"NODE is one of {llm}. {what}")
 
 
 def parse_models(values: tuple[str, ...]) -> tuple[str, dict[str, str]]:
