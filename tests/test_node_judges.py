@@ -242,3 +242,24 @@ def test_a_judge_for_a_node_the_target_does_not_run_is_noted_and_not_loaded(
     assert result.cases["valid"] == 1
     assert events.notes == [
         "refmatch does not run redteam=no-such-profile: those judges are not used"]
+
+
+def test_compare_warns_when_a_nodes_own_judge_changed(tmp_path: Path) -> None:
+    """Same default judge, another judge on redteam: compare says so for that node."""
+    from nexagauge_local.compare.diff import judge_check
+    from nexagauge_local.compare.load import RunDir
+    from tests.test_compare import redteam_metric, write_run
+
+    cases = {"c1": {"redteam": [redteam_metric("toxicity", True)]}}
+    runs = []
+    for name, redteam_fp in (("a", "guard@1"), ("b", "guard@2")):
+        run = write_run(tmp_path / name, cases, fingerprint="main@1")
+        summary = json.loads((run / "summary.json").read_text())
+        summary["node_judges"] = {"redteam": {"fingerprint": redteam_fp},
+                                  "geval": {"fingerprint": "main@1"}}
+        (run / "summary.json").write_text(json.dumps(summary))
+        runs.append(RunDir(run))
+    check = judge_check(runs[0], runs[1])
+    assert check.same_fingerprint is True
+    assert check.warnings == ["different judges for nodes: redteam: guard@1 -> guard@2"]
+    assert judge_check(runs[0], runs[0]).warnings == []
