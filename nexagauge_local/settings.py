@@ -8,9 +8,9 @@ share defaults.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Literal, get_args
+from typing import Literal, Self, get_args
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 
@@ -49,6 +49,10 @@ class RunSettings(BaseSettings):
     # Replace an output folder that holds files no run wrote (app/output_folder.py).
     overwrite: bool = False
     limit: int | None = Field(default=None, ge=1)
+    # a slice of the input's records as nexa-gauge's --start/--end (0-based, end exclusive);
+    # `limit` counts from `start`: records [start:end][:limit] (dataset.py Dataset.stop)
+    start: int = Field(default=0, ge=0)
+    end: int | None = Field(default=None, ge=1)
     on_error: Literal["fail", "skip"] = "fail"
     field_map: dict[str, str] = Field(default_factory=dict)
     shard_size: int = Field(default=5000, ge=1)
@@ -56,7 +60,9 @@ class RunSettings(BaseSettings):
     use_cache: bool = True
     # judge
     model: str = "demo"
-    # a judge profile per node (node -> profile): `--model NODE=PROFILE`, a config's [run.models]
+    # LLM node -> the judge profile that judges it instead of `model` (`--model NODE=PROFILE`,
+    # nexa-gauge's `--llm-model NODE=MODEL`, a run configuration's [run.models]); nodes not
+    # named here ask `model`'s judge
     node_models: dict[str, str] = Field(default_factory=dict)
     backend: Literal["auto", "hf", "vllm"] = "auto"
     gpu_ids: list[int] = Field(default_factory=list)  # `--gpu 0,1`
@@ -87,6 +93,12 @@ class RunSettings(BaseSettings):
     # judge requests the run is predicted to send, counted from its dataset by the run itself
     # (not a user setting): `--backend auto` on a CPU host decides with it (judge/cpu_auto.py)
     predicted_judgements: int | None = Field(default=None, ge=0)
+
+    @model_validator(mode="after")
+    def _slice_not_empty(self) -> Self:
+        if self.end is not None and self.end <= self.start:
+            raise ValueError(f"--end {self.end} must be greater than --start {self.start}")
+        return self
 
     def memo_dir(self, kind: str) -> Path | None:
         """Where a run keeps memoised run-level results of one kind (memo.py: observability

@@ -8,11 +8,13 @@ settings are turned into JudgeClients (answering in this process, or on a Ray cl
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable, Mapping
 from types import TracebackType
 from typing import Self
 
 from nexagauge_local.app.errors import ClusterSetupError, JudgeSetupError
 from nexagauge_local.cluster import ClusterUnavailable, connect_cluster, make_executor
+from nexagauge_local.graph import NODES
 from nexagauge_local.judge import (
     BackendFactory,
     CostLedger,
@@ -61,6 +63,56 @@ def check_gpus(settings: RunSettings) -> None:
         raise JudgeSetupError(f"--gpu {ids}: no CUDA device is visible on this host; run "
                               "without --gpu to use the CPU, or check the driver and "
                               "CUDA_VISIBLE_DEVICES")
+
+
+# The nodes `--model NODE=PROFILE` may name: the graph's LLM nodes.
+LLM_NODES: tuple[str, ...] = tuple(s.name for s in NODES if s.kind == "llm")
+
+
+def check_node_models(node_models: Mapping[str, str]) -> None:
+    """Each NODE=PROFILE names an LLM node of the graph and a profile: else one JudgeSetupError
+    line (exit 2), before any work."""
+    for node, profile in node_models.items():
+        if node not in LLM_NODES:
+            raise JudgeSetupError(f"--model {node}={profile}: {node!r} is not an LLM node; "
+                                  f"choose one of: {', '.join(LLM_NODES)}")
+        if not profile.strip():
+            raise JudgeSetupError(f"--model {node}=: no profile named after '='")
+
+
+def with_model(settings: RunSettings, profile: str) -> RunSettings:
+    """The settings with `profile` as the judge: how each node's judge is resolved."""
+    return settings if profile == settings.model else settings.model_copy(update={"model": profile})
+
+
+def judge_models(settings: RunSettings, nodes: Iterable[str]) -> dict[str, str]:
+    """LLM node -> the profile that judges it (its own `--model NODE=PROFILE`, else the
+    default `--model`), for the LLM nodes among `nodes`."""
+    return {n: settings.node_models.get(n, settings.model) for n in nodes if n in LLM_NODES}
+
+
+def own_models(settings: RunSettings, nodes: Iterable[str]) -> dict[str, str]:
+    """The LLM nodes among `nodes` whose judge is not the default's, with their profile."""
+    return {n: p for n, p in judge_models(settings, nodes).items() if p != settings.model}
+
+
+def preflight_judges(settings: RunSettings, nodes: Iterable[str]) -> dict[str, BackendFactory]:
+    """preflight for each distinct judge the LLM nodes among `nodes` ask (profile -> its
+    factory, the default first), all before any work; a failure names the node(s)."""
+    by_profile: dict[str, list[str]] = {}
+    for node, profile in judge_models(settings, nodes).items():
+        by_profile.setdefault(profile, []).append(node)
+    order = sorted(by_profile, key=lambda p: p != settings.model)  # the default first
+    out: dict[str, BackendFactory] = {}
+    for profile in order:
+        try:
+            out[profile] = preflight(with_model(settings, profile))
+        except (JudgeSetupError, ClusterSetupError) as exc:
+            if profile == settings.model:
+                raise
+            named = ", ".join(f"--model {n}={profile}" for n in by_profile[profile])
+            raise type(exc)(f"{named}: {exc}") from None
+    return out
 
 
 def preflight(settings: RunSettings) -> BackendFactory:
@@ -112,15 +164,23 @@ def long_inputs_for(settings: RunSettings, factory: BackendFactory) -> LongInput
 
 
 class JudgeClients:
-    """The runner's judge factory: opens a client per call and closes every one it opened on
-    exit (data-parallel engines and cluster actors hold processes and GPUs)."""
+    """The runner's judge factory: opens a client per call (the default judge's, or with
+    `opener`, a `--model NODE=PROFILE` judge's) and closes every one it opened on exit
+    (data-parallel engines and cluster actors hold processes and GPUs)."""
 
     def __init__(self, settings: RunSettings) -> None:
         self.settings = settings
         self.opened: list[JudgeClient] = []
 
     def __call__(self) -> JudgeClient:
-        self.opened.append(open_client(self.settings))
+        return self._open(self.settings)
+
+    def opener(self, profile: str) -> Callable[[], JudgeClient]:
+        """A factory of clients of `profile`'s judge (the run's other settings unchanged)."""
+        return lambda: self._open(with_model(self.settings, profile))
+
+    def _open(self, settings: RunSettings) -> JudgeClient:
+        self.opened.append(open_client(settings))
         return self.opened[-1]
 
     def close(self) -> None:

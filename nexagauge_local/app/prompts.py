@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import tempfile
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
@@ -93,9 +93,8 @@ def case_prompts(
         chosen = next((c.case_id for c in dataset.cases() if case_id in (None, c.case_id)), None)
         if chosen is None:
             raise InputError(f"{dataset.name}: no valid case with case_id {case_id!r}")
-        one = _OneCase(dataset.path, dataset.field_map, dataset.limit, dataset.display,
-                       dataset.fmt, dataset.blocks, dataset.rows, dataset.origin,
-                       dataset.defaults, only=chosen)
+        one = _OneCase(**{f.name: getattr(dataset, f.name) for f in fields(Dataset)},
+                       only=chosen)
         recorder = RecordingJudge()
         quiet = settings.model_copy(update={"output_dir": None, "progress": False})
         Runner(quiet, registry=estimate_registry(GRAPH), judge_factory=lambda: recorder,

@@ -108,7 +108,9 @@ class Manifest(_Strict):
     argv: list[str]
     settings: dict[str, Any]
     input: InputFacts | None
-    judge: JudgeFacts | None
+    judge: JudgeFacts | None  # the default judge (`--model PROFILE`)
+    # LLM nodes judged by another judge than `judge` (`--model NODE=PROFILE`): node -> it
+    node_judges: dict[str, JudgeFacts] = Field(default_factory=dict)
     prompts: list[PromptEntry] = Field(default_factory=list)
     schemas: list[SchemaEntry] = Field(default_factory=list)
     packages: dict[str, str] = Field(default_factory=dict)
@@ -222,6 +224,7 @@ def build_manifest(
     input: InputFacts | None,
     judge: JudgeFacts | None,
     host: HostFacts,
+    node_judges: Mapping[str, JudgeFacts] | None = None,
     prompts: Iterable[PromptEntry] = (),
     schemas: Iterable[SchemaEntry] = (),
     packages: Mapping[str, str] | None = None,
@@ -243,6 +246,7 @@ def build_manifest(
         settings=_json_safe(settings),
         input=input,
         judge=judge,
+        node_judges=dict(sorted((node_judges or {}).items())),
         prompts=sorted(prompts, key=lambda p: (p.node, p.version)),
         schemas=sorted(schemas, key=lambda s: (s.node, s.schema_id)),
         packages=dict(packages or {}),

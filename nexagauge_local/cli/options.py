@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
+import functools
 import os
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
 import click
 
-from nexagauge_local.graph import UnknownTarget, plan
+from nexagauge_local.graph import NODES, UnknownTarget, plan
+
+DEFAULT_MODEL = "demo"
 
 
 def parse_gpu_ids(value: str | None) -> list[int]:
@@ -20,6 +23,64 @@ def parse_gpu_ids(value: str | None) -> list[int]:
         return [int(x) for x in value.split(",") if x.strip()]
     except ValueError:
         raise click.BadParameter(f"{value!r}: expected GPU indices such as 0 or 0,1") from None
+
+
+def model_option(what: str) -> Callable[..., Any]:
+    """--model, repeatable: PROFILE for every LLM node, NODE=PROFILE for one node (as
+    nexa-gauge's --llm-model NODE=MODEL); parsed by `parse_models`."""
+    llm = ", ".join(s.name for s in NODES if s.kind == "llm")
+    return click.option(
+        "--model", "models", multiple=True, metavar="PROFILE|NODE=PROFILE",
+        help=f"The judge: a profile name (see `models`) or a path to weights, for every LLM node "
+             f"(default {DEFAULT_MODEL}); NODE=PROFILE gives one node its own judge, e.g. "
+             f"--model redteam=llama-3.1-8b-instruct --model qwen2.5-7b-instruct. Repeatable; "
+             f"NODE is one of {llm}. {what}")
+
+
+def parse_models(values: tuple[str, ...],
+                 config: Sequence[str] = ()) -> tuple[str, dict[str, str]]:
+    """The default profile and node -> profile from --model values, completed by a run
+    configuration's `model` values (`config`) where the command line leaves a gap: click drops
+    the config's value for an option given on the command line, and `--model redteam=X` alone
+    must not forget the config's default judge."""
+    default, per_node = _parse_models(values)
+    if config:
+        config_default, config_nodes = _parse_models(tuple(config))
+        default = default or config_default
+        per_node = {**config_nodes, **per_node}
+    return default or DEFAULT_MODEL, per_node
+
+
+def _parse_models(values: tuple[str, ...]) -> tuple[str | None, dict[str, str]]:
+    """The default profile (None when not given) and node -> profile from --model values; a
+    usage error (exit 2) for a malformed item, an unknown node, a node named twice or two
+    defaults.
+
+    An item is NODE=PROFILE when the text before its first '=' is a bare name (no path
+    separator), so a weights path with '=' in it stays a path."""
+    llm = [s.name for s in NODES if s.kind == "llm"]
+    default: str | None = None
+    per_node: dict[str, str] = {}
+    for value in values:
+        node, eq, profile = value.partition("=")
+        if not eq or "/" in node or "\\" in node or node.startswith("."):
+            if default is not None and default != value:
+                raise click.BadParameter(f"{value!r}: a second default judge (already "
+                                         f"{default!r}); give the others as NODE=PROFILE",
+                                         param_hint="--model")
+            default = value
+            continue
+        if not node or not profile:
+            raise click.BadParameter(f"{value!r}: expected NODE=PROFILE, e.g. redteam=demo",
+                                     param_hint="--model")
+        if node not in llm:
+            raise click.BadParameter(f"{value!r}: {node!r} is not an LLM node; choose one of: "
+                                     f"{', '.join(llm)}", param_hint="--model")
+        if per_node.get(node, profile) != profile:
+            raise click.BadParameter(f"{value!r}: {node} already has --model "
+                                     f"{node}={per_node[node]}", param_hint="--model")
+        per_node[node] = profile
+    return default, per_node
 
 
 def target_argument(value: str) -> str:
@@ -52,7 +113,14 @@ def dataset_options(fn: Callable[..., Any]) -> Callable[..., Any]:
                           "Face save_to_disk folder; gzip/bz2/xz/zstd compressed too; a pipe "
                           "such as <(zcat data.jsonl.gz); '-' reads stdin (README, input "
                           "formats)."),
-        click.option("--limit", type=click.IntRange(min=1), help="Use only the first N records."),
+        click.option("--limit", type=click.IntRange(min=1),
+                     help="Use only the first N records (of the --start/--end slice when given)."),
+        click.option("--start", type=click.IntRange(min=0), default=0, show_default=True,
+                     metavar="N", help="First record to use, 0-based (as nexa-gauge's --start); "
+                     "messages still name the file's own line or row."),
+        click.option("--end", type=click.IntRange(min=1), metavar="M",
+                     help="Stop before record M, 0-based (as nexa-gauge's --end): --start 100 "
+                          "--end 200 uses records 100..199; --limit then counts from --start."),
         click.option("--field", "fields", multiple=True, metavar="LOGICAL=COLUMN",
                      help="Map a column to a logical field, e.g. --field output=model_answer; a "
                           "dotted path reaches into nested columns (output=response.text). "
@@ -61,9 +129,18 @@ def dataset_options(fn: Callable[..., Any]) -> Callable[..., Any]:
                      help="fail: stop before any work if a record is bad (exit 2). "
                           "skip: run the good records and list the bad ones in summary.json."),
     ]
+    @functools.wraps(fn)
+    def checked(*args: Any, **kwargs: Any) -> Any:
+        start, end = kwargs.get("start", 0), kwargs.get("end")
+        if end is not None and end <= start:
+            raise click.UsageError(f"--end {end} must be greater than --start {start} (records "
+                                   "[start, end) are used, 0-based)")
+        return fn(*args, **kwargs)
+
+    wrapped: Callable[..., Any] = checked
     for opt in reversed(opts):
-        fn = opt(fn)
-    return fn
+        wrapped = opt(wrapped)
+    return wrapped
 
 
 def quiet_libraries() -> None:

@@ -32,9 +32,9 @@ def _run_command() -> click.Command:
 @click.option("--node", metavar="NODE", help="Only this judge node's requests (e.g. claims, redteam).")
 @click.option("--json", "as_json", is_flag=True, help="Print the requests as JSON.")
 @config_option(lambda: _run_command())
-def prompts_cmd(target: str, input_path: str, limit: int | None, fields: tuple[str, ...],
-                on_error: str, case_id: str | None, node: str | None, as_json: bool,
-                run_config: RunConfig | None) -> None:
+def prompts_cmd(target: str, input_path: str, limit: int | None, start: int, end: int | None,
+                fields: tuple[str, ...], on_error: str, case_id: str | None, node: str | None,
+                as_json: bool, run_config: RunConfig | None) -> None:
     """Print the exact messages and JSON schema of every judge request one case would send.
 
     The real nodes build the requests (as `run` does) with no judge loaded, so this is what the
@@ -51,10 +51,12 @@ def prompts_cmd(target: str, input_path: str, limit: int | None, fields: tuple[s
     from nexagauge_local.app.inputs import open_dataset
     from nexagauge_local.app.prompts import case_prompts
 
-    settings = RunSettings(target=target, limit=limit, on_error=on_error, progress=False,
+    settings = RunSettings(target=target, limit=limit, start=start, end=end, on_error=on_error,
+                           progress=False,
                            config=run_config.source if run_config is not None else None)
     with cli_errors(resumable=True):
-        shown = case_prompts(settings, lambda tmp: open_dataset(input_path, fields, limit, tmp),
+        shown = case_prompts(settings, lambda tmp: open_dataset(input_path, fields, limit, tmp,
+                                                                start=start, end=end),
                              case_id, node)
     if as_json:
         click.echo(json.dumps(shown.as_dict(), indent=2, ensure_ascii=False))
