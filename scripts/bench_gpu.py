@@ -12,7 +12,7 @@ Phases, each in its own process so each starts with a free GPU:
             as shipped: the grammar without string maxLength, strings closed by the caps processor
   ours      the same with each string's maxLength in the grammar (vllm_string_bounds = grammar)
   ours_clip the grammar without string maxLength and nothing closing the strings
-  ours_outlines  the same with the outlines grammar engine instead of xgrammar (issue 13)
+  ours_outlines  the same with the outlines grammar engine instead of xgrammar
   baseline  vLLM's OpenAI-compatible server on 127.0.0.1 with the same engine settings, one
             request per case x metric, 16 concurrent (what per-request tools do)
   hf        the hf backend (transformers + outlines) on CUDA, same prompts, fewer cases

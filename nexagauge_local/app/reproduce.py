@@ -50,7 +50,7 @@ class Reproduction:
 
 
 def _settings(plan_settings: dict[str, object], new_dir: Path, backend: str | None) -> RunSettings:
-    renamed = {"gpus": "gpu_ids"}  # manifests written before the setting's rename (issue 34)
+    renamed = {"gpus": "gpu_ids"}  # manifests written before the setting's rename
     known = {renamed.get(k, k): v for k, v in plan_settings.items()}
     known = {k: v for k, v in known.items() if k in RunSettings.model_fields}
     known.update(output_dir=new_dir, use_cache=False, overwrite=False)

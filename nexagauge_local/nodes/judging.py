@@ -3,7 +3,7 @@
 The node contract built on these (`LLMNode`) is in nodes/llm_node.py.
 
 Why a wrapper: a node must report a failing judge as per-metric `error`s instead of crashing
-the run (issue 4), must still work when no judge is configured (the heuristic red-team layer is
+the run, must still work when no judge is configured (the heuristic red-team layer is
 free), and must charge each case exactly the work done for it so per-case costs add up to the
 node's usage in summary.json.
 """

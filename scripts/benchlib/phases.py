@@ -131,7 +131,7 @@ def phase_ours_clip(cfg: dict[str, Any]) -> dict[str, Any]:
 
 
 def phase_ours_outlines(cfg: dict[str, Any]) -> dict[str, Any]:
-    """The same requests and engine with `--grammar-backend outlines` (issue 13's comparison)."""
+    """The same requests and engine with `--grammar-backend outlines`, to compare the engines."""
     from nexagauge_local.judge.vllm.backend import engine_kwargs
 
     kwargs = dict(cfg["engine"])
