@@ -258,12 +258,15 @@ class Runner:
         self, dataset: Dataset, scan: ScanResult, specs: list[NodeSpec], unavailable: list[str],
         usage: dict[str, dict[str, Any]], ctx: RunContext, started: datetime, t_start: float,
     ) -> dict[str, Any]:
-        totals = {k: sum(u[k] for u in usage.values()) for k in USAGE_TOTALS}
+        # a null (an endpoint judge's unknown device time) makes its total null, not zero
+        totals = {k: None if any(u[k] is None for u in usage.values())
+                  else sum(u[k] for u in usage.values()) for k in USAGE_TOTALS}
         judge_info: dict[str, Any] | None = None
         if ctx.judge_started:
             judge_info = ctx.judge.describe()
         price = self.settings.gpu_hour_price
-        totals["cost"] = round(totals["gpu_seconds"] / 3600 * price, 6) if price else 0.0
+        gpu = totals["gpu_seconds"]
+        totals["cost"] = (None if gpu is None else round(gpu / 3600 * price, 6)) if price else 0.0
         return {
             "tool": "nexagauge-local",
             "versions": versions(),

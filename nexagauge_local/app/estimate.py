@@ -14,12 +14,11 @@ from pathlib import Path
 from typing import Any
 
 from nexagauge_local.app.cache import cache_errors
-from nexagauge_local.app.judge import resolve_judge
+from nexagauge_local.app.judge import resolve_judge, token_counter
 from nexagauge_local.app.run import OpenInput
 from nexagauge_local.dataset import Dataset
 from nexagauge_local.estimate.plan import judge_estimates
 from nexagauge_local.graph import plan, predicted_eligibility
-from nexagauge_local.judge.runtime import TokenCounter
 from nexagauge_local.records import RecordsError
 from nexagauge_local.settings import RunSettings
 
@@ -100,6 +99,6 @@ def _judge_estimates(dataset: Dataset, settings: RunSettings) -> dict[str, dict[
     """Resolve the judge (tokenizer only) and estimate its requests; a missing model is a
     JudgeSetupError naming where the weights should be."""
     factory = resolve_judge(settings)
-    counter = TokenCounter(factory.profile, settings.cache_dir)
+    counter = token_counter(factory)
     return judge_estimates(dataset, settings, counter, factory.fingerprint,
                            max_model_len=factory.profile.max_model_len)

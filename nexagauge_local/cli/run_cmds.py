@@ -8,7 +8,7 @@ from __future__ import annotations
 import sys
 from collections import Counter
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import click
 from rich.console import Console
@@ -20,6 +20,8 @@ from nexagauge_local.cli.options import (
     backend_option,
     choice_option,
     dataset_options,
+    endpoint_options,
+    endpoint_settings,
     parse_gpu_ids,
     quiet_libraries,
     target_argument,
@@ -91,12 +93,13 @@ if TYPE_CHECKING:  # typing only: --help must not import the estimate service
 @click.option("--quiet", "-q", is_flag=True,
               help="Print only warnings, errors and the final summary: no progress bars, "
                    "neither ours nor the model libraries'.")
+@endpoint_options
 def run_cmd(target: str, input_path: str, limit: int | None, fields: tuple[str, ...], on_error: str,
             output_dir: Path, overwrite: bool, cache_dir: Path, no_cache: bool, model: str,
             backend: str,
             gpu: str | None, gpu_hour_price: float | None, shard_size: int, cluster: str | None,
             embed_dtype: str, refalign_units: str, refalign_output_top_k: int, long_inputs: str,
-            grammar_backend: str, sign_key: Path | None, quiet: bool) -> None:
+            grammar_backend: str, sign_key: Path | None, quiet: bool, **judge_server: Any) -> None:
     """Run TARGET and everything it needs over a dataset.
 
     TARGET is a node (see `nexagauge-local nodes`); `eval` runs every metric branch a case is
@@ -108,6 +111,8 @@ def run_cmd(target: str, input_path: str, limit: int | None, fields: tuple[str, 
       nexagauge-local run refmatch --input sample.json --output-dir out --limit 10
       cat data.jsonl | nexagauge-local run redteam --input - --output-dir out
       nexagauge-local run eval --input big.jsonl --output-dir out --cluster ray://head:10001
+      nexagauge-local run redteam --input data.jsonl --output-dir out \
+          --judge-url http://127.0.0.1:8000/v1 --judge-concurrency 32
     """
     if quiet:
         quiet_libraries()
@@ -122,6 +127,7 @@ def run_cmd(target: str, input_path: str, limit: int | None, fields: tuple[str, 
         gpu_hour_price=gpu_hour_price, shard_size=shard_size, cluster=cluster, progress=not quiet,
         embed_dtype=embed_dtype, long_inputs=long_inputs, grammar_backend=grammar_backend,
         refalign_units=refalign_units, refalign_output_top_k=refalign_output_top_k,
+        **endpoint_settings(judge_server),
     )
     console = Console(stderr=True)
     with cli_errors(resumable=True):
@@ -171,8 +177,10 @@ def _fmt(x: float | None) -> str:
               default=default_cache_dir, show_default="~/.cache/nexagauge-local",
               help="Judge cache (cached requests cost nothing) and calibrations.")
 @click.option("--json", "as_json", is_flag=True, help="Print the estimate as JSON.")
+@endpoint_options
 def estimate_cmd(target: str, input_path: str, limit: int | None, fields: tuple[str, ...],
-                 on_error: str, model: str, backend: str, cache_dir: Path, as_json: bool) -> None:
+                 on_error: str, model: str, backend: str, cache_dir: Path, as_json: bool,
+                 **judge_server: Any) -> None:
     """Say what `run TARGET` would do and cost, without loading the judge's weights.
 
     Per node: eligible cases; for LLM nodes the judge requests, how many the cache already
@@ -193,7 +201,8 @@ def estimate_cmd(target: str, input_path: str, limit: int | None, fields: tuple[
     from nexagauge_local.app.inputs import open_dataset
 
     settings = RunSettings(target=target, limit=limit, on_error=on_error, cache_dir=cache_dir,
-                           model=model, backend=backend, progress=False)
+                           model=model, backend=backend, progress=False,
+                           **endpoint_settings(judge_server))
     with cli_errors(resumable=True):
         est = estimate(settings, lambda tmp: open_dataset(input_path, fields, limit, tmp))
     if as_json:
