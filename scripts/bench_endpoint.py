@@ -64,11 +64,11 @@ def host() -> dict[str, Any]:
     return {"cpu": model, "cores": len(os.sched_getaffinity(0)), "python": sys.version.split()[0]}
 
 
-def profile_for(model: str | None, dtype: str) -> JudgeProfile:
+def profile_for(model: str | None, dtype: str, max_model_len: int) -> JudgeProfile:
     """The judge as both engines run it: the demo judge, or a weights folder (`--model`)."""
     base = resolve_profile(model or "demo")
     return base.model_copy(update={
-        "backend": "vllm", "dtype": dtype, "max_model_len": 4096,
+        "backend": "vllm", "dtype": dtype, "max_model_len": max_model_len,
         "vllm_string_bounds": "grammar", "vllm_prefix_caching": False,
         "vllm_enforce_eager": True})
 
@@ -124,6 +124,7 @@ def main() -> int:
     ap.add_argument("--concurrency", type=int, default=16, help="endpoint requests in flight")
     ap.add_argument("--dtype", default="float32", choices=["float32", "bfloat16"])
     ap.add_argument("--model", help="a weights folder instead of the demo judge")
+    ap.add_argument("--max-model-len", type=int, default=4096, help="both engines' window")
     ap.add_argument("--url", help="an already running server's /v1 URL (not started here)")
     ap.add_argument("--served-model", default="demo-judge", help="its model id")
     ap.add_argument("--json", type=Path, help="write the figures here too")
@@ -135,7 +136,7 @@ def main() -> int:
 
     with tempfile.TemporaryDirectory(prefix="bench-endpoint-") as tmp:
         cache = Path(tmp)
-        profile = profile_for(args.model, args.dtype)
+        profile = profile_for(args.model, args.dtype, args.max_model_len)
         requests = redteam_requests(synthetic_cases((args.requests + 1) // 2), cache)
         requests = requests[: args.requests]
         model_dir = engine_model_path(profile, cache, args.dtype)
@@ -152,6 +153,7 @@ def main() -> int:
             else:
                 started = time.perf_counter()
                 with vllm_server(model_dir, cache / "server.log", dtype=args.dtype,
+                                 max_model_len=args.max_model_len,
                                  served_name=args.served_model) as url:
                     up = time.perf_counter() - started
                     server, server_results = endpoint(url, args.served_model, args.concurrency,

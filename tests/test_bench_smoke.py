@@ -152,6 +152,7 @@ def test_bench_endpoint_tiny_judge(tiny_judge_dir: Path, tmp_path: Path) -> None
     vllm_or_skip()
     out = _ok(run_script("bench_endpoint", "--requests", "4", "--concurrency", "2",
                          "--model", str(tiny_judge_dir), "--served-model", "tiny",
+                         "--max-model-len", "2048",
                          "--json", str(tmp_path / "e.json"), timeout=1200))  # fmt: skip
     assert "compared: 4 redteam judgements" in out and "host: " in out
     assert "in-process vLLM" in out and "endpoint (x2 in flight)" in out
