@@ -24,7 +24,7 @@ from nexagauge_local.dataset import Dataset, ScanResult, shards
 from nexagauge_local.embed import Embedder, EmbeddingCache
 from nexagauge_local.events import LogEvents, RunEvents
 from nexagauge_local.graph import GRAPH, Graph, NodeSpec, eligibility
-from nexagauge_local.judge import Judge, NodeUsage, vllm_distribution
+from nexagauge_local.judge import Judge, vllm_distribution
 from nexagauge_local.libc import release_free_pages
 from nexagauge_local.nodes.base import DEFAULT_JUDGE, CaseState, Node, NodeJudge, RunContext
 from nexagauge_local.records import RecordsError
@@ -68,12 +68,18 @@ def judges_done_after(specs: Sequence[NodeSpec], ctx: RunContext) -> dict[int, l
 
 def merged_ledger(ctx: RunContext) -> dict[str, dict[str, Any]]:
     """Per-node usage over every judge the run opened (each node's requests went to one)."""
-    usage: dict[str, NodeUsage] = {}
+    usage: dict[str, dict[str, Any]] = {}
     for opened in ctx.judges_used().values():
         for judge in opened:
-            for node, used in judge.ledger.nodes.items():
-                usage[node] = usage[node].merge(used) if node in usage else used
-    return {node: u.model_dump() for node, u in usage.items()}
+            # as_dict: an endpoint judge's unknown device time is null there, and stays null
+            for node, used in judge.ledger.as_dict().items():
+                usage[node] = _summed(usage[node], used) if node in usage else dict(used)
+    return usage
+
+
+def _summed(a: dict[str, Any], b: dict[str, Any]) -> dict[str, Any]:
+    """Two usage dicts added key by key; a null (unknown) in either makes that sum null."""
+    return {k: None if a[k] is None or b.get(k) is None else a[k] + b[k] for k in a}
 
 
 def default_embedder(settings: RunSettings) -> Embedder:
@@ -298,7 +304,9 @@ class Runner:
         self, dataset: Dataset, scan: ScanResult, specs: list[NodeSpec], unavailable: list[str],
         usage: dict[str, dict[str, Any]], ctx: RunContext, started: datetime, t_start: float,
     ) -> dict[str, Any]:
-        totals = {k: sum(u[k] for u in usage.values()) for k in USAGE_TOTALS}
+        # a null (an endpoint judge's unknown device time) makes its total null, not zero
+        totals = {k: None if any(u[k] is None for u in usage.values())
+                  else sum(u[k] for u in usage.values()) for k in USAGE_TOTALS}
         judges = {key: {"profile": self._profile(key), **opened[-1].describe()}
                   for key, opened in ctx.judges_used().items()}
         # `judge`: the default judge (the first judge that ran when every judged node had its
@@ -307,7 +315,8 @@ class Runner:
         node_judges = {s.name: judges[ctx.judge_key(s.name)]
                        for s in specs if s.kind == "llm" and ctx.judge_key(s.name) in judges}
         price = self.settings.gpu_hour_price
-        totals["cost"] = round(totals["gpu_seconds"] / 3600 * price, 6) if price else 0.0
+        gpu = totals["gpu_seconds"]
+        totals["cost"] = (None if gpu is None else round(gpu / 3600 * price, 6)) if price else 0.0
         return {
             "tool": "nexagauge-local",
             "versions": versions(),

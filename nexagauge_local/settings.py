@@ -10,7 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Literal, Self, get_args
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 
@@ -90,6 +90,15 @@ class RunSettings(BaseSettings):
     # the run configuration (`--config`): its [defaults] blocks apply to the records
     # (app/run_config.py); its [run] options are already folded into the fields above
     config: ConfigSource | None = None
+    # a judge server (judge/endpoint/, README "A judge behind a server"): --judge-url makes an
+    # ad-hoc endpoint judge; with an endpoint profile these override its keys. The API key
+    # (also NEXAGAUGE_JUDGE_API_KEY) is excluded from every dump: never in summary or manifest
+    judge_url: str | None = None
+    judge_api_key: SecretStr | None = Field(default=None, exclude=True)
+    judge_model_name: str | None = None
+    judge_concurrency: int | None = Field(default=None, ge=1)
+    judge_revision: str | None = None
+    judge_gpus: int | None = Field(default=None, ge=1)
     # judge requests the run is predicted to send, counted from its dataset by the run itself
     # (not a user setting): `--backend auto` on a CPU host decides with it (judge/cpu_auto.py)
     predicted_judgements: int | None = Field(default=None, ge=0)

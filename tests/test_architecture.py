@@ -110,7 +110,8 @@ def upward(graph: dict[str, set[str]]) -> list[str]:
 # these, never from a module inside, so judge's files can move without touching the rest.
 JUDGE = "nexagauge_local.judge"
 JUDGE_SURFACE = frozenset(
-    {JUDGE, f"{JUDGE}.prompts", f"{JUDGE}.runtime", f"{JUDGE}.hf", f"{JUDGE}.vllm"}
+    {JUDGE, f"{JUDGE}.prompts", f"{JUDGE}.runtime", f"{JUDGE}.hf", f"{JUDGE}.vllm",
+     f"{JUDGE}.endpoint"}
 )
 
 

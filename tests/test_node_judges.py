@@ -274,3 +274,16 @@ def test_the_command_line_completes_a_configs_judges_rather_than_dropping_them()
     assert parse_models(("demo", "geval=prometheus-2-7b"), config) == (
         "demo", {"geval": "prometheus-2-7b"})
     assert parse_models((), ()) == ("demo", {})
+
+
+def test_the_judge_server_options_describe_the_default_judge_only() -> None:
+    from nexagauge_local.app.judge import with_model
+    from nexagauge_local.settings import RunSettings
+
+    settings = RunSettings(target="redteam", model="demo", judge_url="http://127.0.0.1:9/v1",
+                           judge_concurrency=4, judge_revision="r1",
+                           node_models={"redteam": "guard.toml"})
+    assert with_model(settings, "demo") is settings
+    own = with_model(settings, "guard.toml")
+    assert own.model == "guard.toml"
+    assert (own.judge_url, own.judge_concurrency, own.judge_revision) == (None, None, None)

@@ -184,7 +184,30 @@ def chat_template_of(weights: Path) -> str | None:
     return json.dumps(value, sort_keys=True) if value else None
 
 
+SECRET_OPTIONS = ("--judge-api-key",)
+
+
+def redact_secrets(argv: Sequence[str]) -> list[str]:
+    """The command line as the manifest records it, an API key's value replaced."""
+    out: list[str] = []
+    for arg in argv:
+        if out and out[-1] in SECRET_OPTIONS:
+            out.append("***")
+        elif arg.startswith(tuple(f"{o}=" for o in SECRET_OPTIONS)):
+            out.append(arg.split("=", 1)[0] + "=***")
+        else:
+            out.append(arg)
+    return out
+
+
 def collect_judge(factory: BackendFactory, memo: HashMemo | None) -> JudgeFacts:
+    if factory.endpoint is not None:  # a judge server: its model id and stated revision
+        return judge_facts(  # are all this host knows of its weights (no API key here)
+            profile=factory.profile.name, backend="endpoint", dtype=factory.dtype,
+            weights_path=f"{factory.endpoint.url} ({factory.endpoint.model})", weights=[],
+            grammar_engine="server (response_format json_schema)", demo=factory.is_demo,
+            fingerprint=factory.fingerprint,
+        )
     weights = factory.profile.weights_path()
     tok, tmpl = hash_tokenizer(tokenizer_files_in(weights), chat_template_of(weights), memo)
     return judge_facts(
@@ -281,7 +304,7 @@ class AuditTrail:
         fp = check_sign_key(sign_key) if sign_key is not None else None
         return cls(
             settings,
-            list(sys.argv if argv is None else argv),
+            redact_secrets(sys.argv if argv is None else argv),
             Path(sign_key) if sign_key is not None else None,
             fp,
         )

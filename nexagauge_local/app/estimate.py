@@ -15,13 +15,18 @@ from typing import Any
 
 from nexagauge_local.app.cache import cache_errors
 from nexagauge_local.app.errors import JudgeSetupError
-from nexagauge_local.app.judge import check_node_models, judge_models, resolve_judge, with_model
+from nexagauge_local.app.judge import (
+    check_node_models,
+    judge_models,
+    resolve_judge,
+    token_counter,
+    with_model,
+)
 from nexagauge_local.app.run import OpenInput
 from nexagauge_local.app.run_config import with_config
 from nexagauge_local.dataset import Dataset
 from nexagauge_local.estimate.plan import judge_estimates
 from nexagauge_local.graph import plan, predicted_eligibility
-from nexagauge_local.judge.runtime import TokenCounter
 from nexagauge_local.records import RecordsError
 from nexagauge_local.settings import RunSettings
 
@@ -116,7 +121,7 @@ def _judge_estimates(dataset: Dataset, settings: RunSettings) -> dict[str, dict[
                 raise
             raise JudgeSetupError(", ".join(f"--model {n}={profile}" for n in nodes)
                                   + f": {exc}") from None
-        counter = TokenCounter(factory.profile, settings.cache_dir)
+        counter = token_counter(factory)
         found = judge_estimates(dataset, judged, counter, factory.fingerprint,
                                 max_model_len=factory.profile.max_model_len)
         out.update({n: {**found[n], "profile": profile} for n in nodes if n in found})

@@ -221,3 +221,41 @@ def _checker(ctx: click.Context, option: click.Option) -> Callable[[Any], Any]:
             raise ValueError(exc.message) from None
 
     return check
+
+
+ENDPOINT_FIELDS = ("judge_url", "judge_api_key", "judge_model_name", "judge_concurrency",
+                   "judge_revision", "judge_gpus")
+
+
+def endpoint_options(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """--judge-url and its companions: judge through an OpenAI-compatible server. They reach
+    the command as keyword arguments named as RunSettings' fields (`endpoint_settings`)."""
+    opts = [
+        click.option("--judge-url", metavar="URL",
+                     help="Judge through an OpenAI-compatible server (vLLM, SGLang, llama.cpp, "
+                          "Ollama) instead of loading a model, e.g. --judge-url "
+                          "http://127.0.0.1:8000/v1. Overrides an endpoint profile's url."),
+        click.option("--judge-api-key", metavar="KEY",
+                     help="The server's API key (or NEXAGAUGE_JUDGE_API_KEY, or the profile's "
+                          "api_key_env); never written to summary.json or manifest.json."),
+        click.option("--judge-model-name", metavar="ID",
+                     help="The served model to judge with, as the server's GET /models names "
+                          "it; needed only when it serves several."),
+        click.option("--judge-concurrency", type=click.IntRange(min=1), metavar="N",
+                     help="Judge requests in flight at once (profile's concurrency, default 16)."),
+        click.option("--judge-revision", metavar="REV",
+                     help="What the served weights are (a commit, a date): part of the judge's "
+                          "fingerprint, so cached answers of another revision are not reused."),
+        click.option("--judge-gpus", type=click.IntRange(min=1), metavar="N",
+                     help="The server's GPUs, to count device-seconds (wall time x N); without "
+                          "it gpu_seconds is null."),
+    ]
+    for opt in reversed(opts):
+        fn = opt(fn)
+    return fn
+
+
+def endpoint_settings(values: dict[str, Any]) -> dict[str, Any]:
+    """The --judge-* values given, as RunSettings keyword arguments; unset ones are left out
+    so NEXAGAUGE_JUDGE_* environment variables still apply."""
+    return {k: v for k, v in values.items() if k in ENDPOINT_FIELDS and v is not None}

@@ -8,7 +8,7 @@ from __future__ import annotations
 import sys
 from collections import Counter
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import click
 from rich.console import Console
@@ -21,6 +21,8 @@ from nexagauge_local.cli.options import (
     choice_option,
     config_option,
     dataset_options,
+    endpoint_options,
+    endpoint_settings,
     model_option,
     parse_gpu_ids,
     parse_models,
@@ -94,6 +96,7 @@ if TYPE_CHECKING:  # typing only: --help must not import the estimate service
 @click.option("--quiet", "-q", is_flag=True,
               help="Print only warnings, errors and the final summary: no progress bars, "
                    "neither ours nor the model libraries'.")
+@endpoint_options
 @config_option()
 def run_cmd(target: str, input_path: str, limit: int | None, start: int, end: int | None,
             fields: tuple[str, ...], on_error: str, output_dir: Path, overwrite: bool,
@@ -101,7 +104,7 @@ def run_cmd(target: str, input_path: str, limit: int | None, start: int, end: in
             gpu: str | None, gpu_hour_price: float | None, shard_size: int, cluster: str | None,
             embed_dtype: str, refalign_units: str, refalign_output_top_k: int, long_inputs: str,
             grammar_backend: str, sign_key: Path | None, quiet: bool,
-            run_config: RunConfig | None) -> None:
+            run_config: RunConfig | None, **judge_server: Any) -> None:
     """Run TARGET and everything it needs over a dataset.
 
     TARGET is a node (see `nexagauge-local nodes`); `eval` runs every metric branch a case is
@@ -117,6 +120,8 @@ def run_cmd(target: str, input_path: str, limit: int | None, start: int, end: in
       cat data.jsonl | nexagauge-local run redteam --input - --output-dir out
       nexagauge-local run eval --input big.jsonl --output-dir out --cluster ray://head:10001
       nexagauge-local run eval --config run.toml --input data.jsonl --output-dir out
+      nexagauge-local run redteam --input data.jsonl --output-dir out \
+          --judge-url http://127.0.0.1:8000/v1 --judge-concurrency 32
     """
     if quiet:
         quiet_libraries()
@@ -137,6 +142,7 @@ def run_cmd(target: str, input_path: str, limit: int | None, start: int, end: in
         # the command line's NODE=PROFILE beats the config's [run.models]
         node_models={**(run_config.models if run_config else {}), **node_models},
         config=run_config.source if run_config else None,
+        **endpoint_settings(judge_server),
     )
     console = Console(stderr=True)
     with cli_errors(resumable=True):
@@ -186,10 +192,12 @@ def _fmt(x: float | None) -> str:
               default=default_cache_dir, show_default="~/.cache/nexagauge-local",
               help="Judge cache (cached requests cost nothing) and calibrations.")
 @click.option("--json", "as_json", is_flag=True, help="Print the estimate as JSON.")
+@endpoint_options
 @config_option(lambda: run_cmd)
 def estimate_cmd(target: str, input_path: str, limit: int | None, start: int, end: int | None,
                  fields: tuple[str, ...], on_error: str, models: tuple[str, ...], backend: str,
-                 cache_dir: Path, as_json: bool, run_config: RunConfig | None) -> None:
+                 cache_dir: Path, as_json: bool, run_config: RunConfig | None,
+                 **judge_server: Any) -> None:
     """Say what `run TARGET` would do and cost, without loading the judge's weights.
 
     Per node: eligible cases; for LLM nodes the judge requests, how many the cache already
@@ -216,7 +224,8 @@ def estimate_cmd(target: str, input_path: str, limit: int | None, start: int, en
                            cache_dir=cache_dir, model=model, backend=backend, progress=False,
                            node_models={**(run_config.models if run_config else {}),
                                         **node_models},
-                           config=run_config.source if run_config else None)
+                           config=run_config.source if run_config else None,
+                           **endpoint_settings(judge_server))
     with cli_errors(resumable=True):
         est = estimate(settings, lambda tmp: open_dataset(input_path, fields, limit, tmp,
                                                           start=start, end=end))

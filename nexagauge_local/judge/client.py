@@ -144,6 +144,8 @@ class JudgeClient:
             "device": self.ledger.device_label,
             "load_seconds": round(self.ledger.load_seconds, 3),
         }
+        if getattr(self._factory, "endpoint_info", None) is not None:  # a judge server
+            info["endpoint"] = self._factory.endpoint_info  # type: ignore[attr-defined]
         if self.is_demo:
             info["notice"] = DEMO_NOTICE
         if self.executor is not None:
