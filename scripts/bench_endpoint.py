@@ -35,7 +35,7 @@ from benchlib.workload import redteam_requests, synthetic_cases
 
 from nexagauge_local.judge.endpoint import EndpointBackend, EndpointConfig
 from nexagauge_local.judge.profiles import JudgeProfile, resolve_profile
-from nexagauge_local.judge.types import JudgeRequest, JudgeResult
+from nexagauge_local.judge.types import Backend, JudgeRequest, JudgeResult
 
 
 @dataclass
@@ -86,24 +86,24 @@ def in_process(profile: JudgeProfile, dtype: str, cache: Path,
     started = time.perf_counter()
     backend = VLLMBackend(profile, dtype=dtype, device="cpu", cache_dir=cache)
     load = time.perf_counter() - started
+    wall, results = timed(backend, requests)
+    return figures("in-process vLLM", load, wall, results), results
+
+
+def timed(backend: Backend, requests: list[JudgeRequest]) -> tuple[float, list[JudgeResult]]:
+    """One generate call's wall time and results; the backend is closed either way."""
     try:
         started = time.perf_counter()
         results = backend.generate(requests)
-        wall = time.perf_counter() - started
+        return time.perf_counter() - started, results
     finally:
         backend.close()
-    return figures("in-process vLLM", load, wall, results), results
 
 
 def endpoint(url: str, served: str, concurrency: int, start_s: float,
              requests: list[JudgeRequest]) -> tuple[Figures, list[JudgeResult]]:
     backend = EndpointBackend(EndpointConfig(url=url, model=served, concurrency=concurrency))
-    try:
-        started = time.perf_counter()
-        results = backend.generate(requests)
-        wall = time.perf_counter() - started
-    finally:
-        backend.close()
+    wall, results = timed(backend, requests)
     return figures(f"endpoint (x{concurrency} in flight)", start_s, wall, results), results
 
 
