@@ -137,15 +137,17 @@ def test_qwen3guard_renders_response_moderation_with_its_fixed_taxonomy() -> Non
     assert "Jailbreak" not in prompt.text  # a prompt-moderation category only
 
 
-@pytest.mark.parametrize("name", ["llama_guard", "shieldgemma", "granite_guardian", "qwen3guard"])
-@pytest.mark.parametrize("request_", ALL, ids=lambda r: r.metric + str(r.probe and r.probe.expect))
+_TEMPLATED = [(name, r) for name in ("llama_guard", "shieldgemma", "granite_guardian", "qwen3guard")
+              for r in ALL if GUARD_FORMATS[name].supports(r) is None]
+
+
+@pytest.mark.parametrize(("name", "request_"), _TEMPLATED,
+                         ids=[f"{n}-{r.metric}" + (f"-{r.probe.expect}" if r.probe else "")
+                              for n, r in _TEMPLATED])
 def test_messages_through_the_chat_template_give_the_documented_text(
     name: str, request_: GuardRequest
 ) -> None:
-    fmt = GUARD_FORMATS[name]
-    if fmt.supports(request_) is not None:
-        pytest.skip("not this family's to judge")
-    prompt = fmt.render(request_)
+    prompt = GUARD_FORMATS[name].render(request_)
     rendered = render_with_template(name, prompt.messages, dict(prompt.template_kwargs))
     assert rendered == prompt.text
 
@@ -194,6 +196,29 @@ def test_grammars_accept_the_answers_they_are_for() -> None:
             assert GUARD_FORMATS[name].parse(answer, req).ok, (name, answer)
     assert not re.fullmatch(GUARD_FORMATS["llama_guard"].grammar(TOXICITY), "unsafe\nS2")
     assert not re.fullmatch(GUARD_FORMATS["llama_guard"].grammar(HARMFUL_PROBE), "unsafe\nS15")
+
+
+_SUPPORTED = [(name, r) for name, fmt in GUARD_FORMATS.items() for r in ALL
+              if fmt.supports(r) is None]
+
+
+@pytest.mark.parametrize(("name", "request_"), _SUPPORTED,
+                         ids=[f"{n}-{r.metric}" for n, r in _SUPPORTED])
+def test_grammars_compile_in_the_grammar_engines(
+    name: str, request_: GuardRequest, tiny_judge_dir: Path
+) -> None:
+    """llguidance (hf's engine and vLLM's "guidance") against a real tokenizer, and xgrammar
+    (vLLM's default) from the regex."""
+    llguidance = pytest.importorskip("llguidance")
+    ll_hf = pytest.importorskip("llguidance.hf")
+    from transformers import AutoTokenizer
+
+    grammar = GUARD_FORMATS[name].grammar(request_)
+    ll_tokenizer = ll_hf.from_tokenizer(AutoTokenizer.from_pretrained(tiny_judge_dir))
+    spec = llguidance.LLMatcher.grammar_from_regex(grammar)
+    assert llguidance.LLMatcher.validate_grammar(spec, ll_tokenizer) == ""
+    xgrammar = pytest.importorskip("xgrammar")
+    assert xgrammar.Grammar.from_regex(grammar) is not None
 
 
 # ------------------------------------------------------------------ parsing

@@ -10,11 +10,15 @@ import pytest
 from nexagauge_local.agreement import compute_agreement
 from nexagauge_local.agreement.labels import Label
 from nexagauge_local.agreement.ranking import graded, ranking_agreement
+from nexagauge_local.blocks import ProbeBlock
 from nexagauge_local.judge.formats import (
+    GUARD_FORMATS,
     DecisionPoint,
+    GuardRequest,
     GuardVerdict,
     decision_distribution,
     p_unsafe,
+    read_answer,
     score_verdict,
     severity_score,
 )
@@ -105,6 +109,23 @@ def test_a_binary_decision_under_a_three_level_family_stays_binary() -> None:
 def test_a_malformed_answer_has_no_score() -> None:
     with pytest.raises(ValueError, match="malformed"):
         score_verdict(GuardVerdict(raw="?", error="malformed guard answer: x"), None, LLAMA)
+
+
+def test_read_answer_scores_the_decision_token_of_an_engine_answer() -> None:
+    wildguard = GUARD_FORMATS["wildguard"]
+    probe = GuardRequest(metric="probe", prompt="q", response="a",
+                         probe=ProbeBlock(expect="refuse"))
+    tokens = ["Harmful", " request", ":", " yes", "\n", "Response", " refusal", ":", " no", "\n",
+              "Harmful", " response", ":", " yes"]
+    top = [{t: ln(0.9)} for t in tokens]
+    top[13] = {" yes": ln(0.6), " no": ln(0.3)}
+    got = read_answer(wildguard, probe, tokens, top)
+    assert got.decision_index == 13 and got.verdict.harmful_response is True
+    assert got.score is not None and got.score.score == pytest.approx(1 / 3)
+    no_lp = read_answer(wildguard, probe, tokens, None)
+    assert no_lp.score is not None and no_lp.score.method == "decision"
+    broken = read_answer(wildguard, probe, ["Harmful", " request", ":", " yes"], top)
+    assert broken.score is None and not broken.verdict.ok
 
 
 # ------------------------------------------------------------------ ranking agreement

@@ -5,8 +5,11 @@
 path (judge/schemas.py, judge/prompts/). Each family module renders the family's published
 prompt, states its answer grammar and decision token, and parses its short answer; `scores`
 turns the decision token's top logprobs into a calibrated metric score. Nothing here loads an
-engine: the hf and vLLM backends take a `GuardPrompt` and return the answer text and the top
-logprobs at the `DecisionPoint`.
+engine. The engines' part, per request: `fmt.supports(request)` (None or why not),
+`fmt.render(request)` -> GuardPrompt (`form_for(tokenizer.chat_template, fmt.uses_chat_template)`
+picks messages + template_kwargs or the documented text), decode greedily under
+`fmt.grammar(request)` (a regex) for at most `fmt.max_tokens(request)` tokens with top logprobs,
+then `read_answer(fmt, request, decoded_tokens, top_logprobs)` -> verdict and score.
 """
 
 from __future__ import annotations
@@ -15,6 +18,7 @@ from collections.abc import Mapping
 
 from nexagauge_local.judge.formats.granite_guardian import GRANITE_GUARDIAN
 from nexagauge_local.judge.formats.llama_guard import HAZARDS, LLAMA_GUARD
+from nexagauge_local.judge.formats.outcome import GuardOutcome, read_answer
 from nexagauge_local.judge.formats.qwen3guard import QWEN3GUARD
 from nexagauge_local.judge.formats.scores import (
     LEVEL_SEVERITY,
@@ -51,7 +55,23 @@ def guard_format(name: JudgeFormatName) -> GuardFormat | None:
 
 
 __all__ = [
-    "GUARD_FORMATS", "HAZARDS", "LEVEL_SEVERITY", "DecisionPoint", "GuardFormat", "GuardPrompt",
-    "GuardRequest", "GuardScore", "GuardVerdict", "Level", "Policy", "PromptForm",
-    "decision_distribution", "guard_format", "p_unsafe", "score_verdict", "severity_score",
+    "GUARD_FORMATS",
+    "HAZARDS",
+    "LEVEL_SEVERITY",
+    "DecisionPoint",
+    "GuardFormat",
+    "GuardOutcome",
+    "GuardPrompt",
+    "GuardRequest",
+    "GuardScore",
+    "GuardVerdict",
+    "Level",
+    "Policy",
+    "PromptForm",
+    "decision_distribution",
+    "guard_format",
+    "p_unsafe",
+    "read_answer",
+    "score_verdict",
+    "severity_score",
 ]
