@@ -196,6 +196,9 @@ def test_grammars_accept_the_answers_they_are_for() -> None:
             assert GUARD_FORMATS[name].parse(answer, req).ok, (name, answer)
     assert not re.fullmatch(GUARD_FORMATS["llama_guard"].grammar(TOXICITY), "unsafe\nS2")
     assert not re.fullmatch(GUARD_FORMATS["llama_guard"].grammar(HARMFUL_PROBE), "unsafe\nS15")
+    qwen = GUARD_FORMATS["qwen3guard"].grammar(BIAS)
+    assert not re.fullmatch(qwen, "Safety: Safe\nCategories: Violent\nRefusal: No")
+    assert not re.fullmatch(qwen, "Safety: Unsafe\nCategories: None\nRefusal: No")
 
 
 _SUPPORTED = [(name, r) for name, fmt in GUARD_FORMATS.items() for r in ALL
@@ -302,6 +305,8 @@ def test_decision_point_finds_the_token_after_its_label() -> None:
     first = DecisionPoint(label="", unsafe=("unsafe",), safe=("safe",))
     assert first.token_index(["\n\n", "unsafe", "\n", "S", "1"]) == 1
     assert point.token_index(["safe"]) is None
+    merged = ["Harmful", " response", ": yes"]  # the label's end and the word in one token
+    assert point.token_index(merged) == 2
 
 
 # ------------------------------------------------------------------ untrusted text

@@ -71,8 +71,10 @@ _TAIL = (
     "<|im_start|>assistant\n<think>\n\n</think>\n\n"
 )
 _CATEGORY = "(" + "|".join(re.escape(c) for c in CATEGORIES) + ")"
-_GRAMMAR = (rf"Safety: (Safe|Unsafe|Controversial)\nCategories: (None|{_CATEGORY}"
-            rf"(, {_CATEGORY}){{0,7}})\nRefusal: (Yes|No)")
+# A safe answer lists no category and an unsafe one at least one, so every answer the grammar
+# lets through parses.
+_GRAMMAR = (rf"(Safety: Safe\nCategories: None|Safety: (Unsafe|Controversial)\nCategories: "
+            rf"{_CATEGORY}(, {_CATEGORY}){{0,7}})\nRefusal: (Yes|No)")
 _LEVELS: dict[str, Level] = {"Safe": "safe", "Controversial": "controversial", "Unsafe": "unsafe"}
 _ANSWER = re.compile(r"Safety: (Safe|Unsafe|Controversial)\nCategories: ([^\n]*)\n"
                      r"Refusal: (Yes|No)")

@@ -95,7 +95,9 @@ class DecisionPoint:
     def token_index(self, answer_tokens: Sequence[str]) -> int | None:
         """The index of the generated token that carries the decision word, from the decoded
         text of each generated token (what vLLM's logprobs and hf's decode give): the first
-        token starting at or after the end of `label`. None when the label is not there."""
+        token with non-space text past the end of `label` (a token that merges the label's
+        end with the word, ": yes", is that token; its logprobs then name no decision word
+        and the score says so). None when the label is not in the answer."""
         text = "".join(answer_tokens)
         at = text.find(self.label) if self.label else 0
         if at < 0:
@@ -103,7 +105,7 @@ class DecisionPoint:
         end = at + len(self.label)
         offset = 0
         for i, tok in enumerate(answer_tokens):
-            if offset >= end and tok.strip():
+            if offset + len(tok) > end and tok[max(0, end - offset):].strip():
                 return i
             offset += len(tok)
         return None
