@@ -394,5 +394,9 @@ def test_a_bad_judge_format_is_one_line_naming_file_and_field(tmp_path: Path) ->
     message = str(err.value)
     assert "\n" not in message and str(path) in message and "judge_format" in message
     assert "'llama_guard'" in message
+    # valid, but refused at set-up until the redteam node asks guard formats
     path.write_text(f'weights = "{tmp_path / "w"}"\njudge_format = "qwen3guard"\n')
-    assert resolve_profile(str(path)).judge_format == "qwen3guard"
+    with pytest.raises(ProfileInvalid, match="not asked by the redteam node yet"):
+        resolve_profile(str(path))
+    path.write_text(f'weights = "{tmp_path / "w"}"\njudge_format = "rubric_json"\n')
+    assert resolve_profile(str(path)).judge_format == "rubric_json"

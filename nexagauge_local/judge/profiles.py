@@ -58,6 +58,10 @@ JudgeFormatName = Literal[
     "rubric_json", "llama_guard", "shieldgemma", "wildguard", "granite_guardian", "qwen3guard"
 ]
 DEFAULT_JUDGE_FORMAT: JudgeFormatName = "rubric_json"
+# The formats the nodes ask today. Guard formats are validated and fingerprinted, but until the
+# redteam node asks them a profile naming one is refused at set-up (exit 2), rather than sending
+# our rubric prompts to a classifier that does not answer them.
+ASKED_FORMATS: frozenset[str] = frozenset({DEFAULT_JUDGE_FORMAT})
 
 
 class JudgeProfile(BaseModel):
@@ -222,13 +226,19 @@ def load_profile_file(path: Path) -> JudgeProfile:
 def _checked_profile_file(path: Path) -> JudgeProfile:
     """load_profile_file, with a bad file reported in one line naming the file and field."""
     try:
-        return load_profile_file(path)
+        prof = load_profile_file(path)
     except tomllib.TOMLDecodeError as exc:
         raise ProfileInvalid(f"{path}: not a valid TOML file: {exc}") from exc
     except ValidationError as exc:
         faults = "; ".join(f"{'.'.join(map(str, e['loc'])) or '<root>'}: {e['msg']}"
                            for e in exc.errors())  # fmt: skip
         raise ProfileInvalid(f"{path}: invalid judge profile: {faults}") from exc
+    if prof.judge_format not in ASKED_FORMATS:
+        raise ProfileInvalid(
+            f"{path}: judge_format = {prof.judge_format!r}: guard formats are not asked by the "
+            f"redteam node yet (docs/guard-formats.md); use \"{DEFAULT_JUDGE_FORMAT}\""
+        )
+    return prof
 
 
 def list_profiles() -> list[tuple[JudgeProfile, bool]]:
