@@ -7,7 +7,8 @@ between <BEGIN UNSAFE CONTENT CATEGORIES> and <END UNSAFE CONTENT CATEGORIES>, t
 conversation as `User:` / `Agent:` turns between <BEGIN CONVERSATION> and <END CONVERSATION>,
 and the instruction to assess ONLY THE LAST Agent message; the answer is "safe", or "unsafe"
 and a line of comma-separated codes. The 14 categories are the MLCommons hazard taxonomy
-(S1-S13) plus Code Interpreter Abuse (S14), reported by the model card's names.
+(S1-S13) plus Code Interpreter Abuse (S14, which the 1B model does not judge), reported
+by the model card's names.
 
 A rubric metric becomes one custom category (S1: the metric, described by its rubric), as the
 card shows for custom categories; the probe metric uses the published taxonomy (probe texts

@@ -29,8 +29,8 @@ def neutraliser(markers: Iterable[str], line_labels: Iterable[str] = ()) -> re.P
     parts = [re.escape(m) for m in markers]
     labels = [re.escape(label) for label in line_labels]
     if labels:
-        # \A or any line break, then optional spaces: the label itself is the match, so only it breaks
-        parts.append(r"(?:(?<=\A)|(?<=[\n\r\v\f\x85\u2028\u2029]))[ \t]*(?:"
+        # \A or any line break, then optional spaces, then the label (only the label breaks)
+        parts.append(r"(?:\A|(?<=[\n\r\v\f\x85\u2028\u2029]))[ \t]*(?:"
                      + "|".join(labels) + ")")
     return re.compile("|".join(parts), re.IGNORECASE)
 
