@@ -1,12 +1,14 @@
 """Pick and build the judge backend for a run.
 
-`make_backend_factory` resolves the profile and backend *without* loading weights or touching
-CUDA beyond `torch.cuda.is_available()`, and returns a callable that builds the backend later.
+`make_backend_factory` resolves the profile and makes the judge's decision (judge/decision.py:
+backend, grammar engine, dtype, devices) *without* loading weights or touching CUDA beyond
+`torch.cuda.is_available()`, and returns a callable that builds the backend from that decision
+later.
 The JudgeClient calls it only on the first uncached request, so a fully cached rerun never loads
 a model; the factory already knows the fingerprint, which the cache keys need.
 
 GPU ids are data here: they reach the backend as parameters. The hf backend turns them into a
-`cuda:N` device (runtime.torch_device); the vLLM backend writes them into CUDA_VISIBLE_DEVICES of
+`cuda:N` device (JudgeDecision.torch_device); the vLLM backend writes them into CUDA_VISIBLE_DEVICES of
 the process that creates its engine, through vllm/host.py's EngineHost.apply (the one writer of
 that variable), since vLLM takes no device argument.
 """
