@@ -177,7 +177,9 @@ def run(
                 )
                 with cache_errors():
                     outcome = runner.run(dataset)
-            trail.finish(dataset, outcome, events, into=staged.output_dir, judges=factories)
+            # the judges as the clients were built (the pre-flighted ones): what the manifest names
+            trail.finish(dataset, outcome, events, into=staged.output_dir,
+                         judges=clients.resolved)
             if folder is not None:
                 folder.commit()
                 outcome = replace(outcome, output_dir=folder.final)
