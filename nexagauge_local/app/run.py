@@ -18,6 +18,7 @@ from nexagauge_local.app.audit import AuditTrail
 from nexagauge_local.app.cache import cache_errors, check_caches
 from nexagauge_local.app.judge import (
     JudgeClients,
+    ResolvedJudges,
     check_gpus,
     check_node_models,
     own_models,
@@ -150,6 +151,7 @@ def run(
         if unplanned:  # e.g. a shared run configuration naming every node's judge
             events.note(f"{settings.target} does not run {', '.join(unplanned)}: "
                         "those judges are not used")
+        factories: ResolvedJudges = {}  # profile -> its judge, decided once for the run
         if judged:
             settings = predict_judgements(settings, dataset)
             factories = preflight_judges(settings, planned)
@@ -162,7 +164,7 @@ def run(
                                 f"backend ({factory.reason})")
         trail = AuditTrail.start(settings, argv, sign_key)  # checks a --sign key first
         with _staged(settings, keep=(*dataset.reads, settings.cache_dir)) as (staged, folder):
-            with JudgeClients(settings) as clients:
+            with JudgeClients(settings, factories) as clients:
                 runner = Runner(
                     staged,
                     events=events,
@@ -175,7 +177,9 @@ def run(
                 )
                 with cache_errors():
                     outcome = runner.run(dataset)
-            trail.finish(dataset, outcome, events, into=staged.output_dir)
+            # the judges as the clients were built (the pre-flighted ones): what the manifest names
+            trail.finish(dataset, outcome, events, into=staged.output_dir,
+                         judges=clients.resolved)
             if folder is not None:
                 folder.commit()
                 outcome = replace(outcome, output_dir=folder.final)
