@@ -67,6 +67,9 @@ def test_run_judges_through_the_server(tmp_path: Path) -> None:
     # tokens are the server's usage figures (the stub: prompt 10 + n for the n-th call)
     assert usage["input_tokens"] == sum(10 + n for n in range(1, judged + 1))
     assert usage["gpu_seconds"] is None and summary["cost"]["gpu_seconds"] is None
+    for path in reports:  # each case's cost says unknown too, not a partial 0.0
+        cost = json.loads(path.read_text())["redteam"]["cost"]
+        assert cost["gpu_seconds"] is None and cost["input_tokens"] > 0
     for name in ("summary.json", "manifest.json"):
         assert "s3cret-key" not in (out / name).read_text()
     assert (out / "report.html").exists()
@@ -80,6 +83,10 @@ def test_stated_gpus_give_device_seconds(tmp_path: Path) -> None:
     assert summary["judge"]["endpoint"]["server_gpus"] == 2
     gpu = summary["cost"]["gpu_seconds"]
     assert gpu > 0 and summary["cost"]["cost"] == pytest.approx(gpu / 1000, abs=1e-6)  # rounded to 6 places
+    cases = [json.loads(p.read_text())["redteam"]["cost"]
+             for p in (tmp_path / "out" / "case_report").glob("*.json")]
+    assert all(c["gpu_seconds"] > 0 and c["cost"] > 0 for c in cases)
+    assert sum(c["gpu_seconds"] for c in cases) == pytest.approx(gpu, rel=1e-3)
 
 
 def test_an_endpoint_profile_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

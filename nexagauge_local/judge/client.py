@@ -222,7 +222,7 @@ class JudgeClient:
                 backend_requests=len(part),
                 input_tokens=sum(r.prompt_tokens for r in results),
                 output_tokens=sum(r.output_tokens for r in results),
-                gpu_seconds=sum(r.gpu_seconds for r in results),
+                gpu_seconds=sum(r.gpu_seconds or 0.0 for r in results),
             )
             if self.cache is not None:
                 fresh = [(k, r) for k, r in zip(part, results) if _cacheable(r)]
@@ -312,11 +312,12 @@ def _to_entry(key: str, node: str, result: JudgeResult) -> CacheEntry:
         raw_text=result.raw_text,
         prompt_tokens=result.prompt_tokens,
         output_tokens=result.output_tokens,
-        gpu_seconds=result.gpu_seconds,
+        gpu_seconds=result.gpu_seconds or 0.0,
         logprobs=result.token_logprobs,
     )
 
 
 def _duplicate(result: JudgeResult) -> JudgeResult:
     """A later copy of an identical request: same answer, no extra device time charged."""
-    return replace(result, gpu_seconds=0.0, extra={**result.extra, "duplicate": True})
+    return replace(result, gpu_seconds=None if result.gpu_seconds is None else 0.0,
+                   extra={**result.extra, "duplicate": True})
