@@ -202,3 +202,30 @@ def test_sigkill_mid_run_then_resume_reuses_every_committed_answer(tmp_path: Pat
     assert usage["cache_hits"] == kept  # every committed answer reused
     assert asked_again == usage["backend_requests"] == usage["requests"] - kept
     assert committed(cache / DB_NAME) == usage["requests"]
+
+
+def test_calibrate_measures_the_server(tmp_path: Path) -> None:
+    """`calibrate --judge-url` times the server, not this host, and stores it for the server's
+    fingerprint under a device key naming the stated GPUs (this host's CPU is not the judge's)."""
+    cache = tmp_path / "cache"
+    with StubServer(script=lambda n, body: Reply(delay=0.02)) as stub:
+        result = CliRunner().invoke(main, ["calibrate", "--judge-url", stub.url, "--judge-gpus",
+                                           "2", "--n", "3", "--cache-dir", str(cache)])
+        judged = len(stub.chat_calls()) - 1  # less the pre-flight probe
+    assert result.exit_code == 0, result.output
+    said = " ".join(result.output.split())  # rich wraps at the terminal's width
+    assert "server GPU-seconds per red-team judgement (through the server, n=3)" in said
+    assert judged == 2 + 2 * 3  # the warm-up pair, then both workloads
+    (stored,) = (cache / "calibration").glob("*.json")
+    calibration = json.loads(stored.read_text())
+    assert calibration["fingerprint"] == "endpoint:stub-judge@unrevised/json_schema"
+    assert calibration["device"] == "server:2" and calibration["gpus"] == 2
+    assert calibration["parsed"] == 6 and calibration["seconds_per_judgement"] > 0
+
+
+def test_calibrate_with_an_unreachable_server_is_one_line_exit_2(tmp_path: Path) -> None:
+    result = CliRunner().invoke(main, ["calibrate", "--judge-url",
+                                       f"http://127.0.0.1:{free_port()}/v1",
+                                       "--cache-dir", str(tmp_path)])
+    one_line_exit_2(result, "cannot reach")
+    assert not (tmp_path / "calibration").exists()
