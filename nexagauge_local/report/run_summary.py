@@ -21,7 +21,9 @@ malformed file is refused with one line naming the file and the field.
 
 from __future__ import annotations
 
+import json
 import os
+import re
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, JsonValue, ValidationError
@@ -248,20 +250,45 @@ class SummaryFileError(ValueError):
     """A summary.json that cannot be read; the message names the file and what is wrong."""
 
 
-def invalid_because(exc: ValidationError) -> str:
-    """The first thing wrong with a summary, as one line: the field path and the message."""
+_JSON_AT = re.compile(r"^(?P<what>.*?) at line (?P<line>\d+) column (?P<col>\d+)$")
+
+
+def _line_of(text: str, loc: tuple[int | str, ...]) -> int:
+    """The line of the deepest key of `loc` found in the file, each searched after its
+    parent's (1 when none is). Hand-written because JSON parsers keep no positions; the
+    runner writes one key a line, so the key's line is the field's."""
+    pos = 0
+    for part in loc:
+        if not isinstance(part, str):
+            continue
+        found = re.compile(re.escape(json.dumps(part, ensure_ascii=False)) + r"\s*:").search(
+            text, pos)
+        if found is None:
+            break
+        pos = found.start()
+    return text.count("\n", 0, pos) + 1
+
+
+def invalid_because(exc: ValidationError, text: str) -> str:
+    """The first thing wrong with a summary, as `LINE: what`: what a reader that refuses a
+    summary.json says after the file's name."""
     first = exc.errors()[0]
     if first["type"] == "json_invalid":
-        return f"not valid JSON: {first['ctx']['error']}"
-    loc = ".".join(str(p) for p in first["loc"])
+        error = str(first.get("ctx", {}).get("error", first["msg"]))
+        at = _JSON_AT.match(error)
+        if at is None:
+            return f"1: not valid JSON: {error}"
+        return f"{at['line']}: not valid JSON: {at['what']} (column {at['col']})"
+    loc = first["loc"]
     if not loc:
-        return "must be a JSON object"
-    return f"field {loc}: {first['msg']}"
+        return "1: must be a JSON object"
+    return f"{_line_of(text, loc)}: field {'.'.join(str(p) for p in loc)}: {first['msg']}"
 
 
 def read_summary(path: str | os.PathLike[str]) -> RunSummary:
-    """summary.json at `path`. Raises SummaryFileError naming the file (FileNotFoundError
-    when there is none, so a caller can say what a missing summary means to it)."""
+    """summary.json at `path`. Raises SummaryFileError naming the file, the line and the
+    field (FileNotFoundError when there is none, so a caller can say what a missing summary
+    means to it)."""
     try:
         with open(path, "rb") as fh:
             data = fh.read()
@@ -272,4 +299,5 @@ def read_summary(path: str | os.PathLike[str]) -> RunSummary:
     try:
         return RunSummary.from_json(data)
     except ValidationError as exc:
-        raise SummaryFileError(f"{os.fspath(path)}: {invalid_because(exc)}") from None
+        text = data.decode("utf-8", errors="replace")
+        raise SummaryFileError(f"{os.fspath(path)}:{invalid_because(exc, text)}") from None
