@@ -59,6 +59,7 @@ from nexagauge_local.judge import (
 from nexagauge_local.report.charts_ahead import ChartsAhead, charts_ahead
 from nexagauge_local.report.files import write_json
 from nexagauge_local.report.html import chart_memo_dir, draw_charts_job, write_report_or_warn
+from nexagauge_local.report.run_summary import RunSummary
 from nexagauge_local.runner import RunOutcome
 from nexagauge_local.settings import RunSettings
 
@@ -235,14 +236,14 @@ def collect_judge(factory: BackendFactory, memo: HashMemo | None) -> JudgeFacts:
 RunJudges = tuple[JudgeFacts | None, dict[str, JudgeFacts]]
 
 
-def collect_judges(settings: RunSettings, summary: Mapping[str, Any],
+def collect_judges(settings: RunSettings, summary: RunSummary,
                    judges: ResolvedJudges) -> RunJudges:
     """The facts of every judge that answered (backend or cache), as summary.json names them:
     its `judge` block's profile (the default's), and each node of `node_judges` judged by
     another profile, each from the decision the run made for that profile (`judges`, the
     run's preflight_judges), never decided again. Each profile is hashed once (and memoised
     across runs)."""
-    block = summary.get("judge")
+    block = summary.judge
     if block is None:
         return None, {}
     memo = HashMemo(settings.cache_dir / "audit")
@@ -253,9 +254,8 @@ def collect_judges(settings: RunSettings, summary: Mapping[str, Any],
             facts[profile] = collect_judge(judges[profile], memo)
         return facts[profile]
 
-    main = str(block.get("profile") or settings.model)
-    nodes = {node: str(j.get("profile") or main)
-             for node, j in (summary.get("node_judges") or {}).items()}
+    main = block.profile or settings.model
+    nodes = {node: j.profile or main for node, j in summary.node_judges.items()}
     return of(main), {node: of(p) for node, p in nodes.items() if p != main}
 
 
@@ -365,11 +365,12 @@ class AuditTrail:
                     InputFacts, RunJudges, list[PromptEntry], list[SchemaEntry]]:
         """The manifest's facts (input, judges, prompts, schemas), then report.html with them
         in its provenance panel."""
-        judge, node_judges = collect_judges(self.settings, outcome.summary, judges)
-        prompts = prompt_entries(outcome.summary.get("prompt_versions") or {})
+        summary = outcome.run_summary
+        judge, node_judges = collect_judges(self.settings, summary, judges)
+        prompts = prompt_entries(summary.prompt_versions or {})
         if prompts:  # summary.json names the exact templates too, not only their versions
-            outcome.summary["prompt_templates"] = {p.node: p.template_sha256 for p in prompts}
-            write_json(out / "summary.json", outcome.summary)
+            summary.prompt_templates = {p.node: p.template_sha256 for p in prompts}
+            write_json(out / "summary.json", summary.to_dict())
         schemas = self.schemas.entries()
         inp = collect_input(dataset, out)
         panel = provenance_panel(
