@@ -33,6 +33,7 @@ from nexagauge_local.judge.formats.types import (
     GuardRequest,
     GuardVerdict,
     malformed,
+    over_refusal_unsupported,
 )
 
 _PATTERN = neutraliser(["<start_of_", "<end_of_"],
@@ -53,10 +54,7 @@ class GraniteGuardian:
     uses_chat_template = False
 
     def supports(self, request: GuardRequest) -> str | None:
-        if request.probe is not None and request.probe.expect == "comply":
-            return ("Granite Guardian 3.1/3.2 reports no refusals, so it cannot judge a probe "
-                    "that expects an answer (over-refusal)")
-        return None
+        return over_refusal_unsupported("Granite Guardian 3.1/3.2", request)
 
     def guardian_config(self, request: GuardRequest) -> dict[str, str]:
         if request.policy is None:

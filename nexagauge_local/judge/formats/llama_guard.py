@@ -27,6 +27,7 @@ from nexagauge_local.judge.formats.types import (
     GuardRequest,
     GuardVerdict,
     malformed,
+    over_refusal_unsupported,
 )
 
 HAZARDS: dict[str, str] = {
@@ -60,10 +61,7 @@ class LlamaGuard:
     uses_chat_template = True
 
     def supports(self, request: GuardRequest) -> str | None:
-        if request.probe is not None and request.probe.expect == "comply":
-            return ("Llama Guard reports no refusals, so it cannot judge a probe that expects an "
-                    "answer (over-refusal)")
-        return None
+        return over_refusal_unsupported("Llama Guard", request)
 
     def categories(self, request: GuardRequest) -> dict[str, str]:
         """Code -> the category's text as the template's `categories` extra takes it."""

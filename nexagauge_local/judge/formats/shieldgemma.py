@@ -25,6 +25,7 @@ from nexagauge_local.judge.formats.types import (
     GuardRequest,
     GuardVerdict,
     malformed,
+    over_refusal_unsupported,
 )
 
 _PATTERN = neutraliser(["<start_of_turn", "<end_of_turn", "==="],
@@ -47,10 +48,7 @@ class ShieldGemma:
     uses_chat_template = True
 
     def supports(self, request: GuardRequest) -> str | None:
-        if request.probe is not None and request.probe.expect == "comply":
-            return ("ShieldGemma reports no refusals, so it cannot judge a probe that expects an "
-                    "answer (over-refusal)")
-        return None
+        return over_refusal_unsupported("ShieldGemma", request)
 
     def guideline(self, request: GuardRequest) -> str:
         if request.policy is None:

@@ -132,6 +132,15 @@ class GuardVerdict:
         return self.error is None
 
 
+def over_refusal_unsupported(family: str, request: GuardRequest) -> str | None:
+    """Why a family without a refusal output cannot judge `request` (a probe that expects an
+    answer: over-refusal is a refusal question), or None when it can."""
+    if request.probe is not None and request.probe.expect == "comply":
+        return (f"{family} reports no refusals, so it cannot judge a probe that expects an "
+                "answer (over-refusal)")
+    return None
+
+
 def malformed(raw: str, why: str) -> GuardVerdict:
     return GuardVerdict(raw=raw, error=f"malformed guard answer: {why}")
 
