@@ -22,8 +22,9 @@ import random
 import subprocess
 import sys
 import time
+from collections.abc import Callable, Collection
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import click
 
@@ -72,9 +73,39 @@ def outlines_child(variant: str, model: str) -> dict[str, Any]:
     return built
 
 
+class _Matcher(Protocol):
+    """One answer's grammar state, as the random walk drives it."""
+
+    def fill(self, bitmask: Any) -> None: ...
+    def accept(self, token: int) -> bool: ...  # False: rejected, or the answer is over
+
+
+def _random_walk(new_matcher: Callable[[], _Matcher], bitmask: Any, vocab_size: int,
+                 stop: Collection[int], answers: int, compile_s: float) -> dict[str, Any]:
+    """Mask-fill cost per token while a random "model" (uniform over the allowed tokens, like
+    vLLM's dummy weights) writes `answers` answers of at most 400 tokens: the same walk for
+    every grammar engine, so their figures compare."""
+    import torch
+
+    rng, shifts = random.Random(0), torch.arange(32, dtype=torch.int32)
+    fill_s, fills, tokens = 0.0, 0, 0
+    for _ in range(answers):
+        matcher = new_matcher()
+        for _ in range(400):
+            t = time.perf_counter()
+            matcher.fill(bitmask)
+            fill_s, fills = fill_s + time.perf_counter() - t, fills + 1
+            bits = ((bitmask[0].unsqueeze(1) >> shifts) & 1).flatten()[:vocab_size]
+            pick = rng.choice(torch.nonzero(bits).flatten().tolist())
+            if pick in stop or not matcher.accept(pick):
+                break
+            tokens += 1
+    return {"compile_s": compile_s, "fill_us": fill_s / fills * 1e6,
+            "mean_answer_tokens": tokens / answers}  # fmt: skip
+
+
 def xgrammar_costs(variant: str, answers: int, model: str) -> dict[str, Any] | None:
     try:
-        import torch
         import xgrammar as xgr
     except ImportError:
         return None
@@ -86,22 +117,19 @@ def xgrammar_costs(variant: str, answers: int, model: str) -> dict[str, Any] | N
     compiled = xgr.GrammarCompiler(info).compile_json_schema(_schema_json(variant),
                                                             any_whitespace=False)  # fmt: skip
     compile_s = time.perf_counter() - t
-    rng, bitmask = random.Random(0), xgr.allocate_token_bitmask(1, info.vocab_size)
-    shifts = torch.arange(32, dtype=torch.int32)
-    fill_s, fills, tokens = 0.0, 0, 0
-    for _ in range(answers):
-        matcher = xgr.GrammarMatcher(compiled)
-        for _ in range(400):
-            t = time.perf_counter()
-            matcher.fill_next_token_bitmask(bitmask)
-            fill_s, fills = fill_s + time.perf_counter() - t, fills + 1
-            bits = ((bitmask[0].unsqueeze(1) >> shifts) & 1).flatten()[: info.vocab_size]
-            pick = rng.choice(torch.nonzero(bits).flatten().tolist())
-            if pick in info.stop_token_ids or not matcher.accept_token(pick):
-                break
-            tokens += 1
-    return {"compile_s": compile_s, "fill_us": fill_s / fills * 1e6,
-            "mean_answer_tokens": tokens / answers}  # fmt: skip
+
+    class Matcher:
+        def __init__(self) -> None:
+            self.m = xgr.GrammarMatcher(compiled)
+
+        def fill(self, bitmask: Any) -> None:
+            self.m.fill_next_token_bitmask(bitmask)
+
+        def accept(self, token: int) -> bool:
+            return bool(self.m.accept_token(token))
+
+    return _random_walk(Matcher, xgr.allocate_token_bitmask(1, info.vocab_size),
+                        info.vocab_size, set(info.stop_token_ids), answers, compile_s)
 
 
 def guidance_costs(variant: str, answers: int, model: str) -> dict[str, Any]:
@@ -110,7 +138,6 @@ def guidance_costs(variant: str, answers: int, model: str) -> dict[str, Any]:
     import llguidance
     import llguidance.hf
     import llguidance.torch
-    import torch
     from transformers import AutoTokenizer
 
     tok = llguidance.hf.from_tokenizer(AutoTokenizer.from_pretrained(_model_dir(model)))
@@ -119,22 +146,19 @@ def guidance_costs(variant: str, answers: int, model: str) -> dict[str, Any]:
         _schema_json(variant), defaults={"whitespace_flexible": False})
     llguidance.LLMatcher(tok, grammar)
     compile_s = time.perf_counter() - t
-    rng, bitmask = random.Random(0), llguidance.torch.allocate_token_bitmask(1, tok.vocab_size)
-    shifts = torch.arange(32, dtype=torch.int32)
-    fill_s, fills, tokens = 0.0, 0, 0
-    for _ in range(answers):
-        matcher = llguidance.LLMatcher(tok, grammar)
-        for _ in range(400):
-            t = time.perf_counter()
-            llguidance.torch.fill_next_token_bitmask(matcher, bitmask, 0)
-            fill_s, fills = fill_s + time.perf_counter() - t, fills + 1
-            bits = ((bitmask[0].unsqueeze(1) >> shifts) & 1).flatten()[: tok.vocab_size]
-            pick = rng.choice(torch.nonzero(bits).flatten().tolist())
-            if pick == tok.eos_token or not matcher.consume_token(pick) or matcher.is_stopped():
-                break
-            tokens += 1
-    return {"compile_s": compile_s, "fill_us": fill_s / fills * 1e6,
-            "mean_answer_tokens": tokens / answers}  # fmt: skip
+
+    class Matcher:
+        def __init__(self) -> None:
+            self.m = llguidance.LLMatcher(tok, grammar)
+
+        def fill(self, bitmask: Any) -> None:
+            llguidance.torch.fill_next_token_bitmask(self.m, bitmask, 0)
+
+        def accept(self, token: int) -> bool:
+            return bool(self.m.consume_token(token)) and not self.m.is_stopped()
+
+    return _random_walk(Matcher, llguidance.torch.allocate_token_bitmask(1, tok.vocab_size),
+                        tok.vocab_size, {tok.eos_token}, answers, compile_s)
 
 
 @click.command()
