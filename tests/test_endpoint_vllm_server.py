@@ -10,7 +10,7 @@ to start on two cores: one per module.
 
 The first LIMIT records only: the whole sample's redteam through the server took 17.5 minutes
 with xgrammar (69 requests, 3,210 output tokens, 69/69 parsed), and the in-process engine as
-long again; llguidance fills a mask of the bounded schema about 9x faster than xgrammar
+long again; llguidance fills a mask of the bounded schema 7-9x faster than xgrammar
 (216 against 1,877 us a token, scripts/bench_grammar_bounds.py's workload), which is why both
 sides use it here. NEXAGAUGE_ENDPOINT_TEST_RECORDS=0 judges the whole sample.
 """
