@@ -33,7 +33,9 @@ OUTPUTS = (
 
 def requests() -> list[JudgeRequest]:
     """Bias on each output, toxicity on the last: four prompts of four lengths."""
-    schema = verdict_schema(ScoringMode.SCALE, True)
+    # short bounds: free text still comes out (the reasoning), at a fraction of the decode
+    schema = verdict_schema(ScoringMode.SCALE, True, max_items=2, span_chars=40,
+                            reasoning_chars=120)
     bias, toxicity = DEFAULT_METRICS
     pairs = [(bias, text) for text in OUTPUTS] + [(toxicity, OUTPUTS[2])]
     return [JudgeRequest(messages=render_redteam(metric, {"output": text}, ScoringMode.SCALE,

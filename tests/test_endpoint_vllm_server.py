@@ -8,7 +8,7 @@ server enforces the schema it is sent, bounds and all), seed 0 and the prefix ca
 every answer parses and every score is the in-process engine's. The server takes about 80 s
 to start on two cores: one per module.
 
-The first LIMIT records only: the whole sample's redteam through the server took 17.5 minutes
+The first LIMIT (3) records only: the whole sample's redteam through the server took 17.5 minutes
 with xgrammar (69 requests, 3,210 output tokens, 69/69 parsed), and the in-process engine as
 long again; llguidance fills a mask of the bounded schema 7-9x faster than xgrammar
 (216 against 1,877 us a token, scripts/bench_grammar_bounds.py's workload), which is why both
@@ -35,7 +35,7 @@ pytestmark = [pytest.mark.slow, pytest.mark.vllm]
 
 ROOT = Path(__file__).resolve().parents[1]
 SAMPLE = ROOT / "nexagauge_local" / "data" / "sample.jsonl"
-LIMIT = int(os.environ.get("NEXAGAUGE_ENDPOINT_TEST_RECORDS", "6"))
+LIMIT = int(os.environ.get("NEXAGAUGE_ENDPOINT_TEST_RECORDS", "3"))
 SUBSET = ["--limit", str(LIMIT)] if LIMIT else []
 # The demo judge as the in-process engine runs it here: the server's settings, in a profile.
 PROFILE = """\
