@@ -86,7 +86,11 @@ def in_process(profile: JudgeProfile, dtype: str, cache: Path,
     from nexagauge_local.judge.vllm.backend import VLLMBackend
 
     started = time.perf_counter()
-    backend = VLLMBackend(profile, dtype=dtype, device="cpu", cache_dir=cache)
+    # the profile's grammar engine, as a run's judge decision would pick it (the backend's own
+    # default is xgrammar)
+    backend = VLLMBackend(profile, dtype=dtype, device="cpu", cache_dir=cache,
+                          grammar="xgrammar" if profile.grammar_backend == "auto"
+                          else profile.grammar_backend)
     load = time.perf_counter() - started
     wall, results = timed(backend, requests)
     return figures("in-process vLLM", load, wall, results), results
