@@ -32,7 +32,7 @@ def build_guard_judge(fmt: str, out_dir: Path) -> Path:
     special, bos, eos, words = FAMILIES[fmt]
     template = TEMPLATES[fmt][0] if fmt in TEMPLATES else CHAT_TEMPLATE
     return build_tiny_judge(out_dir, chat_template=template, extra_special=special,
-                            extra_corpus=words, bos=bos, eos=eos)
+                            extra_corpus=words, bos=bos, eos=eos, head_dim=64)
 
 
 def guard_profile(fmt: str, weights: Path, backend: str, folder: Path) -> Path:

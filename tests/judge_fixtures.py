@@ -44,11 +44,13 @@ def build_tiny_judge(
     extra_corpus: tuple[str, ...] = (),
     bos: str = "<|im_start|>",
     eos: str = "<|im_end|>",
+    head_dim: int = 16,
 ) -> Path:
     """Train the tokenizer, build a 2-layer random Llama and save both to `out_dir`.
 
     A guard family's tiny judge passes its chat template, its special tokens and its answer
-    words (`extra_corpus`, so they are merges as in the real vocabulary)."""
+    words (`extra_corpus`, so they are merges as in the real vocabulary). vLLM's CPU attention
+    wants head_dim 32 or more (`head_dim=64` for a judge that runs there)."""
     import torch
     from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
     from transformers import LlamaConfig, LlamaForCausalLM, PreTrainedTokenizerFast
@@ -77,7 +79,7 @@ def build_tiny_judge(
     torch.manual_seed(seed)
     config = LlamaConfig(
         vocab_size=len(tok),
-        hidden_size=64,
+        hidden_size=4 * head_dim,
         intermediate_size=128,
         num_hidden_layers=2,
         num_attention_heads=4,
