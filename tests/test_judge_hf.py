@@ -141,7 +141,7 @@ def test_micro_batches_respect_token_budget(tiny_backend, monkeypatch) -> None:
 
 
 def test_default_token_budget_keeps_float32_cpu_runs_smaller() -> None:
-    from nexagauge_local.judge.hf.backend import default_token_budget
+    from nexagauge_local.judge.hf.batches import default_token_budget
 
     assert default_token_budget(False, "bfloat16") == 24576  # 1.33 GB on the peer sample
     assert default_token_budget(False, "float32") == 3072  # 1.43 GB instead of 1.64 GB

@@ -36,8 +36,8 @@ from nexagauge_local.judge.cache import CacheEntry, JudgeCache, request_key
 from nexagauge_local.judge.decision import JudgeDecision
 from nexagauge_local.judge.ledger import CostLedger
 from nexagauge_local.judge.long_inputs import LongInputs
-from nexagauge_local.judge.profiles import DEMO_NOTICE
-from nexagauge_local.judge.schemas import parse_answer, schema_id
+from nexagauge_local.judge.profiles import DEFAULT_JUDGE_FORMAT, DEMO_NOTICE
+from nexagauge_local.judge.schemas import parse_request_answer, schema_id
 from nexagauge_local.judge.types import Backend, FailureKind, JudgeRequest, JudgeResult
 
 # Nothing was decoded: a backend failure may be transient, and a request refused for its
@@ -119,6 +119,14 @@ class JudgeClient:
         return bool(self._is_demo)
 
     @property
+    def judge_format(self) -> str:
+        return self.decision.judge_format if self.decision else DEFAULT_JUDGE_FORMAT
+
+    @property
+    def thresholds(self) -> dict[str, float]:
+        return dict(self.decision.thresholds) if self.decision else {}
+
+    @property
     def backend_loaded(self) -> bool:
         """Whether the backend was loaded in this client's life (closed since or not)."""
         return self._backend_name is not None
@@ -181,6 +189,7 @@ class JudgeClient:
             max_tokens=request.max_tokens,
             seed=self.seed,
             want_logprobs=request.want_logprobs,
+            guard=request.guard.key_material() if request.guard is not None else None,
         )
 
     def run(
@@ -287,8 +296,8 @@ class JudgeClient:
 
 
 def _from_cache(entry: CacheEntry, request: JudgeRequest) -> JudgeResult:
-    parsed, error, failure = parse_answer(
-        request.schema, entry.raw_text, hit_max_tokens=entry.output_tokens >= request.max_tokens
+    parsed, error, failure = parse_request_answer(
+        request, entry.raw_text, hit_max_tokens=entry.output_tokens >= request.max_tokens
     )
     return JudgeResult(
         parsed=parsed,

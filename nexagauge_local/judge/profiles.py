@@ -16,7 +16,7 @@ import tomllib
 from importlib import resources
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
-from typing import Literal, Self
+from typing import Annotated, Literal, Self
 
 from pydantic import AliasChoices, BaseModel, ConfigDict, Field, ValidationError, model_validator
 
@@ -58,10 +58,11 @@ JudgeFormatName = Literal[
     "rubric_json", "llama_guard", "shieldgemma", "wildguard", "granite_guardian", "qwen3guard"
 ]
 DEFAULT_JUDGE_FORMAT: JudgeFormatName = "rubric_json"
-# The formats the nodes ask today. Guard formats are validated and fingerprinted, but until the
-# redteam node asks them a profile naming one is refused at set-up (exit 2), rather than sending
-# our rubric prompts to a classifier that does not answer them.
-ASKED_FORMATS: frozenset[str] = frozenset({DEFAULT_JUDGE_FORMAT})
+# Guard formats are asked by the local engines (hf, vLLM: the family's chat template extras,
+# a regex answer, the decision token's logprobs); a judge server is asked in our rubric format
+# only, so a guard format behind a URL is refused at set-up (exit 2) rather than sending a
+# classifier prompts it does not answer.
+LOCAL_ONLY_FORMATS = "guard formats are asked on the local engines (hf, vllm) only"
 
 
 class JudgeProfile(BaseModel):
@@ -79,6 +80,9 @@ class JudgeProfile(BaseModel):
     # the judge's prompt and answer format (JudgeFormatName): "rubric_json" for instruct models,
     # a guard family's name for its classifier weights
     judge_format: JudgeFormatName = DEFAULT_JUDGE_FORMAT
+    # redteam metric -> pass threshold fitted for this judge (`agreement`'s best-F1 threshold on
+    # your labels); a run's --threshold beats it, the rest keep 0.6
+    thresholds: dict[str, Annotated[float, Field(ge=0, le=1)]] = Field(default_factory=dict)
     # grammar: every string's maxLength in the grammar (even a random model ends its strings);
     # clip: the grammar without it (outlines 14 MB instead of 1.8 GB per verdict schema,
     # xgrammar 6-40x cheaper masks), strings closed at their bound beside the grammar
@@ -97,7 +101,7 @@ class JudgeProfile(BaseModel):
     # batch-invariant kernels (VLLM_BATCH_INVARIANT=1, prefix cache off) on a GPU host. Part of
     # the fingerprint: answers of the shared-batch mode never serve a batch-invariant run.
     batch_invariant: bool = False
-    # hf backend micro-batches (None = hf_backend.default_token_budget: on CPU KV-cache tokens,
+    # hf backend micro-batches (None = hf/batches.default_token_budget: on CPU KV-cache tokens,
     # 24576 in bfloat16 and 3072 in float32; on a GPU 65536 prompt tokens; 64 rows on CPU, 256
     # on a GPU): smaller ones hold less memory, larger ones batch more (answers reach the cache
     # row by row either way)
@@ -233,10 +237,10 @@ def _checked_profile_file(path: Path) -> JudgeProfile:
         faults = "; ".join(f"{'.'.join(map(str, e['loc'])) or '<root>'}: {e['msg']}"
                            for e in exc.errors())  # fmt: skip
         raise ProfileInvalid(f"{path}: invalid judge profile: {faults}") from exc
-    if prof.judge_format not in ASKED_FORMATS:
+    if prof.judge_format != DEFAULT_JUDGE_FORMAT and prof.backend == "endpoint":
         raise ProfileInvalid(
-            f"{path}: judge_format = {prof.judge_format!r}: guard formats are not asked by the "
-            f"redteam node yet (docs/guard-formats.md); use \"{DEFAULT_JUDGE_FORMAT}\""
+            f"{path}: judge_format = {prof.judge_format!r} with backend = \"endpoint\": "
+            f"{LOCAL_ONLY_FORMATS} (docs/guard-formats.md)"
         )
     return prof
 

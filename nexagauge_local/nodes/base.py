@@ -160,6 +160,17 @@ class RunContext:
     def has_judge(self, node: str) -> bool:
         return node in self.node_judges or self.judge_factory is not None
 
+    def judge_format(self, node: str) -> str:
+        """How `node`'s judge is asked (its profile's judge_format); a node without a judge
+        plans in the rubric format (every request then fails with "no judge")."""
+        return self.judge_for(node).judge_format if self.has_judge(node) else "rubric_json"
+
+    def pass_thresholds(self, node: str) -> dict[str, float]:
+        """Per-metric pass thresholds for `node`: its judge profile's, then the run's
+        (--threshold) over them; a metric named in neither keeps 0.6."""
+        fitted = dict(self.judge_for(node).thresholds) if self.has_judge(node) else {}
+        return {**fitted, **self.settings.thresholds}
+
     def judge_for(self, node: str) -> Judge:
         """`node`'s judge, opened on first use; nodes that share a key share the judge."""
         key = self.judge_key(node)

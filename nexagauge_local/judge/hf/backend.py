@@ -11,18 +11,12 @@ Why it looks like this:
   families and schemas are cut by a KV-token budget (hf/batches.py), so memory stays bounded on
   any node size. On a GPU requests are grouped by (schema, max_tokens), sorted by prompt length
   and run in micro-batches bounded by a prompt-token budget.
-- Decoding is our own loop (hf/decode.py) driven by the compiled grammar rather than outlines'
-  `Generator.batch`, which returns only text and runs `model.generate`: we need the generated
-  ids (exact output token counts; no EOS within max_tokens = "truncated"), the top-5 logprobs
-  in the same pass (no teacher-forcing rerun), and two CPU wins `generate` lacks - the shared
-  rubric prefix prefilled once per micro-batch, and finished rows dropped from the batch.
-- Loading (GGUF dequantised once and cached, dtype, chat template) lives in runtime/, shared
-  with the vLLM backend, the target responders and `estimate`.
-- It streams: each row is handed to `on_batch` the step it ends (EOS or max_tokens), while the
-  rest of its micro-batch decodes on, so the client caches it at once and a killed run loses
-  only the rows still decoding. A request whose prompt + max_tokens exceeds the profile's
-  max_model_len is answered at once with a context error (judge/long_inputs.py) and never
-  reaches the model.
+- Decoding is our own loop (hf/decode.py), not `model.generate`: exact output ids, the top-k
+  logprobs in the same pass, the shared rubric prefix prefilled once, finished rows dropped.
+  A guard format's request decodes under its answer regex, with its decision token's logprobs.
+- It streams: each row goes to `on_batch` the step it ends, so the client caches it at once
+  and a killed run loses only the rows still decoding. A request whose prompt + max_tokens
+  exceeds max_model_len is answered at once with a context error (judge/long_inputs.py).
 """
 
 from __future__ import annotations
@@ -32,7 +26,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from nexagauge_local.judge.hf.batches import last_use, shared_batches
+from nexagauge_local.judge.hf.batches import default_token_budget, last_use, shared_batches
 from nexagauge_local.judge.hf.cascade import install
 from nexagauge_local.judge.hf.decode import (
     Decoded,
@@ -45,7 +39,9 @@ from nexagauge_local.judge.hf.grammar import (
     CompiledGrammar,
     OutlinesGrammar,
     guidance_grammar,
+    guidance_regex,
     guidance_tokenizer,
+    outlines_regex,
 )
 from nexagauge_local.judge.hf.kv_cache import SharedPrefix
 from nexagauge_local.judge.long_inputs import refusal
@@ -54,12 +50,24 @@ from nexagauge_local.judge.runtime import (
     count_prompt_tokens,
     eos_token_ids,
     load_model,
-    render_prompt,
+    request_prompt,
     resolve_dtype,
+    token_pieces,
 )
-from nexagauge_local.judge.schemas import engine_schema_json, parse_answer, schema_id
+from nexagauge_local.judge.schemas import (
+    engine_schema_json,
+    grammar_key,
+    parse_request_answer,
+    schema_id,
+)
 from nexagauge_local.judge.string_caps import StringCaps, token_texts
-from nexagauge_local.judge.types import JudgeRequest, JudgeResult, Messages, OnBatch
+from nexagauge_local.judge.types import (
+    JudgeRequest,
+    JudgeResult,
+    Messages,
+    OnBatch,
+    decision_step,
+)
 
 TOP_LOGPROBS = 5
 LOGPROB_SOURCE = "hf_constrained_top5"
@@ -139,7 +147,7 @@ class HFBackend:
         self, requests: Sequence[JudgeRequest], on_batch: OnBatch | None
     ) -> list[JudgeResult]:
         results: list[JudgeResult | None] = [None] * len(requests)
-        prompts = [render_prompt(self.tokenizer, r.messages) for r in requests]
+        prompts = [request_prompt(self.tokenizer, r) for r in requests]
         token_ids = self.tokenizer(prompts, add_special_tokens=False)["input_ids"]
         lengths = [len(ids) for ids in token_ids]
         refused: dict[int, JudgeResult] = {}  # position -> the answer that refuses it
@@ -149,7 +157,7 @@ class HFBackend:
             if refused_result is not None:
                 results[i] = refused[i] = refused_result
             else:
-                groups.setdefault((schema_id(r.schema), r.max_tokens), []).append(i)
+                groups.setdefault((grammar_key(r), r.max_tokens), []).append(i)
         if refused and on_batch:
             on_batch(list(refused), list(refused.values()))
         if self.shared_prefix:  # CPU: every schema in one pool, decoded together
@@ -160,7 +168,7 @@ class HFBackend:
             groups = {}
             for i in (i for f in plain for i in f):
                 r = requests[i]
-                groups.setdefault((schema_id(r.schema), r.max_tokens), []).append(i)
+                groups.setdefault((grammar_key(r), r.max_tokens), []).append(i)
         for idxs in groups.values():  # GPU, or prompts with no prefix to share
             for family in self._families(idxs, token_ids, lengths):
                 for batch in self._micro_batches(family, lengths):
@@ -238,6 +246,21 @@ class HFBackend:
             batches.append(current)
         return batches
 
+    def grammar_for_request(self, request: JudgeRequest) -> CompiledGrammar:
+        """A guard format's answer regex, or the request's schema, compiled once."""
+        if request.guard is None:
+            return self.grammar_for(request.schema)
+        key, regex, eos = f"{self.grammar}:regex:{request.guard.regex}", request.guard.regex, \
+            self.tokenizer.eos_token_id
+        if key not in self._grammars and self.grammar == "outlines":
+            self._om = self._om or _outlines_model(self.model, self.tokenizer)
+            self._grammars[key] = outlines_regex(self._om, regex, eos)
+        elif key not in self._grammars:
+            self._ll_tokenizer = self._ll_tokenizer or guidance_tokenizer(self.tokenizer,
+                                                                          self._vocab())
+            self._grammars[key] = guidance_regex(self._ll_tokenizer, regex, eos)
+        return self._grammars[key]
+
     def grammar_for(self, schema: Any) -> CompiledGrammar:
         """The schema compiled by this backend's grammar engine, on first use, then reused."""
         key = f"{self.grammar}:{schema_id(schema)}"
@@ -284,8 +307,8 @@ class HFBackend:
         """Decode one micro-batch of tokenised prompts; each row goes to
         `handover(batch positions, results)` the step it ends, charged its share of the
         seconds its family prefix took (`prefix_shares`)."""
-        rules = [RowRule(self.grammar_for(r.schema), r.max_tokens, self.caps_for(r.schema))
-                 for r in reqs]  # fmt: skip
+        rules = [RowRule(self.grammar_for_request(r), r.max_tokens,
+                         None if r.guard else self.caps_for(r.schema)) for r in reqs]
         want_lp = any(r.want_logprobs for r in reqs)
         pad_id = self.tokenizer.pad_token_id
 
@@ -301,7 +324,8 @@ class HFBackend:
             ids,
             eos_ids=self._eos_ids,
             pad_id=pad_id if pad_id is not None else min(self._eos_ids),
-            top_k=TOP_LOGPROBS if want_lp else 0,
+            top_k=max([TOP_LOGPROBS] + [r.guard.top_logprobs for r in reqs if r.guard])
+            if want_lp else 0,
             on_finished=finished,
             prefixes=prefixes,
             rules=rules,
@@ -323,7 +347,7 @@ class HFBackend:
     ) -> JudgeResult:
         text_ids = dec.token_ids[:-1] if dec.stopped else dec.token_ids
         text = self.tokenizer.decode(text_ids, skip_special_tokens=True)
-        parsed, error, failure = parse_answer(req.schema, text, hit_max_tokens=not dec.stopped)
+        parsed, error, failure = parse_request_answer(req, text, hit_max_tokens=not dec.stopped)
         res = JudgeResult(
             parsed=parsed,
             raw_text=text,
@@ -335,7 +359,11 @@ class HFBackend:
             extra={"batch_size": batch_size},
         )
         if req.want_logprobs:
-            res.token_logprobs = self._logprobs(dec)
+            steps = self._logprobs(dec)
+            if req.guard is not None:  # the decision token's alternatives alone
+                steps = decision_step(token_pieces(self.tokenizer, text_ids), steps,
+                                      req.guard.decision_label, req.guard.top_logprobs)
+            res.token_logprobs = steps
             res.extra["logprob_source"] = LOGPROB_SOURCE
         return res
 
@@ -365,21 +393,6 @@ def _handover(
             on_batch(positions, done)
 
     return handover
-
-
-def default_token_budget(on_gpu: bool, dtype: str) -> int:
-    """Tokens a micro-batch may hold, when the profile says none.
-
-    On CPU the budget is KV-cache tokens (hf/batches.py: each family prefix once + rows x the
-    longest own suffix), what the decode's memory scales with. Peer sample redteam, demo judge,
-    2 cores (docs/benchmarks.md): bfloat16 peaks at 1.33 GB at 24576 (31.3 s) and 1.43 GB at
-    32768 (29.5 s); float32 (CPUs without native bf16; its KV is twice the size) peaks at
-    1.38 GB at 2048 (69.3 s), 1.43 GB at 3072 (59.7 s), 1.64 GB at 8192 (50.8 s). Both
-    defaults keep the 1.5 GB target with room for longer answers. On a GPU it is prompt tokens
-    (rows x longest prompt)."""
-    if on_gpu:
-        return 65536
-    return 3072 if dtype == "float32" else 24576
 
 
 def _outlines_model(model: Any, tokenizer: Any) -> Any:

@@ -52,3 +52,18 @@ def shared_batches(
 def last_use(batches: list[list[Row]]) -> dict[int, int]:
     """Family index -> the last batch that needs its prefix."""
     return {f: b for b, batch in enumerate(batches) for _, f in batch}
+
+
+def default_token_budget(on_gpu: bool, dtype: str) -> int:
+    """Tokens a micro-batch may hold, when the profile says none.
+
+    On CPU the budget is KV-cache tokens (hf/batches.py: each family prefix once + rows x the
+    longest own suffix), what the decode's memory scales with. Peer sample redteam, demo judge,
+    2 cores (docs/benchmarks.md): bfloat16 peaks at 1.33 GB at 24576 (31.3 s) and 1.43 GB at
+    32768 (29.5 s); float32 (CPUs without native bf16; its KV is twice the size) peaks at
+    1.38 GB at 2048 (69.3 s), 1.43 GB at 3072 (59.7 s), 1.64 GB at 8192 (50.8 s). Both
+    defaults keep the 1.5 GB target with room for longer answers. On a GPU it is prompt tokens
+    (rows x longest prompt)."""
+    if on_gpu:
+        return 65536
+    return 3072 if dtype == "float32" else 24576

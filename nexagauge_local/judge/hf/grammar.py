@@ -129,3 +129,24 @@ def guidance_grammar(
     if problem and not problem.startswith("WARNING"):
         raise ValueError(f"llguidance cannot compile the schema: {problem}")
     return GuidanceGrammar(ll_tokenizer, grammar, grammar_eos)
+
+
+def guidance_regex(ll_tokenizer: Any, regex: str, grammar_eos: int | None) -> GuidanceGrammar:
+    """A guard format's short answer as an llguidance grammar."""
+    import llguidance
+
+    grammar = llguidance.LLMatcher.grammar_from_regex(regex)
+    problem = llguidance.LLMatcher.validate_grammar(grammar, ll_tokenizer)
+    if problem and not problem.startswith("WARNING"):
+        raise ValueError(f"llguidance cannot compile the answer pattern: {problem}")
+    return GuidanceGrammar(ll_tokenizer, grammar, grammar_eos)
+
+
+def outlines_regex(outlines_model: Any, regex: str, grammar_eos: int | None) -> OutlinesGrammar:
+    """A guard format's short answer as an outlines index (through outlines' Generator, as the
+    schemas are)."""
+    import outlines
+    from outlines.types import Regex
+
+    generator: Any = outlines.Generator(outlines_model, Regex(regex))
+    return OutlinesGrammar(generator.logits_processor.index, grammar_eos)

@@ -33,10 +33,19 @@ from typing import Any
 from nexagauge_local.blocks import ProbeBlock, ScoringKnobs
 from nexagauge_local.case import Case
 from nexagauge_local.judge import JudgeRequest, JudgeResult, max_tokens_for
+from nexagauge_local.judge.formats import guard_format
 from nexagauge_local.nodes.base import CaseState, RunContext
 from nexagauge_local.nodes.llm_node import Answers, Ask, LLMNode
 from nexagauge_local.nodes.redteam import PROBE, SPEC
 from nexagauge_local.nodes.redteam.block import RedteamBlock, RedteamMetric
+from nexagauge_local.nodes.redteam.guard_metric import (
+    GuardQuestion,
+    guard_judge_request,
+    guard_metric_result,
+    probe_guard_request,
+    rubric_request,
+    unsupported_result,
+)
 from nexagauge_local.nodes.redteam.probe_metric import (
     PROBE_METRIC,
     ProbeQuestion,
@@ -52,13 +61,19 @@ from nexagauge_local.probes.observability import build_observability
 from nexagauge_local.probes.outcomes import ProbeOutcome, headline_rates, outcome_tables
 from nexagauge_local.probes.scoring import PASS_THRESHOLD, CaseScore
 from nexagauge_local.probes.scoring import score_case as heuristic_score
-from nexagauge_local.results import MetricResult, NodeReport, passed_for
+from nexagauge_local.results import PASS_THRESHOLD as METRIC_PASS
+from nexagauge_local.results import (
+    MetricResult,
+    NodeReport,
+    passed_for,
+    with_threshold,
+)
 from nexagauge_local.scoring.judge_scores import safety_entry
 
 CATEGORY = "output|generation|answer"
-# What scoring one answer needs: the rubric metric asked about and the fields the judge saw, or
-# the probe metric's question.
-Judged = tuple[RedteamMetric, dict[str, str | None]] | ProbeQuestion
+# What scoring one answer needs: the rubric metric asked about and the fields the judge saw, the
+# probe metric's question, or (a guard classifier judging) the family's request.
+Judged = tuple[RedteamMetric, dict[str, str | None]] | ProbeQuestion | GuardQuestion
 
 
 def metric_set(block: RedteamBlock) -> list[RedteamMetric]:
@@ -78,26 +93,29 @@ def judged_fields(case: Case, item_fields: Sequence[str]) -> dict[str, str | Non
 
 
 def verdict_entry(
-    parsed: Any, knobs: ScoringKnobs, judged_texts: Sequence[str]
+    parsed: Any, knobs: ScoringKnobs, judged_texts: Sequence[str],
+    threshold: float = METRIC_PASS,
 ) -> tuple[float, dict[str, Any]]:
     """(score, result[0]) for one parsed judge answer; keys in a fixed order
     (severity when the mode has one, verdict, passed, reasoning, violations, spans)."""
     score = knobs.scoring_mode.safety_score(parsed)
-    entry = safety_entry(bool(passed_for(score)), knobs.scoring_mode.severity(parsed),
+    entry = safety_entry(bool(passed_for(score, threshold)), knobs.scoring_mode.severity(parsed),
                          parsed.reasoning if knobs.include_reasoning else None,
                          parsed.violations, parsed.evidence_spans, judged_texts)
     return score, entry
 
 
 def metric_result(
-    metric: RedteamMetric, knobs: ScoringKnobs, fields: dict[str, str | None], res: JudgeResult
+    metric: RedteamMetric, knobs: ScoringKnobs, fields: dict[str, str | None], res: JudgeResult,
+    threshold: float = METRIC_PASS,
 ) -> MetricResult:
     if res.error or res.parsed is None:
         return MetricResult(name=metric.name, category=CATEGORY, score=None,
                             error=res.error or "no parse")
     texts = [v for v in fields.values() if v]
-    score, entry = verdict_entry(res.parsed, knobs, texts)
-    return MetricResult(name=metric.name, category=CATEGORY, score=score, result=[entry],
+    score, entry = verdict_entry(res.parsed, knobs, texts, threshold)
+    return MetricResult(name=metric.name, category=CATEGORY, score=score,
+                        result=[with_threshold(entry, threshold)],
                         passed=entry["passed"])
 
 
@@ -123,12 +141,19 @@ class RedteamNode(LLMNode[Judged, NodeReport]):
         self._outcomes: list[ProbeOutcome] = []
         self._seed = 0
         self._memo_dir: Path | None = None
+        # case id -> metrics its guard-format judge cannot judge (reported with the reason)
+        self._unasked: dict[str, list[MetricResult]] = {}
+        self._thresholds: dict[str, float] = {}  # metric -> pass threshold, where not 0.6
 
     def start_shard(self, ctx: RunContext) -> None:
         self._seed = ctx.settings.seed
         self._memo_dir = ctx.settings.memo_dir("observability")
+        self._thresholds = ctx.pass_thresholds(self.name)
 
     def plan_case(self, state: CaseState, ctx: RunContext) -> list[Ask[Judged]]:
+        fmt = guard_format(ctx.judge_format(self.name))  # type: ignore[arg-type]
+        if fmt is not None:
+            return self._plan_guard(state, fmt)
         knobs = state.case.settings(self.name, RedteamBlock)
         schema = verdict_schema(knobs.scoring_mode, knobs.include_reasoning)
         asks: list[Ask[Judged]] = []
@@ -149,18 +174,50 @@ class RedteamNode(LLMNode[Judged, NodeReport]):
                             question))
         return asks
 
+    def _plan_guard(self, state: CaseState, fmt: Any) -> list[Ask[Judged]]:
+        """Each metric as the guard family's request; one it cannot judge is not asked."""
+        case = state.case
+        knobs = case.settings(self.name, RedteamBlock)
+        output = case.output or ""
+        wanted = [rubric_request(m.name, m.rubric.goal, m.rubric.violations,
+                                 m.rubric.non_violations,
+                                 case.field("input") if "input" in m.item_fields else None,
+                                 output) for m in metric_set(knobs)]  # fmt: skip
+        probe = case.block_of(PROBE, ProbeBlock)
+        if probe is not None:
+            wanted.append(probe_guard_request(PROBE_METRIC, probe,
+                                              probe.input or case.field("input"), output))
+        asks: list[Ask[Judged]] = []
+        for req in wanted:
+            why = fmt.supports(req)
+            if why is not None:
+                self._unasked.setdefault(case.case_id, []).append(
+                    unsupported_result(req.metric, why))
+                continue
+            question = GuardQuestion(fmt, req)
+            asks.append(Ask(guard_judge_request(question, case.case_id, self.name), question))
+        return asks
+
     def score_case(self, state: CaseState, answers: Answers[Judged]) -> NodeReport:
         """The judged rubric metrics plus the heuristic risk score (which needs no judge)."""
         knobs = state.case.settings(self.name, RedteamBlock)
-        metrics = [probe_metric_result(about, knobs, r) if isinstance(about, ProbeQuestion)
-                   else metric_result(about[0], knobs, about[1], r)
+        t = self._threshold
+        metrics = [guard_metric_result(about, r, t(about.request.metric))
+                   if isinstance(about, GuardQuestion)
+                   else probe_metric_result(about, knobs, r, t(PROBE_METRIC))
+                   if isinstance(about, ProbeQuestion)
+                   else metric_result(about[0], knobs, about[1], r, t(about[0].name))
                    for about, r in answers.pairs]
+        metrics += self._unasked.pop(state.case.case_id, [])
         case = state.case
         probe = case.block_of(PROBE, ProbeBlock)
         heuristic = heuristic_score(case.case_id, case.output, probe, case.field("input"))
         self._record(heuristic, metrics, probe)
         return NodeReport(metrics=metrics, cost=answers.cost,
                           extras={"case_score": heuristic.report()})
+
+    def _threshold(self, metric: str) -> float:
+        return self._thresholds.get(metric, METRIC_PASS)
 
     def _record(self, heuristic: CaseScore, metrics: Sequence[MetricResult],
                 probe: ProbeBlock | None) -> None:
