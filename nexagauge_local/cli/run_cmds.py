@@ -104,7 +104,8 @@ if TYPE_CHECKING:  # typing only: --help must not import the estimate service
 def run_cmd(target: str, input_path: str, limit: int | None, start: int, end: int | None,
             fields: tuple[str, ...], on_error: str, output_dir: Path, overwrite: bool,
             cache_dir: Path, no_cache: bool, models: tuple[str, ...],
-            thresholds: tuple[str, ...], backend: str, gpu: str | None, gpu_hour_price: float | None, shard_size: int, cluster: str | None,
+            thresholds: tuple[str, ...], backend: str, gpu: str | None,
+            gpu_hour_price: float | None, shard_size: int, cluster: str | None,
             embed_dtype: str, refalign_units: str, refalign_output_top_k: int, long_inputs: str,
             grammar_backend: str, sign_key: Path | None, quiet: bool,
             run_config: RunConfig | None, **judge_server: Any) -> None:

@@ -250,29 +250,29 @@ class HFBackend:
         """A guard format's answer regex, or the request's schema, compiled once."""
         if request.guard is None:
             return self.grammar_for(request.schema)
-        key, regex, eos = f"{self.grammar}:regex:{request.guard.regex}", request.guard.regex, \
-            self.tokenizer.eos_token_id
-        if key not in self._grammars and self.grammar == "outlines":
-            self._om = self._om or _outlines_model(self.model, self.tokenizer)
-            self._grammars[key] = outlines_regex(self._om, regex, eos)
-        elif key not in self._grammars:
-            self._ll_tokenizer = self._ll_tokenizer or guidance_tokenizer(self.tokenizer,
-                                                                          self._vocab())
-            self._grammars[key] = guidance_regex(self._ll_tokenizer, regex, eos)
-        return self._grammars[key]
+        return self._compiled(f"regex:{request.guard.regex}", request.guard.regex, None)
 
     def grammar_for(self, schema: Any) -> CompiledGrammar:
         """The schema compiled by this backend's grammar engine, on first use, then reused."""
-        key = f"{self.grammar}:{schema_id(schema)}"
-        if key not in self._grammars:
-            if self.grammar == "outlines":
-                index = self.generator_for(schema).logits_processor.index
-                self._grammars[key] = OutlinesGrammar(index, self.tokenizer.eos_token_id)
-            else:
-                if self._ll_tokenizer is None:
-                    self._ll_tokenizer = guidance_tokenizer(self.tokenizer, self._vocab())
-                self._grammars[key] = guidance_grammar(self._ll_tokenizer, self._engine_json(schema),
-                                                       self.tokenizer.eos_token_id)
+        return self._compiled(schema_id(schema), None, schema)
+
+    def _compiled(self, what: str, regex: str | None, schema: Any) -> CompiledGrammar:
+        """One cache and one engine choice for both kinds of grammar."""
+        key, eos = f"{self.grammar}:{what}", self.tokenizer.eos_token_id
+        if key in self._grammars:
+            return self._grammars[key]
+        if self.grammar == "outlines" and regex is not None:
+            self._om = self._om or _outlines_model(self.model, self.tokenizer)
+            self._grammars[key] = outlines_regex(self._om, regex, eos)
+        elif self.grammar == "outlines":
+            self._grammars[key] = OutlinesGrammar(
+                self.generator_for(schema).logits_processor.index, eos)
+        else:
+            if self._ll_tokenizer is None:
+                self._ll_tokenizer = guidance_tokenizer(self.tokenizer, self._vocab())
+            self._grammars[key] = (
+                guidance_regex(self._ll_tokenizer, regex, eos) if regex is not None
+                else guidance_grammar(self._ll_tokenizer, self._engine_json(schema), eos))
         return self._grammars[key]
 
     def _vocab(self) -> int:

@@ -125,10 +125,7 @@ def guidance_grammar(
     grammar = llguidance.LLMatcher.grammar_from_json_schema(
         schema_json, defaults={"whitespace_flexible": False}
     )
-    problem = llguidance.LLMatcher.validate_grammar(grammar, ll_tokenizer)
-    if problem and not problem.startswith("WARNING"):
-        raise ValueError(f"llguidance cannot compile the schema: {problem}")
-    return GuidanceGrammar(ll_tokenizer, grammar, grammar_eos)
+    return _validated(ll_tokenizer, grammar, grammar_eos, "the schema")
 
 
 def guidance_regex(ll_tokenizer: Any, regex: str, grammar_eos: int | None) -> GuidanceGrammar:
@@ -136,9 +133,16 @@ def guidance_regex(ll_tokenizer: Any, regex: str, grammar_eos: int | None) -> Gu
     import llguidance
 
     grammar = llguidance.LLMatcher.grammar_from_regex(regex)
+    return _validated(ll_tokenizer, grammar, grammar_eos, "the answer pattern")
+
+
+def _validated(ll_tokenizer: Any, grammar: str, grammar_eos: int | None,
+               what: str) -> GuidanceGrammar:  # fmt: skip
+    import llguidance
+
     problem = llguidance.LLMatcher.validate_grammar(grammar, ll_tokenizer)
     if problem and not problem.startswith("WARNING"):
-        raise ValueError(f"llguidance cannot compile the answer pattern: {problem}")
+        raise ValueError(f"llguidance cannot compile {what}: {problem}")
     return GuidanceGrammar(ll_tokenizer, grammar, grammar_eos)
 
 

@@ -170,8 +170,8 @@ class VLLMBackend:
 
         def done(positions: list[int], raws: list[dict[str, Any]], wall: float,
                  gpu_count: int) -> None:
-            batch = [to_result(raw, req, self._pieces(raw, req)) for raw, req in
-                     ((raw, requests[runnable[p]]) for p, raw in zip(positions, raws))]
+            reqs = [requests[runnable[p]] for p in positions]
+            batch = [to_result(raw, req, self._pieces(raw, req)) for raw, req in zip(raws, reqs)]
             split_device_seconds(batch, wall, gpu_count)  # the engine's time since its last batch
             handover([runnable[p] for p in positions], batch)
 

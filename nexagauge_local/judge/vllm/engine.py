@@ -280,12 +280,9 @@ def to_result(
 def _kept_logprobs(
     raw: dict[str, Any], request: JudgeRequest, pieces: list[str] | None
 ) -> list[dict[str, float]] | None:
-    if not request.want_logprobs:
-        return None
-    steps: list[dict[str, float]] = raw["logprobs"] or []
-    if request.guard is None:
-        return raw["logprobs"]  # type: ignore[no-any-return]
-    return decision_step(pieces or [], steps, request.guard.decision_label,
+    if not request.want_logprobs or request.guard is None:
+        return raw["logprobs"] if request.want_logprobs else None
+    return decision_step(pieces or [], raw["logprobs"] or [], request.guard.decision_label,
                          request.guard.top_logprobs)  # fmt: skip
 
 
