@@ -48,6 +48,7 @@ class ProfileInvalid(ProfileNotFound):
 BACKEND_GRAMMARS = {"hf": ("guidance", "outlines"), "vllm": ("xgrammar", "guidance", "outlines")}
 DEFAULT_GRAMMAR = {"vllm": "xgrammar", "hf": "outlines"}
 GRAMMAR_PACKAGE = {"guidance": "llguidance", "outlines": "outlines"}  # hf fingerprint part
+HF_ENGINE = "generate"  # the hf decoding loop, in the fingerprint
 
 
 class JudgeProfile(BaseModel):
@@ -275,7 +276,9 @@ def backend_version(backend: str, grammar: str | None = None) -> str:
         dist, ver = vllm_distribution() or ("vllm", "absent")
         return f"vllm/{dist}=={ver}"
     package = GRAMMAR_PACKAGE[grammar or DEFAULT_GRAMMAR["hf"]]
-    return f"hf/transformers=={_pkg_version('transformers')}/{package}=={_pkg_version(package)}"
+    # "generate": answers of transformers' own generate loop, kept apart from those of the
+    # hand-built decode loop before it (padding and kernels may change an argmax)
+    return f"hf/{HF_ENGINE}/transformers=={_pkg_version('transformers')}/{package}=={_pkg_version(package)}"
 
 
 def fingerprint(profile: JudgeProfile, backend: str, dtype: str, grammar: str | None = None,
