@@ -34,13 +34,14 @@ CHILD = """
 import json, resource, sys, time
 from pathlib import Path
 from nexagauge_local.case import Case
+from nexagauge_local.dataset import Dataset
+from nexagauge_local.graph import GRAPH
 from nexagauge_local.judge.hf.backend import HFBackend
 from nexagauge_local.judge.profiles import resolve_profile
 from scripts.benchlib.workload import redteam_requests
 
 sample, cache, n, dtype, threads = sys.argv[1:6]
-rows = [json.loads(line) for line in Path(sample).read_text().splitlines() if line.strip()]
-cases = [Case(case_id=r["case_id"], input=r.get("input"), output=r["output"]) for r in rows]
+cases = [c for c in Dataset(Path(sample), blocks=GRAPH.blocks).items() if isinstance(c, Case)]
 reqs = redteam_requests(cases, Path(cache))[: int(n)]
 backend = HFBackend(resolve_profile("demo"), cache_dir=Path(cache), device="cpu",
                     dtype=dtype or None, threads=int(threads) or None)

@@ -1,4 +1,4 @@
-"""One EOS set for the grammar and the decode loop.
+"""One EOS set for the grammar and the stopping rule of the hf backend.
 
 A model whose generation config names several EOS ids (Llama-3.1: `<|eot_id|>` and
 `<|end_of_text|>`) stops on any of them, while an outlines grammar knows only the tokenizer's.
