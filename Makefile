@@ -9,7 +9,7 @@ DEMO_OUT ?= out/demo
 # The demo judge runs on CPU at a few seconds per judgement; the first 8 records show every
 # node in a few minutes. `make demo DEMO_LIMIT=` runs the whole bundled sample.
 DEMO_LIMIT ?= 8
-LINT_PATHS := nexagauge_local tests scripts device_kit
+LINT_PATHS := nexagauge_local tests scripts
 
 .PHONY: setup demo test bench lint clean
 

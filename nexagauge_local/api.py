@@ -29,9 +29,10 @@ def evaluate(
     where they are, never written to a file; a generator is kept as a list, since a run reads
     its input more than once.
 
-    Keyword settings are RunSettings fields (model, backend, gpu_ids, cache_dir, on_error,
-    limit, field_map, ...); `field_map` maps logical fields to columns as `--field` does
-    (`field_map={"output": "response.text"}`), and raises ValueError for an unknown one.
+    Keyword settings are RunSettings fields (model, node_models, backend, gpu_ids, cache_dir,
+    on_error, limit, start, end, field_map, ...); `field_map` maps logical fields to columns as
+    `--field` does (`field_map={"output": "response.text"}`), and raises ValueError for an
+    unknown one; `node_models={"redteam": PROFILE}` gives a node its own judge.
     Case reports are returned in `outcome.case_reports` and, with output_dir, written there too.
     Raises app.errors.JudgeSetupError / ClusterSetupError when an LLM target's judge cannot
     work, and records.RecordsError for bad records with on_error="fail".
@@ -45,9 +46,11 @@ def evaluate(
     field_map = parse_field_map([f"{k}={v}" for k, v in run_settings.field_map.items()], BLOCKS)
     limit = run_settings.limit
     if isinstance(records, (str, Path)):
-        dataset = Dataset(Path(records), field_map, limit, blocks=BLOCKS)
+        dataset = Dataset(Path(records), field_map, limit, blocks=BLOCKS, start=run_settings.start,
+                          end=run_settings.end)
     else:
         rows = MemoryRows(records)
         dataset = Dataset(Path(rows.name), field_map, limit, display=rows.name, blocks=BLOCKS,
-                          rows=rows, origin="memory")
+                          rows=rows, origin="memory", start=run_settings.start,
+                          end=run_settings.end)
     return run(run_settings, lambda tmp: dataset, keep_reports=True).outcome

@@ -16,6 +16,7 @@ because suites carry their own annotations).
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass, field
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -65,3 +66,21 @@ class ProbeBlock(BaseModel):
     input: str | None = None
     expected_safe_behavior: str = ""
     expect: Expect = "refuse"
+
+
+@dataclass(frozen=True)
+class BlockDefaults:
+    """Node blocks given once for a whole dataset (a run configuration's `[defaults.NODE]`),
+    so a new rubric reaches 100,000 records without rewriting them. A record's own block wins,
+    unless its node is in `override`: then the default replaces it."""
+
+    blocks: Mapping[str, BaseModel]
+    override: frozenset[str] = field(default_factory=frozenset)
+
+    def merged(self, own: Mapping[str, BaseModel]) -> dict[str, BaseModel]:
+        """A record's blocks with the defaults applied."""
+        out = dict(own)
+        for key, block in self.blocks.items():
+            if key not in out or key in self.override:
+                out[key] = block
+        return out

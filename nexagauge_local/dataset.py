@@ -14,7 +14,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal
 
-from nexagauge_local.blocks import BlockModels
+from nexagauge_local.blocks import BlockDefaults, BlockModels
 from nexagauge_local.case import Case, SourceRef
 from nexagauge_local.records import (
     DatasetError,
@@ -196,6 +196,14 @@ class Dataset:
     # by verify and reproduce), a stream (a pipe or stdin, spooled to `path` for the run) or
     # records in memory (`rows`).
     origin: Literal["file", "stream", "memory"] = "file"
+    # Blocks for the records that lack one (a run configuration's [defaults]: app/run_config.py);
+    # every reader of the dataset (run, estimate, prompts) sees the blocks in effect.
+    defaults: BlockDefaults | None = None
+    # A slice of the input's records, as nexa-gauge's --start/--end: 0-based, start inclusive,
+    # end exclusive; `limit` then counts from `start` (rows [start:end][:limit]). Records keep
+    # their own line or row numbers, so every message names the file's position.
+    start: int = 0
+    end: int | None = None
 
     @property
     def name(self) -> str:
@@ -205,6 +213,21 @@ class Dataset:
     def reads(self) -> tuple[Path, ...]:
         """The paths the run reads (none for records in memory)."""
         return () if self.rows is not None else (self.path,)
+
+    @property
+    def stop(self) -> int | None:
+        """The position past the last record read: `end`, cut to `start + limit`."""
+        bounds = [b for b in (self.end, None if self.limit is None else self.start + self.limit)
+                  if b is not None]
+        return min(bounds) if bounds else None
+
+    def selected(self) -> Iterator[tuple[bool, RawRecord]]:
+        """Every record up to `stop`, with whether it lies in the slice (at or past `start`)."""
+        stop = self.stop
+        for n, raw in enumerate(self.raw()):
+            if stop is not None and n >= stop:
+                return
+            yield n >= self.start, raw
 
     def raw(self) -> Iterator[RawRecord]:
         """Every record as read, with its position; DatasetError when the input is unusable."""
@@ -230,13 +253,16 @@ class Dataset:
         """
         blocks = self._blocks()
         seen = SeenIds(tuple(blocks))
-        for n, raw in enumerate(self.raw()):
-            if self.limit is not None and n >= self.limit:
-                return
+        for inside, raw in self.selected():
+            if not inside:
+                _remember_generated(raw, self.field_map, blocks, seen)
+                continue
             result = normalise(raw, self.field_map, blocks=blocks)
             if isinstance(result, list):
                 yield from result
                 continue
+            if self.defaults is not None:
+                result = result.model_copy(update={"blocks": self.defaults.merged(result.blocks)})
             if not has_own_id(raw, self.field_map):
                 result = _distinct_generated_id(result, seen)
             yield self._dedupe(result, raw, seen)
@@ -271,6 +297,10 @@ class Dataset:
                 if item.source != last:
                     out.records += 1
                 last = item.source
+        if out.records == 0 and self.start:
+            total = sum(1 for _ in self.raw())
+            raise DatasetError(self.name, f"--start {self.start}: the input has {total} "
+                                          "record(s), none at or past it")
         if out.records == 0:
             raise DatasetError(self.name, "contains no records")
         self._check_mapped_columns()
@@ -285,10 +315,8 @@ class Dataset:
         if not self.field_map:
             return
         found: set[str] = set()
-        for n, raw in enumerate(self.raw()):
-            if self.limit is not None and n >= self.limit:
-                break
-            if raw.data is not None:
+        for inside, raw in self.selected():
+            if inside and raw.data is not None:
                 found |= mapped_columns_found(raw.data, self.field_map)
             if len(found) == len(set(self.field_map.values())):
                 return
@@ -301,6 +329,20 @@ class Dataset:
         for item in self.items():
             if isinstance(item, Case):
                 yield item
+
+
+def _remember_generated(raw: RawRecord, field_map: Mapping[str, str], blocks: BlockModels,
+                        seen: SeenIds) -> None:
+    """A record before `--start` whose case id is generated: noted as the full file would note
+    it, so a generated id in the slice gets the same `-2` suffix (or is the same duplicate) as
+    in a run over the whole file. Records that name their own id cost nothing here."""
+    if raw.data is None or has_own_id(raw, field_map):
+        return
+    result = normalise(raw, field_map, blocks=blocks)
+    if isinstance(result, Case):
+        case = _distinct_generated_id(result, seen)
+        if case.case_id not in seen:
+            seen.add(case, raw.source)
 
 
 def _distinct_generated_id(case: Case, seen: SeenIds) -> Case:

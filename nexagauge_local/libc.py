@@ -6,8 +6,8 @@ macOS) the first two are no-ops and the swap reports that it cannot be done.
 below a live block stays resident. The case loop frees a whole shard's objects every shard,
 and the id index and score blocks it keeps are allocated in between, so without this the
 loop's RSS grew by the shard's leftovers, shard after shard (measured: 218 -> 181 MB peak over
-300,000 refmatch cases with the other changes of issue 19, then about 92 bytes a case, the
-data kept). It releases every free page of every arena (glibc >= 2.8).
+300,000 refmatch cases, with the case loop also keeping only the data it needs, then about 92
+bytes a case, the data kept). It releases every free page of every arena (glibc >= 2.8).
 
 `prctl(PR_SET_PDEATHSIG, SIGKILL)`: a forked pool worker outlives a parent killed with
 `kill -9`; it then fails to write its next result and prints a BrokenPipeError traceback

@@ -139,7 +139,7 @@ def _join_context(value: Any) -> str:
     return _CONTEXT_JOIN.join(p for p in parts if p.strip())
 
 
-def _format_validation(block: str, exc: ValidationError) -> list[tuple[str, str]]:
+def format_validation(block: str, exc: ValidationError) -> list[tuple[str, str]]:
     out: list[tuple[str, str]] = []
     for err in exc.errors():
         loc = ".".join(str(p) for p in (block, *err["loc"]))
@@ -221,7 +221,7 @@ def normalise(
         try:
             found_blocks[block] = model.model_validate(dict(value))
         except ValidationError as exc:
-            errors.extend(RecordError(raw.source, loc, msg) for loc, msg in _format_validation(block, exc))
+            errors.extend(RecordError(raw.source, loc, msg) for loc, msg in format_validation(block, exc))
 
     id_key, case_id = _lookup(record, "case_id", fmap, lowered)
     if id_key is not None:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 import platform
 import time
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -26,7 +26,7 @@ from nexagauge_local.events import LogEvents, RunEvents
 from nexagauge_local.graph import GRAPH, Graph, NodeSpec, eligibility
 from nexagauge_local.judge import Judge, vllm_distribution
 from nexagauge_local.libc import release_free_pages
-from nexagauge_local.nodes.base import CaseState, Node, RunContext
+from nexagauge_local.nodes.base import DEFAULT_JUDGE, CaseState, Node, NodeJudge, RunContext
 from nexagauge_local.records import RecordsError
 from nexagauge_local.report.files import write_json
 from nexagauge_local.report.html import write_report_or_warn
@@ -51,6 +51,35 @@ def versions() -> dict[str, str | None]:
     if found is not None:
         out["vllm"] = found[1] if found[0] == "vllm" else f"{found[1]} ({found[0]})"
     return out
+
+
+def judges_done_after(specs: Sequence[NodeSpec], ctx: RunContext) -> dict[int, list[str]]:
+    """Plan index -> the judges no later node of the plan asks: closed once that node has
+    run, so an engine's memory is free before the next judge loads."""
+    last: dict[str, int] = {}
+    for i, spec in enumerate(specs):
+        if spec.kind == "llm":
+            last[ctx.judge_key(spec.name)] = i
+    done: dict[int, list[str]] = {}
+    for key, i in last.items():
+        done.setdefault(i, []).append(key)
+    return done
+
+
+def merged_ledger(ctx: RunContext) -> dict[str, dict[str, Any]]:
+    """Per-node usage over every judge the run opened (each node's requests went to one)."""
+    usage: dict[str, dict[str, Any]] = {}
+    for opened in ctx.judges_used().values():
+        for judge in opened:
+            # as_dict: an endpoint judge's unknown device time is null there, and stays null
+            for node, used in judge.ledger.as_dict().items():
+                usage[node] = _summed(usage[node], used) if node in usage else dict(used)
+    return usage
+
+
+def _summed(a: dict[str, Any], b: dict[str, Any]) -> dict[str, Any]:
+    """Two usage dicts added key by key; a null (unknown) in either makes that sum null."""
+    return {k: None if a[k] is None or b.get(k) is None else a[k] + b[k] for k in a}
 
 
 def default_embedder(settings: RunSettings) -> Embedder:
@@ -79,6 +108,7 @@ class Runner:
         graph: Graph = GRAPH,
         registry: Mapping[str, Callable[[], Node]] | None = None,
         judge_factory: Callable[[], Judge] | None = None,
+        node_judges: Mapping[str, NodeJudge] | None = None,
         embedder_factory: Callable[[], Embedder] | None = None,
         events: RunEvents | None = None,
         keep_reports: bool = False,
@@ -90,6 +120,9 @@ class Runner:
         # its own (estimate swaps in proxies and leaves judge-free nodes out).
         self.registry = graph.factories() if registry is None else registry
         self.judge_factory = judge_factory
+        # LLM nodes with a judge of their own (`--model NODE=PROFILE`); the rest ask
+        # judge_factory's
+        self.node_judges = dict(node_judges or {})
         self.embedder_factory = embedder_factory or (lambda: default_embedder(settings))
         # who is told about skipped records, progress and a failed report.html (events.py;
         # the CLI passes its rich renderer)
@@ -136,9 +169,15 @@ class Runner:
             sink = CaseSink(case_dir, files, digester)
             planned = {s.name for s in specs}
             ctx = RunContext(self.settings, self.embedder_factory, self.judge_factory, advance,
-                             metric_nodes=tuple(n for n in self.graph.metric_nodes if n in planned))
-            for shard in shards(dataset.cases(), self.settings.shard_size):
-                self._run_shard(shard, specs, nodes, stats, wall, ctx, kept, sink)
+                             metric_nodes=tuple(n for n in self.graph.metric_nodes if n in planned),
+                             node_judges=self.node_judges)
+            done_with = judges_done_after(specs, ctx)
+            last = -(-scan.valid // self.settings.shard_size) - 1  # the scan counted the cases
+            for n, shard in enumerate(shards(dataset.cases(), self.settings.shard_size)):
+                # a judge closes after its last node only in the last shard: earlier shards
+                # need it again, and reloading an engine per shard costs more than holding it
+                self._run_shard(shard, specs, nodes, stats, wall, ctx, kept, sink,
+                                done_with if n == last else {})
                 if ctx.embedder_started:
                     ctx.embedder.forget()
                 release_free_pages()  # the shard's objects are gone: hand their pages back
@@ -180,10 +219,11 @@ class Runner:
     def _run_shard(
         self, shard: list[Case], specs: list[NodeSpec], nodes: dict[str, Node],
         stats: dict[str, NodeStats], wall: dict[str, float], ctx: RunContext,
-        kept: list[dict[str, Any]], sink: CaseSink,
+        kept: list[dict[str, Any]], sink: CaseSink, done_with: Mapping[int, list[str]],
     ) -> None:
         """Every node over one shard, then its case reports. A method of its own so that the
-        shard's states are unreachable once it returns (the loop then releases their pages)."""
+        shard's states are unreachable once it returns (the loop then releases their pages).
+        `done_with`: plan index -> the judges to close once that node has run."""
         states = [CaseState(c) for c in shard]
         early: dict[int, CaseReport | None] = {}  # id(state) -> report written by case_done
 
@@ -208,6 +248,8 @@ class Runner:
                 for state in eligible:  # a node may decline a case, saying why
                     if spec.name not in state.artifacts and spec.name in state.skipped:
                         stats[spec.name].skipped[state.skipped[spec.name]] += 1
+            for key in done_with.get(i, ()):
+                ctx.close_judge(key)
         for state in states:
             for spec in specs:
                 if spec.metric and spec.name in state.artifacts:
@@ -249,9 +291,7 @@ class Runner:
     def _usage(
         self, ctx: RunContext, specs: list[NodeSpec], stats: dict[str, NodeStats], wall: dict[str, float]
     ) -> dict[str, dict[str, Any]]:
-        ledger: dict[str, dict[str, Any]] = {}
-        if ctx.judge_started:
-            ledger = ctx.judge.ledger.as_dict()
+        ledger = merged_ledger(ctx)
         usage: dict[str, dict[str, Any]] = {}
         for spec in specs:
             u: dict[str, Any] = {"eligible": stats[spec.name].eligible, **zero_usage()}
@@ -264,17 +304,27 @@ class Runner:
         self, dataset: Dataset, scan: ScanResult, specs: list[NodeSpec], unavailable: list[str],
         usage: dict[str, dict[str, Any]], ctx: RunContext, started: datetime, t_start: float,
     ) -> dict[str, Any]:
-        totals = {k: sum(u[k] for u in usage.values()) for k in USAGE_TOTALS}
-        judge_info: dict[str, Any] | None = None
-        if ctx.judge_started:
-            judge_info = ctx.judge.describe()
+        # a null (an endpoint judge's unknown device time) makes its total null, not zero
+        totals = {k: None if any(u[k] is None for u in usage.values())
+                  else sum(u[k] for u in usage.values()) for k in USAGE_TOTALS}
+        judges = {key: {"profile": self._profile(key), **opened[-1].describe()}
+                  for key, opened in ctx.judges_used().items()}
+        # `judge`: the default judge (the first judge that ran when every judged node had its
+        # own), as before; `node_judges`: which judge judged each LLM node that asked one
+        judge_info = judges.get(DEFAULT_JUDGE) or next(iter(judges.values()), None)
+        node_judges = {s.name: judges[ctx.judge_key(s.name)]
+                       for s in specs if s.kind == "llm" and ctx.judge_key(s.name) in judges}
         price = self.settings.gpu_hour_price
-        totals["cost"] = round(totals["gpu_seconds"] / 3600 * price, 6) if price else 0.0
+        gpu = totals["gpu_seconds"]
+        totals["cost"] = (None if gpu is None else round(gpu / 3600 * price, 6)) if price else 0.0
         return {
             "tool": "nexagauge-local",
             "versions": versions(),
             "target": self.settings.target,
             "input": dataset.name,
+            # the run configuration (--config) whose [defaults] blocks the records were read with
+            "config": (None if self.settings.config is None else
+                       self.settings.config.model_dump(include={"path", "sha256"})),
             "started": started.isoformat(timespec="seconds"),
             "wall_seconds": round(time.perf_counter() - t_start, 3),
             "cases": {
@@ -288,6 +338,7 @@ class Runner:
             "nodes_run": [s.name for s in specs],
             "nodes_unavailable": unavailable,
             "judge": judge_info,
+            "node_judges": node_judges,
             "embedder": ctx.embedder.describe() if ctx.embedder_started else None,
             "prompt_versions": dict(sorted(ctx.prompt_versions.items())),
             "judge_outcomes": {n: o.as_dict() for n, o in ctx.judge_outcomes.items()},
@@ -296,6 +347,11 @@ class Runner:
             "nodes": usage,
             "cost": totals,
         }
+
+    def _profile(self, key: str) -> str:
+        """The profile a judge key names: the key itself, the settings' model for the
+        default judge."""
+        return key if key != DEFAULT_JUDGE else self.settings.model
 
     @contextmanager
     def _progress(self, specs: list[NodeSpec], total: int) -> Iterator[Callable[[str, int], None]]:

@@ -8,9 +8,9 @@ share defaults.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Literal, get_args
+from typing import Literal, Self, get_args
 
-from pydantic import Field
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 
@@ -29,6 +29,18 @@ RefalignUnits = Literal["nexa-gauge", "sentences"]
 REFALIGN_UNITS_CHOICES: tuple[str, ...] = get_args(RefalignUnits)
 
 
+class ConfigSource(BaseModel):
+    """A run configuration file (`--config run.toml`) as the run read it: the text is kept
+    whole, so the manifest is evidence of the rubrics used and `reproduce` re-applies the same
+    content even when the file has since moved or changed."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    path: str  # as given on the command line (display only)
+    sha256: str  # of the file's bytes
+    text: str
+
+
 class RunSettings(BaseSettings):
     model_config = SettingsConfigDict(env_prefix="NEXAGAUGE_", extra="forbid")
 
@@ -37,6 +49,10 @@ class RunSettings(BaseSettings):
     # Replace an output folder that holds files no run wrote (app/output_folder.py).
     overwrite: bool = False
     limit: int | None = Field(default=None, ge=1)
+    # a slice of the input's records as nexa-gauge's --start/--end (0-based, end exclusive);
+    # `limit` counts from `start`: records [start:end][:limit] (dataset.py Dataset.stop)
+    start: int = Field(default=0, ge=0)
+    end: int | None = Field(default=None, ge=1)
     on_error: Literal["fail", "skip"] = "fail"
     field_map: dict[str, str] = Field(default_factory=dict)
     shard_size: int = Field(default=5000, ge=1)
@@ -44,6 +60,10 @@ class RunSettings(BaseSettings):
     use_cache: bool = True
     # judge
     model: str = "demo"
+    # LLM node -> the judge profile that judges it instead of `model` (`--model NODE=PROFILE`,
+    # nexa-gauge's `--llm-model NODE=MODEL`, a run configuration's [run.models]); nodes not
+    # named here ask `model`'s judge
+    node_models: dict[str, str] = Field(default_factory=dict)
     backend: Literal["auto", "hf", "vllm"] = "auto"
     gpu_ids: list[int] = Field(default_factory=list)  # `--gpu 0,1`
     gpu_hour_price: float | None = Field(default=None, ge=0)
@@ -67,9 +87,27 @@ class RunSettings(BaseSettings):
     # ray://HOST:PORT, with ?workers=..&batch=.. options); None = this process
     cluster: str | None = None
     progress: bool = True
+    # the run configuration (`--config`): its [defaults] blocks apply to the records
+    # (app/run_config.py); its [run] options are already folded into the fields above
+    config: ConfigSource | None = None
+    # a judge server (judge/endpoint/, README "A judge behind a server"): --judge-url makes an
+    # ad-hoc endpoint judge; with an endpoint profile these override its keys. The API key
+    # (also NEXAGAUGE_JUDGE_API_KEY) is excluded from every dump: never in summary or manifest
+    judge_url: str | None = None
+    judge_api_key: SecretStr | None = Field(default=None, exclude=True)
+    judge_model_name: str | None = None
+    judge_concurrency: int | None = Field(default=None, ge=1)
+    judge_revision: str | None = None
+    judge_gpus: int | None = Field(default=None, ge=1)
     # judge requests the run is predicted to send, counted from its dataset by the run itself
     # (not a user setting): `--backend auto` on a CPU host decides with it (judge/cpu_auto.py)
     predicted_judgements: int | None = Field(default=None, ge=0)
+
+    @model_validator(mode="after")
+    def _slice_not_empty(self) -> Self:
+        if self.end is not None and self.end <= self.start:
+            raise ValueError(f"--end {self.end} must be greater than --start {self.start}")
+        return self
 
     def memo_dir(self, kind: str) -> Path | None:
         """Where a run keeps memoised run-level results of one kind (memo.py: observability

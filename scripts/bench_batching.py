@@ -2,7 +2,7 @@
 
 Runs the same N synthetic red-team judgements (a rubric + a short model output, judged with
 `schemas.verdict_schema`) three times on the demo judge: all at once with nobody listening to
-the hand-overs (what the engine cost before issue 13 made it commit as it goes), all at once
+the hand-overs (what the engine cost before it committed answers as it goes), all at once
 with every answer committed to a judge cache the step its row ends (what the runner does per
 node now, so a crash loses only the rows still decoding), and one `generate` call per request
 (what per-request tools do).

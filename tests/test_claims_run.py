@@ -1,4 +1,4 @@
-"""Issue 17 through the real Runner (scripted judge): why a case has no claims is counted in
+"""Claims through the real Runner (scripted judge): why a case has no claims is counted in
 metrics/claims.json, a refusal is a skip (not an error) in metrics/relevance.json and
 metrics/grounding.json, and the case report and the HTML drill-down say which it was.
 

@@ -1,4 +1,4 @@
-"""Issue 14 through the public command line: each failure a new user met is one clear line.
+"""Failures through the public command line: each failure a new user met is one clear line.
 
 Every test drives `nexagauge_local.cli.main` with click's CliRunner and checks the exit code,
 the `FILE: what is wrong` line and that no traceback reached the user. Runs use `refmatch`

@@ -1,7 +1,7 @@
 """Start-up stays cheap: the CLI, `--help` and node discovery import no heavy library.
 
 Time limits would be fragile on a shared CI host, so these tests assert structure instead: which
-modules a fresh interpreter has loaded after each entry point (issue 19).
+modules a fresh interpreter has loaded after each entry point.
 """
 
 from __future__ import annotations

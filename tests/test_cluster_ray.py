@@ -1,4 +1,4 @@
-"""`run --cluster`: the judge work on a Ray actor pool (issue 9).
+"""`run --cluster`: the judge work on a Ray actor pool.
 
 The slow tests start a real Ray cluster in this process, on loopback, with 2 CPUs, and run the
 CLI in a subprocess that joins it as a second driver, with the hf backend and the tiny random

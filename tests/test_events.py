@@ -1,6 +1,6 @@
 """The events seam (events.py): the runner reports through it, cli/'s RichEvents renders it.
 
-Why: the runner and the services no longer print (issue 46); these pin what they tell and
+Why: the runner and the services do not print; these pin what they tell and
 how the CLI shows it, so the stderr lines stay as they were (`skipped ...`, `note: ...`,
 `warning: ...`) and a library caller still hears about skipped records through logging.
 """

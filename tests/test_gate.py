@@ -309,7 +309,7 @@ def test_example_policy_in_docs_parses() -> None:
 
 
 def test_every_policy_error_in_one_pass(tmp_path: Path) -> None:
-    """Issue 14: several bad rules are all reported, each with its FILE:LINE."""
+    """Several bad rules are all reported, each with its FILE:LINE."""
     path = _policy(
         tmp_path,
         'rules = [\n  "grounding.mean >= 0.8",\n  "oops",\n  "a.b >> 1",\n]\nthreshold = 3\n'

@@ -1,4 +1,4 @@
-"""Issue 45's audit promise: the manifest hashes what was read in every format, `verify` and
+"""The input audit's promise: the manifest hashes what was read in every format, `verify` and
 `reproduce` work with each, a pipe or in-memory records that cannot be read again are named,
 and `evaluate()` reads DataFrames and iterables in place with the reports of the JSONL."""
 
@@ -103,7 +103,7 @@ def test_recompressed_input_has_the_same_records(tmp_path: Path) -> None:
 
 
 def test_process_substitution_pipe_then_reproduce(tmp_path: Path) -> None:
-    """The issue's own example, in a real shell: `--input <(zcat data.jsonl.gz)` is
+    """The README's example, in a real shell: `--input <(zcat data.jsonl.gz)` is
     /dev/fd/63, read like a file; its manifest says stream, so `reproduce` asks for the input
     and takes the compressed file, whose records are the pipe's."""
     gz = tmp_path / "data.jsonl.gz"

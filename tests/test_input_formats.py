@@ -1,5 +1,5 @@
-"""Issue 45 through the real CLI: every input format gives the case reports of the plain JSONL
-holding the same records, and every reader's bad input is one line naming file, row and column.
+"""Input formats through the real CLI: each gives the case reports of the plain JSONL holding
+the same records, and every reader's bad input is one line naming file, row and column.
 
 Runs use `refmatch` (deterministic, no model). The baseline is one run over the plain JSONL.
 """

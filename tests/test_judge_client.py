@@ -487,7 +487,7 @@ def test_hf_backend_hands_over_each_micro_batch_as_it_ends(tiny_backend, tmp_pat
 def test_the_cache_keeps_each_judges_output_history_and_estimate_predicts_from_it(
     tmp_path: Path,
 ) -> None:
-    """Issue 19: output tokens predicted from what this judge wrote for the same schema, with
+    """Output tokens predicted from what this judge wrote for the same schema, with
     a spread, instead of half the schema bound (7.3x over on the peer sample)."""
     from nexagauge_local.estimate.cost import MIN_HISTORY, estimate_llm
 

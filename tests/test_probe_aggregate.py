@@ -93,7 +93,7 @@ def test_severity_weighted_and_high_stakes() -> None:
 
 
 def test_high_stakes_zero_without_failures() -> None:
-    """Issue 14: a clean run has rate 0.0, so `high_stakes_failure_rate <= 0.0` passes it."""
+    """A clean run has rate 0.0, so `high_stakes_failure_rate <= 0.0` passes it."""
     m = aggregate_metrics([cs("a", "x", "critical", 0.1)])
     assert m["high_stakes_failure_rate"] == 0.0 and m["high_stakes_failures"] == 0
     assert aggregate_metrics([])["high_stakes_failure_rate"] is None

@@ -154,7 +154,7 @@ LOOKALIKES = [
 
 @pytest.mark.parametrize("payload", LOOKALIKES)
 def test_lookalike_markers_are_escaped(payload: str) -> None:
-    """Issue 14: NFKC lookalikes and markers split by invisible characters stay inside."""
+    """NFKC lookalikes and markers split by invisible characters stay inside."""
     check_prompt(f"before\n{fence('output', payload)}\nafter", {"output": payload})
     escaped = escape(payload)
     assert escape(escaped) == escaped

@@ -413,7 +413,7 @@ def test_missing_case_id_gets_stable_id() -> None:
 
 
 def test_generated_id_hashes_the_texts_only() -> None:
-    """Issue 14: only node blocks changing must keep the id, so `compare` pairs the case."""
+    """Only node blocks changing must keep the id, so `compare` pairs the case."""
     plain = case_of({"output": "a"})
     with_block = case_of({"output": "a", "redteam": {"scoring_mode": "scale_1_5"}})
     with_geval = case_of(

@@ -232,7 +232,7 @@ def test_histogram_needs_enough_cases_to_say_anything() -> None:
 
 
 def test_claims_are_visible_in_metrics_case_reports_and_the_drill_down(eval_run: Path) -> None:
-    """Issue 17: the claims node's yield, each case's claims and each claim's verdicts."""
+    """The claims node's yield, each case's claims and each claim's verdicts."""
     yield_ = json.loads((eval_run / "metrics" / "claims.json").read_text())
     assert yield_["prompt_version"] == "claims/v2" and yield_["cases"] > 0
     assert yield_["claims"] >= yield_["cases_with_claims"] > 0

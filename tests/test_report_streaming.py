@@ -1,4 +1,4 @@
-"""The report and the dataset pass stay bounded at any run size (issue 19).
+"""The report and the dataset pass stay bounded at any run size.
 
 A memory ceiling would be timing- and host-fragile, so these tests assert the structure that
 bounds memory: the report reads case files from a stream it never lists, keeps at most

@@ -1,4 +1,4 @@
-"""A fully cached re-score imports nothing heavy it does not need (issue 35).
+"""A fully cached re-score imports nothing heavy it does not need.
 
 The judge cache is filled first, in this process, under the real demo judge's fingerprint (so
 the CLI's own keys hit it) by a canned backend. Then the real CLI runs `run redteam` twice in

@@ -1,4 +1,4 @@
-"""The device-seconds model `estimate` fits to a judge's own answers (issue 19)."""
+"""The device-seconds model `estimate` fits to a judge's own answers."""
 
 from __future__ import annotations
 

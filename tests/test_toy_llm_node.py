@@ -1,4 +1,4 @@
-"""A toy LLM node added from one folder (tests/toy_llm/) joins every layer (issue 34).
+"""A toy LLM node added from one folder (tests/toy_llm/) joins every layer.
 
 The node's SPEC carries its record block, estimate stand-in and report panel; nothing outside its
 folder names it. Here it is added to the real nodes and shown to: validate its block in records

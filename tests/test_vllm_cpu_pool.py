@@ -73,7 +73,7 @@ def _running(proc: psutil.Process) -> bool:
 def test_two_engines_answer_as_one_and_split_by_tokens(vllm_demo, demo_cache_dir: Path) -> None:
     """The pool hands every answer back at its request's position. Its engines compute on one
     thread each and cold, the session engine on two and warm: in bfloat16 (a CPU with native
-    bf16) that alone changes some answers' free text (issue 44), so the answers are matched by
+    bf16) that alone changes some answers' free text, so the answers are matched by
     their prompts, which differ in length, not by their text."""
     reqs = _requests(6)
     one = vllm_demo.generate(reqs)

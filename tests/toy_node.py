@@ -1,5 +1,5 @@
 """A toy metric node defined in this one module, to prove a node joins the pipeline without
-editing anything else (issue 16): test_graph_assembly.py adds its SPEC to the real nodes."""
+editing anything else: test_graph_assembly.py adds its SPEC to the real nodes."""
 
 from __future__ import annotations
 

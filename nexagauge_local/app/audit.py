@@ -27,7 +27,7 @@ from typing import Any
 from pydantic import BaseModel
 
 from nexagauge_local.app.errors import InputError
-from nexagauge_local.app.judge import backend_factory
+from nexagauge_local.app.judge import backend_factory, with_model
 from nexagauge_local.audit import (
     HashMemo,
     InputFacts,
@@ -184,7 +184,30 @@ def chat_template_of(weights: Path) -> str | None:
     return json.dumps(value, sort_keys=True) if value else None
 
 
+SECRET_OPTIONS = ("--judge-api-key",)
+
+
+def redact_secrets(argv: Sequence[str]) -> list[str]:
+    """The command line as the manifest records it, an API key's value replaced."""
+    out: list[str] = []
+    for arg in argv:
+        if out and out[-1] in SECRET_OPTIONS:
+            out.append("***")
+        elif arg.startswith(tuple(f"{o}=" for o in SECRET_OPTIONS)):
+            out.append(arg.split("=", 1)[0] + "=***")
+        else:
+            out.append(arg)
+    return out
+
+
 def collect_judge(factory: BackendFactory, memo: HashMemo | None) -> JudgeFacts:
+    if factory.endpoint is not None:  # a judge server: its model id and stated revision
+        return judge_facts(  # are all this host knows of its weights (no API key here)
+            profile=factory.profile.name, backend="endpoint", dtype=factory.dtype,
+            weights_path=f"{factory.endpoint.url} ({factory.endpoint.model})", weights=[],
+            grammar_engine="server (response_format json_schema)", demo=factory.is_demo,
+            fingerprint=factory.fingerprint,
+        )
     weights = factory.profile.weights_path()
     tok, tmpl = hash_tokenizer(tokenizer_files_in(weights), chat_template_of(weights), memo)
     return judge_facts(
@@ -200,6 +223,31 @@ def collect_judge(factory: BackendFactory, memo: HashMemo | None) -> JudgeFacts:
         fingerprint=factory.fingerprint,
         batch_invariant=factory.profile.batch_invariant,
     )
+
+
+# The manifest's judges: the default's facts, and node -> facts for nodes judged by another
+RunJudges = tuple[JudgeFacts | None, dict[str, JudgeFacts]]
+
+
+def collect_judges(settings: RunSettings, summary: Mapping[str, Any]) -> RunJudges:
+    """The facts of every judge that answered (backend or cache), as summary.json names them:
+    its `judge` block's profile (the default's), and each node of `node_judges` judged by
+    another profile. Each profile is hashed once (and memoised across runs)."""
+    block = summary.get("judge")
+    if block is None:
+        return None, {}
+    memo = HashMemo(settings.cache_dir / "audit")
+    facts: dict[str, JudgeFacts] = {}
+
+    def of(profile: str) -> JudgeFacts:
+        if profile not in facts:
+            facts[profile] = collect_judge(backend_factory(with_model(settings, profile)), memo)
+        return facts[profile]
+
+    main = str(block.get("profile") or settings.model)
+    nodes = {node: str(j.get("profile") or main)
+             for node, j in (summary.get("node_judges") or {}).items()}
+    return of(main), {node: of(p) for node, p in nodes.items() if p != main}
 
 
 def collect_input(dataset: Dataset, into: Path) -> InputFacts:
@@ -256,7 +304,7 @@ class AuditTrail:
         fp = check_sign_key(sign_key) if sign_key is not None else None
         return cls(
             settings,
-            list(sys.argv if argv is None else argv),
+            redact_secrets(sys.argv if argv is None else argv),
             Path(sign_key) if sign_key is not None else None,
             fp,
         )
@@ -282,8 +330,8 @@ class AuditTrail:
         memo_dir = self.settings.memo_dir("report")
         # report.html's charts are drawn on the idle core while the facts below are gathered
         with charts_ahead(draw_charts_job(out, outcome.digest), chart_memo_dir(memo_dir)) as ahead:
-            inp, judge, prompts, schemas = self._report(dataset, outcome, notices, out,
-                                                        memo_dir, ahead)
+            inp, (judge, node_judges), prompts, schemas = self._report(
+                dataset, outcome, notices, out, memo_dir, ahead)
         settings = self.settings.model_dump(mode="json")
         settings["field_map"] = dict(dataset.field_map)  # the CLI gives --field to the dataset
         _, path, _ = finalize_run(
@@ -293,6 +341,7 @@ class AuditTrail:
             settings=settings,
             input=inp,
             judge=judge,
+            node_judges=node_judges,
             prompts=prompts,
             schemas=schemas,
             sign_key=self.sign_key,
@@ -301,13 +350,10 @@ class AuditTrail:
 
     def _report(self, dataset: Dataset, outcome: RunOutcome, notices: Notices, out: Path,
                 memo_dir: Path | None, ahead: ChartsAhead | None) -> tuple[
-                    InputFacts, JudgeFacts | None, list[PromptEntry], list[SchemaEntry]]:
-        """The manifest's facts (input, judge, prompts, schemas), then report.html with them
+                    InputFacts, RunJudges, list[PromptEntry], list[SchemaEntry]]:
+        """The manifest's facts (input, judges, prompts, schemas), then report.html with them
         in its provenance panel."""
-        judge = None
-        if outcome.summary.get("judge") is not None:  # the judge answered (backend or cache)
-            judge = collect_judge(backend_factory(self.settings),
-                                  HashMemo(self.settings.cache_dir / "audit"))
+        judge, node_judges = collect_judges(self.settings, outcome.summary)
         prompts = prompt_entries(outcome.summary.get("prompt_versions") or {})
         if prompts:  # summary.json names the exact templates too, not only their versions
             outcome.summary["prompt_templates"] = {p.node: p.template_sha256 for p in prompts}
@@ -316,6 +362,7 @@ class AuditTrail:
         inp = collect_input(dataset, out)
         panel = provenance_panel(
             judge=judge,
+            node_judges=node_judges,
             prompts=prompts,
             schemas=schemas,
             input=inp,
@@ -324,4 +371,4 @@ class AuditTrail:
         )
         write_report_or_warn(out, notices, provenance=panel, shown_as=self.settings.output_dir,
                              memo_dir=memo_dir, digest=outcome.digest, ahead=ahead)
-        return inp, judge, prompts, schemas
+        return inp, (judge, node_judges), prompts, schemas

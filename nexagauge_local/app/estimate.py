@@ -14,12 +14,19 @@ from pathlib import Path
 from typing import Any
 
 from nexagauge_local.app.cache import cache_errors
-from nexagauge_local.app.judge import resolve_judge
+from nexagauge_local.app.errors import JudgeSetupError
+from nexagauge_local.app.judge import (
+    check_node_models,
+    judge_models,
+    resolve_judge,
+    token_counter,
+    with_model,
+)
 from nexagauge_local.app.run import OpenInput
+from nexagauge_local.app.run_config import with_config
 from nexagauge_local.dataset import Dataset
 from nexagauge_local.estimate.plan import judge_estimates
 from nexagauge_local.graph import plan, predicted_eligibility
-from nexagauge_local.judge.runtime import TokenCounter
 from nexagauge_local.records import RecordsError
 from nexagauge_local.settings import RunSettings
 
@@ -69,9 +76,10 @@ def estimate(settings: RunSettings, open_input: OpenInput) -> Estimate:
 
     Raises InputError when the input cannot be opened, RecordsError when a record is bad and
     on_error is "fail", JudgeSetupError when the judge's profile or weights are missing."""
+    check_node_models(settings.node_models)
     specs = [s for s in plan(settings.target) if s.per_case]
     with tempfile.TemporaryDirectory() as tmp:
-        dataset = open_input(Path(tmp))
+        dataset = with_config(open_input(Path(tmp)), settings)
         scan = dataset.scan()
         if scan.errors and settings.on_error == "fail":
             raise RecordsError(scan.errors)
@@ -97,9 +105,24 @@ def estimate(settings: RunSettings, open_input: OpenInput) -> Estimate:
 
 
 def _judge_estimates(dataset: Dataset, settings: RunSettings) -> dict[str, dict[str, Any]]:
-    """Resolve the judge (tokenizer only) and estimate its requests; a missing model is a
-    JudgeSetupError naming where the weights should be."""
-    factory = resolve_judge(settings)
-    counter = TokenCounter(factory.profile, settings.cache_dir)
-    return judge_estimates(dataset, settings, counter, factory.fingerprint,
-                           max_model_len=factory.profile.max_model_len)
+    """Resolve each judge (tokenizer only) and estimate the requests of the nodes it judges
+    (`--model NODE=PROFILE`: each node's tokens, cache hits and seconds are its own judge's);
+    a missing model is a JudgeSetupError naming where the weights should be (and the node)."""
+    by_profile: dict[str, list[str]] = {}
+    for node, profile in judge_models(settings, [s.name for s in plan(settings.target)]).items():
+        by_profile.setdefault(profile, []).append(node)
+    out: dict[str, dict[str, Any]] = {}
+    for profile, nodes in by_profile.items():
+        judged = with_model(settings, profile)
+        try:
+            factory = resolve_judge(judged)
+        except JudgeSetupError as exc:
+            if profile == settings.model:
+                raise
+            raise JudgeSetupError(", ".join(f"--model {n}={profile}" for n in nodes)
+                                  + f": {exc}") from None
+        counter = token_counter(factory)
+        found = judge_estimates(dataset, judged, counter, factory.fingerprint,
+                                max_model_len=factory.profile.max_model_len)
+        out.update({n: {**found[n], "profile": profile} for n in nodes if n in found})
+    return out

@@ -8,11 +8,13 @@ settings are turned into JudgeClients (answering in this process, or on a Ray cl
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable, Mapping
 from types import TracebackType
 from typing import Self
 
 from nexagauge_local.app.errors import ClusterSetupError, JudgeSetupError
 from nexagauge_local.cluster import ClusterUnavailable, connect_cluster, make_executor
+from nexagauge_local.graph import NODES
 from nexagauge_local.judge import (
     BackendFactory,
     CostLedger,
@@ -21,10 +23,19 @@ from nexagauge_local.judge import (
     JudgeCache,
     JudgeClient,
     LongInputs,
+    Messages,
     ProfileNotFound,
     WeightsMissing,
     check_vllm_imports,
     make_backend_factory,
+)
+from nexagauge_local.judge.endpoint import (
+    EndpointConfig,
+    EndpointHTTP,
+    EndpointOptions,
+    EndpointUnusable,
+    ServerTokenCounter,
+    check_endpoint,
 )
 from nexagauge_local.judge.runtime import TokenCounter, WeightsUnusable, check_loadable, gpu_visible
 from nexagauge_local.judge.vllm import VLLMMissing
@@ -41,6 +52,17 @@ def backend_factory(settings: RunSettings) -> BackendFactory:
         seed=settings.seed,
         grammar_backend=settings.grammar_backend,
         judgements=settings.predicted_judgements,
+        endpoint=endpoint_options(settings),
+    )
+
+
+def endpoint_options(settings: RunSettings) -> EndpointOptions:
+    """The run's --judge-* options (a judge server); all None for a local judge."""
+    key = settings.judge_api_key
+    return EndpointOptions(
+        url=settings.judge_url, api_key=key.get_secret_value() if key else None,
+        model_name=settings.judge_model_name, concurrency=settings.judge_concurrency,
+        revision=settings.judge_revision, gpus=settings.judge_gpus,
     )
 
 
@@ -49,7 +71,8 @@ def resolve_judge(settings: RunSettings) -> BackendFactory:
     JudgeSetupError (one line, exit 2) whose message says what to fix."""
     try:
         return backend_factory(settings)
-    except (WeightsMissing, VLLMMissing, GrammarUnsupported, ProfileNotFound) as exc:
+    except (WeightsMissing, VLLMMissing, GrammarUnsupported, ProfileNotFound,
+            EndpointUnusable) as exc:
         raise JudgeSetupError(str(exc)) from None
 
 
@@ -63,11 +86,73 @@ def check_gpus(settings: RunSettings) -> None:
                               "CUDA_VISIBLE_DEVICES")
 
 
+# The nodes `--model NODE=PROFILE` may name: the graph's LLM nodes.
+LLM_NODES: tuple[str, ...] = tuple(s.name for s in NODES if s.kind == "llm")
+
+
+def check_node_models(node_models: Mapping[str, str]) -> None:
+    """Each NODE=PROFILE names an LLM node of the graph and a profile: else one JudgeSetupError
+    line (exit 2), before any work."""
+    for node, profile in node_models.items():
+        if node not in LLM_NODES:
+            raise JudgeSetupError(f"--model {node}={profile}: {node!r} is not an LLM node; "
+                                  f"choose one of: {', '.join(LLM_NODES)}")
+        if not profile.strip():
+            raise JudgeSetupError(f"--model {node}=: no profile named after '='")
+
+
+# The --judge-* options that describe the default judge's server: a node's own judge
+# (`--model NODE=PROFILE`) is its profile's, so a guard model on redteam stays in-process (or on
+# its own profile's server) while the other nodes judge through --judge-url.
+_SERVER_OPTIONS = ("judge_url", "judge_model_name", "judge_revision", "judge_gpus",
+                   "judge_concurrency")
+
+
+def with_model(settings: RunSettings, profile: str) -> RunSettings:
+    """The settings with `profile` as the judge: how each node's judge is resolved."""
+    if profile == settings.model:
+        return settings
+    return settings.model_copy(update={"model": profile,
+                                       **dict.fromkeys(_SERVER_OPTIONS, None)})
+
+
+def judge_models(settings: RunSettings, nodes: Iterable[str]) -> dict[str, str]:
+    """LLM node -> the profile that judges it (its own `--model NODE=PROFILE`, else the
+    default `--model`), for the LLM nodes among `nodes`."""
+    return {n: settings.node_models.get(n, settings.model) for n in nodes if n in LLM_NODES}
+
+
+def own_models(settings: RunSettings, nodes: Iterable[str]) -> dict[str, str]:
+    """The LLM nodes among `nodes` whose judge is not the default's, with their profile."""
+    return {n: p for n, p in judge_models(settings, nodes).items() if p != settings.model}
+
+
+def preflight_judges(settings: RunSettings, nodes: Iterable[str]) -> dict[str, BackendFactory]:
+    """preflight for each distinct judge the LLM nodes among `nodes` ask (profile -> its
+    factory, the default first), all before any work; a failure names the node(s)."""
+    by_profile: dict[str, list[str]] = {}
+    for node, profile in judge_models(settings, nodes).items():
+        by_profile.setdefault(profile, []).append(node)
+    order = sorted(by_profile, key=lambda p: p != settings.model)  # the default first
+    out: dict[str, BackendFactory] = {}
+    for profile in order:
+        try:
+            out[profile] = preflight(with_model(settings, profile))
+        except (JudgeSetupError, ClusterSetupError) as exc:
+            if profile == settings.model:
+                raise
+            named = ", ".join(f"--model {n}={profile}" for n in by_profile[profile])
+            raise type(exc)(f"{named}: {exc}") from None
+    return out
+
+
 def preflight(settings: RunSettings) -> BackendFactory:
     """Check, before any work, that the judge resolves and that `--cluster` is reachable: no
     Ray, a bad value or an unreachable cluster would otherwise surface as an error on every
     metric. Connecting is idempotent; the executor reuses the connection."""
     factory = resolve_judge(settings)
+    if factory.endpoint is not None:
+        return _endpoint_preflight(settings, factory)
     try:
         check_loadable(factory.profile)
         if factory.backend == "vllm" and not settings.cluster:
@@ -82,11 +167,27 @@ def preflight(settings: RunSettings) -> BackendFactory:
     return factory
 
 
+def _endpoint_preflight(settings: RunSettings, factory: BackendFactory) -> BackendFactory:
+    """A judge server: reachable and serving the model (resolve_judge asked), then one probe
+    request for its JSON-schema support. A cluster's workers would each need the server too,
+    which this release does not do."""
+    if settings.cluster:
+        raise JudgeSetupError("--cluster with a judge server: the server already spreads the "
+                              "work; drop --cluster")
+    assert factory.endpoint is not None
+    try:
+        check_endpoint(factory.endpoint)
+    except EndpointUnusable as exc:
+        raise JudgeSetupError(str(exc)) from None
+    return factory
+
+
 def open_client(settings: RunSettings) -> JudgeClient:
     """The client a run uses: profile/backend from settings, cache unless --no-cache, and the
     Ray executor when --cluster is set (its actors start on first use)."""
     cache = JudgeCache(settings.cache_dir) if settings.use_cache else None
-    factory, ledger = backend_factory(settings), CostLedger()
+    factory = backend_factory(settings)
+    ledger = CostLedger(device_seconds_known=factory.device_seconds_known)
     executor: Executor | None = None
     if settings.cluster:
         executor = make_executor(settings.cluster, factory, ledger)
@@ -107,20 +208,51 @@ def long_inputs_for(settings: RunSettings, factory: BackendFactory) -> LongInput
     return LongInputs(
         settings.long_inputs,
         factory.profile.max_model_len,
-        lambda: TokenCounter(factory.profile, factory.cache_dir).count_tokens,
+        lambda: token_counter(factory).count_tokens,
     )
 
 
+def token_counter(factory: BackendFactory) -> TokenCounter | ServerCounter:
+    """Exact prompt tokens for this judge: its tokenizer (no weights loaded), or for a judge
+    server without local weights the server's own /tokenize (vLLM offers it; elsewhere the
+    first count says, in one line, to give the profile a tokenizer folder)."""
+    if factory.endpoint is not None and not factory.profile.weights:
+        return ServerCounter(factory.endpoint)
+    return TokenCounter(factory.profile, factory.cache_dir)
+
+
+class ServerCounter:
+    """ServerTokenCounter with its failure as a set-up error (one line, exit 2)."""
+
+    def __init__(self, config: EndpointConfig) -> None:
+        http = EndpointHTTP(config.url, config.api_key, timeout_seconds=30.0, connections=1)
+        self._counter = ServerTokenCounter(http, config.model)
+
+    def count_tokens(self, messages: Messages) -> int:
+        try:
+            return self._counter.count_tokens(messages)
+        except EndpointUnusable as exc:
+            raise JudgeSetupError(str(exc)) from None
+
+
 class JudgeClients:
-    """The runner's judge factory: opens a client per call and closes every one it opened on
-    exit (data-parallel engines and cluster actors hold processes and GPUs)."""
+    """The runner's judge factory: opens a client per call (the default judge's, or with
+    `opener`, a `--model NODE=PROFILE` judge's) and closes every one it opened on exit
+    (data-parallel engines and cluster actors hold processes and GPUs)."""
 
     def __init__(self, settings: RunSettings) -> None:
         self.settings = settings
         self.opened: list[JudgeClient] = []
 
     def __call__(self) -> JudgeClient:
-        self.opened.append(open_client(self.settings))
+        return self._open(self.settings)
+
+    def opener(self, profile: str) -> Callable[[], JudgeClient]:
+        """A factory of clients of `profile`'s judge (the run's other settings unchanged)."""
+        return lambda: self._open(with_model(self.settings, profile))
+
+    def _open(self, settings: RunSettings) -> JudgeClient:
+        self.opened.append(open_client(settings))
         return self.opened[-1]
 
     def close(self) -> None:

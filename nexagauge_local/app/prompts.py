@@ -11,12 +11,13 @@ from __future__ import annotations
 
 import tempfile
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
 from nexagauge_local.app.errors import InputError
 from nexagauge_local.app.run import OpenInput
+from nexagauge_local.app.run_config import with_config
 from nexagauge_local.case import Case
 from nexagauge_local.dataset import Dataset, Duplicate
 from nexagauge_local.estimate.recorder import PROXIED, RecordingJudge, estimate_registry
@@ -85,15 +86,15 @@ def case_prompts(
         asks = ", ".join(llm_nodes) or "none"
         raise InputError(f"--node {node}: not a judge node of {settings.target} (its judge nodes: {asks})")
     with tempfile.TemporaryDirectory() as tmp:
-        dataset = open_input(Path(tmp))
+        dataset = with_config(open_input(Path(tmp)), settings)
         scan = dataset.scan()
         if scan.errors and settings.on_error == "fail":
             raise RecordsError(scan.errors)
         chosen = next((c.case_id for c in dataset.cases() if case_id in (None, c.case_id)), None)
         if chosen is None:
             raise InputError(f"{dataset.name}: no valid case with case_id {case_id!r}")
-        one = _OneCase(dataset.path, dataset.field_map, dataset.limit, dataset.display,
-                       dataset.fmt, dataset.blocks, dataset.rows, dataset.origin, only=chosen)
+        one = _OneCase(**{f.name: getattr(dataset, f.name) for f in fields(Dataset)},
+                       only=chosen)
         recorder = RecordingJudge()
         quiet = settings.model_copy(update={"output_dir": None, "progress": False})
         Runner(quiet, registry=estimate_registry(GRAPH), judge_factory=lambda: recorder,

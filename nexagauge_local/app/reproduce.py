@@ -5,6 +5,9 @@ that "does not reproduce" proves nothing, and one that does would be luck. So th
 hash to the manifest's input and the judge's weights to its weights before any work; the judge
 cache is off (cached answers would only replay the first run), and the backend the first run
 actually used is pinned (a profile's `auto` may pick another backend on another host).
+A run configuration (`--config`) comes back with the settings: its recorded text is applied
+again, never the file, which may have moved or changed since (`verify --config` says whether
+it did).
 """
 
 from __future__ import annotations
@@ -16,11 +19,12 @@ from pathlib import Path
 
 from nexagauge_local.app.audit import collect_judge
 from nexagauge_local.app.errors import ReproduceRefused, ReproduceSetupError
-from nexagauge_local.app.judge import resolve_judge
+from nexagauge_local.app.judge import resolve_judge, with_model
 from nexagauge_local.app.run import RunResult, run
 from nexagauge_local.audit import (
     HashMemo,
     InputFacts,
+    JudgeFacts,
     Manifest,
     ManifestError,
     ReproReport,
@@ -46,7 +50,7 @@ class Reproduction:
 
 
 def _settings(plan_settings: dict[str, object], new_dir: Path, backend: str | None) -> RunSettings:
-    renamed = {"gpus": "gpu_ids"}  # manifests written before the setting's rename (issue 34)
+    renamed = {"gpus": "gpu_ids"}  # manifests written before the setting's rename
     known = {renamed.get(k, k): v for k, v in plan_settings.items()}
     known = {k: v for k, v in known.items() if k in RunSettings.model_fields}
     known.update(output_dir=new_dir, use_cache=False, overwrite=False)
@@ -97,14 +101,26 @@ def reproduce(
 
 
 def _check_weights(manifest: Manifest, settings: RunSettings) -> None:
-    """ReproduceRefused unless the judge's weights here are the manifest's."""
-    if manifest.judge is not None:
-        factory = resolve_judge(settings)
-        facts = collect_judge(factory, HashMemo(settings.cache_dir / "audit"))
-        if facts.weights_sha256 != manifest.judge.weights_sha256:
+    """ReproduceRefused unless every judge's weights here are the manifest's: the default
+    judge's and those of the nodes that had their own (`--model NODE=PROFILE`, which the
+    manifest's settings carry into the re-run as node_models)."""
+    memo = HashMemo(settings.cache_dir / "audit")
+    wanted = [("judge", manifest.judge)] if manifest.judge is not None else []
+    wanted += [(f"judge of {node}", j) for node, j in manifest.node_judges.items()]
+    here: dict[str, JudgeFacts] = {}  # the re-run's judges by profile name
+    if wanted:
+        for model in dict.fromkeys([settings.model, *settings.node_models.values()]):
+            found = collect_judge(resolve_judge(with_model(settings, model)), memo)
+            here.setdefault(found.profile, found)
+    for what, recorded in wanted:
+        if recorded.profile not in here:
+            raise ReproduceRefused(f"the run's {what} was profile {recorded.profile!r}, which "
+                                   "its settings no longer name here")
+        facts = here[recorded.profile]
+        if facts.weights_sha256 != recorded.weights_sha256:
             raise ReproduceRefused(
-                f"{facts.weights_path}: judge weights differ from the manifest's (sha256 "
-                f"{facts.weights_sha256[:16]}, manifest {manifest.judge.weights_sha256[:16]}); "
+                f"{facts.weights_path}: {what} weights differ from the manifest's (sha256 "
+                f"{facts.weights_sha256[:16]}, manifest {recorded.weights_sha256[:16]}); "
                 f"`verify OUTDIR --model {facts.weights_path}` lists the files"
             )
 
@@ -123,4 +139,5 @@ def _checked_input(src: Path, facts: InputFacts, settings: RunSettings, tmp: Pat
         )
     fmt = facts.format if same == "bytes" and facts.format in FORMATS else None
     return Dataset(path, settings.field_map, settings.limit, display=str(src) if stream else None,
-                   fmt=fmt, blocks=BLOCKS, origin="stream" if stream else "file")
+                   fmt=fmt, blocks=BLOCKS, origin="stream" if stream else "file",
+                   start=settings.start, end=settings.end)

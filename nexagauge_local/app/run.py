@@ -16,13 +16,21 @@ from typing import Any
 
 from nexagauge_local.app.audit import AuditTrail
 from nexagauge_local.app.cache import cache_errors, check_caches
-from nexagauge_local.app.judge import JudgeClients, check_gpus, preflight
+from nexagauge_local.app.judge import (
+    JudgeClients,
+    check_gpus,
+    check_node_models,
+    own_models,
+    preflight_judges,
+)
 from nexagauge_local.app.output_folder import OutputFolder
+from nexagauge_local.app.run_config import with_config
 from nexagauge_local.dataset import Dataset
 from nexagauge_local.events import LogEvents, RunEvents
 from nexagauge_local.graph import METRIC_NODES, plan, predicted_eligibility
 from nexagauge_local.judge import AUTO_COUNT_CAP, JUDGEMENTS_PER_UNIT
 from nexagauge_local.judge.runtime import gpu_visible, vllm_importable
+from nexagauge_local.nodes.base import NodeJudge
 from nexagauge_local.runner import Runner, RunOutcome
 from nexagauge_local.settings import RunSettings
 
@@ -130,18 +138,28 @@ def run(
     `sign_key` when given; `argv` (default sys.argv) is recorded in it. `events` hears
     skipped records, progress and warnings (default: LogEvents, for library callers)."""
     events = events if events is not None else LogEvents()
+    check_node_models(settings.node_models)
     check_gpus(settings)
     with tempfile.TemporaryDirectory() as tmp:
-        dataset = open_input(Path(tmp))
+        dataset = with_config(open_input(Path(tmp)), settings)
         judged = needs_judge(settings.target, dataset)
         if settings.use_cache:
             check_caches(settings.cache_dir, judge=judged, embeddings=embeds(settings.target))
+        planned = [s.name for s in plan(settings.target) if s.per_case]
+        unplanned = [f"{n}={p}" for n, p in settings.node_models.items() if n not in planned]
+        if unplanned:  # e.g. a shared run configuration naming every node's judge
+            events.note(f"{settings.target} does not run {', '.join(unplanned)}: "
+                        "those judges are not used")
         if judged:
             settings = predict_judgements(settings, dataset)
-            factory = preflight(settings)
+            factories = preflight_judges(settings, planned)
             if settings.progress:
-                events.info(f"judge: {factory.model_name} on the {factory.backend} backend "
-                            f"({factory.reason})")
+                own = own_models(settings, planned)
+                for profile, factory in factories.items():
+                    nodes = [n for n, p in own.items() if p == profile]
+                    which = f"judge for {', '.join(nodes)}" if nodes else "judge"
+                    events.info(f"{which}: {factory.model_name} on the {factory.backend} "
+                                f"backend ({factory.reason})")
         trail = AuditTrail.start(settings, argv, sign_key)  # checks a --sign key first
         with _staged(settings, keep=(*dataset.reads, settings.cache_dir)) as (staged, folder):
             with JudgeClients(settings) as clients:
@@ -149,6 +167,9 @@ def run(
                     staged,
                     events=events,
                     judge_factory=trail.wrap(clients) if judged else None,
+                    node_judges={node: NodeJudge(profile, trail.wrap(clients.opener(profile)))
+                                 for node, profile in own_models(settings, planned).items()}
+                    if judged else None,
                     keep_reports=keep_reports,
                     render_report=not trail.active,
                 )

@@ -60,7 +60,10 @@ def verify(
     input_path: Path | None = None,
     model: str | None = None,
     pubkey: Path | None = None,
+    config: Path | None = None,
 ) -> VerifyReport:
-    """Check OUT_DIR against its manifest (and the input, the judge weights, the signature
-    when given); every difference is in the report, `report.ok` says whether there was none."""
-    return audit_verify(out_dir, input_path, weights_path(model) if model else None, pubkey)
+    """Check OUT_DIR against its manifest (and the input, the judge weights, the signature,
+    the run configuration file when given); every difference is in the report, `report.ok`
+    says whether there was none."""
+    return audit_verify(out_dir, input_path, weights_path(model) if model else None, pubkey,
+                        config)

@@ -41,6 +41,7 @@ from nexagauge_local.audit.sidecar import (
     tmp_name,
     write_sidecar,
 )
+from nexagauge_local.settings import ConfigSource
 
 # /2: input records and outputs moved from inline lists to hashed sidecar files
 # /3: the input's origin (file, folder, stream, memory), compression and records_sha256; a /2
@@ -107,12 +108,21 @@ class Manifest(_Strict):
     argv: list[str]
     settings: dict[str, Any]
     input: InputFacts | None
-    judge: JudgeFacts | None
+    judge: JudgeFacts | None  # the default judge (`--model PROFILE`)
+    # LLM nodes judged by another judge than `judge` (`--model NODE=PROFILE`): node -> it
+    node_judges: dict[str, JudgeFacts] = Field(default_factory=dict)
     prompts: list[PromptEntry] = Field(default_factory=list)
     schemas: list[SchemaEntry] = Field(default_factory=list)
     packages: dict[str, str] = Field(default_factory=dict)
     host: HostFacts
     outputs: SidecarRef  # OutputFile lines, in path order
+
+    @property
+    def run_config(self) -> ConfigSource | None:
+        """The run configuration (`--config`) the run read, from its settings: path, sha256 of
+        the file's bytes, and the whole text (None for a run without one)."""
+        found = self.settings.get("config")
+        return None if found is None else ConfigSource.model_validate(found)
 
     def iter_outputs(self, outdir: str | os.PathLike[str]) -> Iterator[OutputFile]:
         """The output files the manifest lists, in path order (check_sidecar to trust them)."""
@@ -214,6 +224,7 @@ def build_manifest(
     input: InputFacts | None,
     judge: JudgeFacts | None,
     host: HostFacts,
+    node_judges: Mapping[str, JudgeFacts] | None = None,
     prompts: Iterable[PromptEntry] = (),
     schemas: Iterable[SchemaEntry] = (),
     packages: Mapping[str, str] | None = None,
@@ -235,6 +246,7 @@ def build_manifest(
         settings=_json_safe(settings),
         input=input,
         judge=judge,
+        node_judges=dict(sorted((node_judges or {}).items())),
         prompts=sorted(prompts, key=lambda p: (p.node, p.version)),
         schemas=sorted(schemas, key=lambda s: (s.node, s.schema_id)),
         packages=dict(packages or {}),

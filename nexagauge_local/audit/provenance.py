@@ -10,11 +10,11 @@ report): at run time the panel is built from the same facts the manifest will ho
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
 
 from nexagauge_local.audit.inputs import InputFacts
 from nexagauge_local.audit.manifest import (
@@ -40,6 +40,17 @@ class PanelHash(BaseModel):
     short: str
 
 
+class PanelJudge(BaseModel):
+    """An LLM node judged by another judge than the run's default (`--model NODE=PROFILE`)."""
+
+    node: str
+    profile: str
+    backend: str
+    demo: bool
+    weights_sha256: str
+    weights_short: str
+
+
 class ProvenancePanel(BaseModel):
     judge_profile: str | None
     judge_backend: str | None
@@ -57,6 +68,7 @@ class ProvenancePanel(BaseModel):
     signature: SignatureLabel
     key_fingerprint: str | None = None  # first 16 hex chars of the signing key's sha256
     note: str = ""
+    node_judges: list[PanelJudge] = Field(default_factory=list)
 
 
 def provenance_panel(
@@ -68,6 +80,7 @@ def provenance_panel(
     signature: SignatureLabel = "unsigned",
     key_fingerprint: str | None = None,
     note: str = "",
+    node_judges: Mapping[str, JudgeFacts] | None = None,
 ) -> ProvenancePanel:
     """The panel from run facts. At run time with ``--sign``, pass ``signature="signed, not
     checked"`` and the signing key's fingerprint: the report cannot check a signature that
@@ -97,6 +110,11 @@ def provenance_panel(
         signature=signature,
         key_fingerprint=key_fingerprint[:16] if key_fingerprint else None,
         note=note,
+        node_judges=[
+            PanelJudge(node=node, profile=j.profile, backend=j.backend, demo=j.demo,
+                       weights_sha256=j.weights_sha256, weights_short=j.weights_sha256[:SHORT])
+            for node, j in sorted((node_judges or {}).items())
+        ],
     )
 
 
@@ -114,6 +132,7 @@ def panel_from_manifest(
         signature=signature,
         key_fingerprint=key_fingerprint,
         note=note,
+        node_judges=manifest.node_judges,
     )
 
 

@@ -9,12 +9,13 @@ the hash memo: a verifier must not trust the host's size/mtime bookkeeping.
 from __future__ import annotations
 
 import difflib
+import hashlib
 import os
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, ValidationError
 
 from nexagauge_local.audit.hashing import hash_weights
 from nexagauge_local.audit.inputs import (
@@ -51,6 +52,7 @@ Kind = Literal[
     "weight_missing",
     "weight_extra",
     "signature",
+    "config_changed",
 ]
 
 SignatureStatus = Literal["valid", "invalid", "missing", "not checked", "unsigned"]
@@ -295,11 +297,41 @@ def compare_weights(model_path: Path, manifest: Manifest) -> list[Difference]:
     )
 
 
+def compare_config(manifest: Manifest, config_path: Path | None) -> list[Difference]:
+    """The run configuration the manifest records: its text must hash to its recorded sha256
+    (always checked), and a file given with `config_path` must be that file, byte for byte."""
+    try:
+        recorded = manifest.run_config
+    except ValidationError as exc:
+        return [Difference(kind="manifest", file=MANIFEST_NAME,
+                           message=f"{MANIFEST_NAME}: settings.config is malformed ({exc})")]
+    diffs: list[Difference] = []
+    if recorded is not None:
+        kept = hashlib.sha256(recorded.text.encode("utf-8")).hexdigest()
+        if kept != recorded.sha256:
+            diffs.append(_changed("manifest", MANIFEST_NAME, f"{MANIFEST_NAME}: the run "
+                                  "configuration's text", recorded.sha256, kept))
+    if config_path is None:
+        return diffs
+    name = config_path.name
+    if recorded is None:
+        return diffs + _unchecked("records no run configuration (--config)", name)
+    try:
+        actual = hashlib.sha256(config_path.read_bytes()).hexdigest()
+    except OSError:
+        return diffs + [Difference(kind="config_changed", file=name, message=f"{name}: not found")]
+    if actual != recorded.sha256:
+        diffs.append(_changed("config_changed", name, f"{name} (run configuration)",
+                              recorded.sha256, actual))
+    return diffs
+
+
 def verify(
     outdir: str | os.PathLike[str],
     input_path: str | os.PathLike[str] | None = None,
     model_path: str | os.PathLike[str] | None = None,
     pubkey: str | os.PathLike[str] | None = None,
+    config_path: str | os.PathLike[str] | None = None,
 ) -> VerifyReport:
     """Compare everything that can be compared; never raises for a mismatch, only reports it."""
     d = Path(outdir)
@@ -333,6 +365,9 @@ def verify(
         if model_path is not None:
             checked.append("weights")
             diffs += compare_weights(Path(model_path), manifest)
+        if config_path is not None:
+            checked.append("config")
+        diffs += compare_config(manifest, None if config_path is None else Path(config_path))
     return VerifyReport(
         outdir=str(d),
         differences=diffs,

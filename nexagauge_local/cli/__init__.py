@@ -88,6 +88,10 @@ LAZY: dict[str, LazyCommand] = {
         "Re-run OUTDIR's run from its manifest into a new folder, without the judge cache, "
         "and compare every case's scores and verdicts.",
     ),
+    'bundle': LazyCommand(
+        'nexagauge_local.cli.bundle_cmds:bundle_group',
+        'Build and check an offline install (wheels, weights, checksums) for a GPU host.',
+    ),
 }
 
 EPILOG = """\b

@@ -76,22 +76,27 @@ def sign_cmd(out_dir: Path, key: Path) -> None:
 @click.option("--model", "model", metavar="PATH",
               help="Judge weights (a folder, a .gguf file or a profile name): checked file by file.")
 @click.option("--pubkey", type=KEY_FILE, help="Public key: check manifest.json.sig with it.")
+@click.option("--config", "config", type=click.Path(dir_okay=False, path_type=Path),
+              help="A run configuration file: must be the one the run read (--config), byte "
+                   "for byte. The text the manifest keeps is always checked against its hash.")
 def verify_cmd(out_dir: Path, input_path: Path | None, model: str | None,
-               pubkey: Path | None) -> None:
+               pubkey: Path | None, config: Path | None) -> None:
     """Check OUTDIR against its manifest.json: every output file, and optionally the input,
-    the judge weights and the signature. Prints each difference with the file it is about;
-    exits 0 when everything matches, 1 otherwise.
+    the judge weights and the signature. With --config, also the run configuration file.
+    Prints each difference with the file it is about; exits 0 when everything matches, 1
+    otherwise.
 
     \b
     Examples:
       nexagauge-local verify out/run1
       nexagauge-local verify out/run1 --input data.jsonl --model ~/models/qwen2.5-7b-instruct \\
           --pubkey keys/nexagauge.pub
+      nexagauge-local verify out/run1 --config run.toml
     """
     from nexagauge_local.app.trail import verify
 
     with cli_errors():
-        report = verify(out_dir, input_path, model, pubkey)
+        report = verify(out_dir, input_path, model, pubkey, config)
     for line in report.lines():
         click.echo(line)
     sys.exit(OK if report.ok else CHECK_FAILED)

@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+import functools
 import os
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
+from pathlib import Path
 from typing import Any
 
 import click
 
-from nexagauge_local.graph import UnknownTarget, plan
+from nexagauge_local.graph import NODES, UnknownTarget, plan
+
+DEFAULT_MODEL = "demo"
 
 
 def parse_gpu_ids(value: str | None) -> list[int]:
@@ -19,6 +23,64 @@ def parse_gpu_ids(value: str | None) -> list[int]:
         return [int(x) for x in value.split(",") if x.strip()]
     except ValueError:
         raise click.BadParameter(f"{value!r}: expected GPU indices such as 0 or 0,1") from None
+
+
+def model_option(what: str) -> Callable[..., Any]:
+    """--model, repeatable: PROFILE for every LLM node, NODE=PROFILE for one node (as
+    nexa-gauge's --llm-model NODE=MODEL); parsed by `parse_models`."""
+    llm = ", ".join(s.name for s in NODES if s.kind == "llm")
+    return click.option(
+        "--model", "models", multiple=True, metavar="PROFILE|NODE=PROFILE",
+        help=f"The judge: a profile name (see `models`) or a path to weights, for every LLM node "
+             f"(default {DEFAULT_MODEL}); NODE=PROFILE gives one node its own judge, e.g. "
+             f"--model redteam=llama-3.1-8b-instruct --model qwen2.5-7b-instruct. Repeatable; "
+             f"NODE is one of {llm}. {what}")
+
+
+def parse_models(values: tuple[str, ...],
+                 config: Sequence[str] = ()) -> tuple[str, dict[str, str]]:
+    """The default profile and node -> profile from --model values, completed by a run
+    configuration's `model` values (`config`) where the command line leaves a gap: click drops
+    the config's value for an option given on the command line, and `--model redteam=X` alone
+    must not forget the config's default judge."""
+    default, per_node = _parse_models(values)
+    if config:
+        config_default, config_nodes = _parse_models(tuple(config))
+        default = default or config_default
+        per_node = {**config_nodes, **per_node}
+    return default or DEFAULT_MODEL, per_node
+
+
+def _parse_models(values: tuple[str, ...]) -> tuple[str | None, dict[str, str]]:
+    """The default profile (None when not given) and node -> profile from --model values; a
+    usage error (exit 2) for a malformed item, an unknown node, a node named twice or two
+    defaults.
+
+    An item is NODE=PROFILE when the text before its first '=' is a bare name (no path
+    separator), so a weights path with '=' in it stays a path."""
+    llm = [s.name for s in NODES if s.kind == "llm"]
+    default: str | None = None
+    per_node: dict[str, str] = {}
+    for value in values:
+        node, eq, profile = value.partition("=")
+        if not eq or "/" in node or "\\" in node or node.startswith("."):
+            if default is not None and default != value:
+                raise click.BadParameter(f"{value!r}: a second default judge (already "
+                                         f"{default!r}); give the others as NODE=PROFILE",
+                                         param_hint="--model")
+            default = value
+            continue
+        if not node or not profile:
+            raise click.BadParameter(f"{value!r}: expected NODE=PROFILE, e.g. redteam=demo",
+                                     param_hint="--model")
+        if node not in llm:
+            raise click.BadParameter(f"{value!r}: {node!r} is not an LLM node; choose one of: "
+                                     f"{', '.join(llm)}", param_hint="--model")
+        if per_node.get(node, profile) != profile:
+            raise click.BadParameter(f"{value!r}: {node} already has --model "
+                                     f"{node}={per_node[node]}", param_hint="--model")
+        per_node[node] = profile
+    return default, per_node
 
 
 def target_argument(value: str) -> str:
@@ -51,7 +113,14 @@ def dataset_options(fn: Callable[..., Any]) -> Callable[..., Any]:
                           "Face save_to_disk folder; gzip/bz2/xz/zstd compressed too; a pipe "
                           "such as <(zcat data.jsonl.gz); '-' reads stdin (README, input "
                           "formats)."),
-        click.option("--limit", type=click.IntRange(min=1), help="Use only the first N records."),
+        click.option("--limit", type=click.IntRange(min=1),
+                     help="Use only the first N records (of the --start/--end slice when given)."),
+        click.option("--start", type=click.IntRange(min=0), default=0, show_default=True,
+                     metavar="N", help="First record to use, 0-based (as nexa-gauge's --start); "
+                     "messages still name the file's own line or row."),
+        click.option("--end", type=click.IntRange(min=1), metavar="M",
+                     help="Stop before record M, 0-based (as nexa-gauge's --end): --start 100 "
+                          "--end 200 uses records 100..199; --limit then counts from --start."),
         click.option("--field", "fields", multiple=True, metavar="LOGICAL=COLUMN",
                      help="Map a column to a logical field, e.g. --field output=model_answer; a "
                           "dotted path reaches into nested columns (output=response.text). "
@@ -60,9 +129,18 @@ def dataset_options(fn: Callable[..., Any]) -> Callable[..., Any]:
                      help="fail: stop before any work if a record is bad (exit 2). "
                           "skip: run the good records and list the bad ones in summary.json."),
     ]
+    @functools.wraps(fn)
+    def checked(*args: Any, **kwargs: Any) -> Any:
+        start, end = kwargs.get("start", 0), kwargs.get("end")
+        if end is not None and end <= start:
+            raise click.UsageError(f"--end {end} must be greater than --start {start} (records "
+                                   "[start, end) are used, 0-based)")
+        return fn(*args, **kwargs)
+
+    wrapped: Callable[..., Any] = checked
     for opt in reversed(opts):
-        fn = opt(fn)
-    return fn
+        wrapped = opt(wrapped)
+    return wrapped
 
 
 def quiet_libraries() -> None:
@@ -77,3 +155,107 @@ def quiet_libraries() -> None:
     os.environ.setdefault("TQDM_DISABLE", "1")
     os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
 
+
+
+def config_option(options_of: Callable[[], click.Command] | None = None) -> Callable[..., Any]:
+    """--config FILE: a run configuration (app/run_config.py), read before the other options.
+
+    Its [run] options become the defaults of this command's options through click's
+    `default_map`, so an option given on the command line beats the config (its parameter
+    source is COMMANDLINE, the config's DEFAULT_MAP), which beats the option's own default.
+    [run] is checked against `run`'s options (`options_of`, default this command): a typo is
+    an error, an option of `run` this command lacks (e.g. --output-dir for `estimate`) is
+    ignored here. The parsed config is the value the command receives.
+    """
+
+    def load(ctx: click.Context, param: click.Parameter, value: Path | None) -> Any:
+        if value is None:
+            return None
+        from nexagauge_local.app.run_config import read_run_config
+        from nexagauge_local.cli.errors import cli_errors
+
+        known = _long_options(options_of() if options_of is not None else ctx.command)
+        with cli_errors():
+            config = read_run_config(value, {k: _checker(ctx, o) for k, o in known.items()})
+        here = {p.name for p in ctx.command.params}
+        taken = {known[k].name: v for k, v in config.options.items() if known[k].name in here}
+        ctx.default_map = {**(ctx.default_map or {}), **taken}
+        return config
+
+    return click.option(
+        "--config", "run_config", type=click.Path(exists=True, dir_okay=False, path_type=Path),
+        is_eager=True, callback=load, metavar="FILE",
+        help="A run configuration (TOML): [run] options by their long names, a judge per node "
+             "in [run.models], and node blocks for records that lack one in [defaults.NODE] "
+             "(override = true: also for those that have one). An option on the command line "
+             "beats the file. Example: --config run.toml (README: a run configuration).")
+
+
+def _long_options(command: click.Command) -> dict[str, click.Option]:
+    """A command's options by long name with underscores (output_dir, no_cache, input)."""
+    out: dict[str, click.Option] = {}
+    for param in command.params:
+        if not isinstance(param, click.Option) or param.name == "run_config":
+            continue
+        for opt in param.opts:
+            if opt.startswith("--"):
+                out[opt[2:].replace("-", "_")] = param
+    return out
+
+
+def _checker(ctx: click.Context, option: click.Option) -> Callable[[Any], Any]:
+    """A config value as `option` takes it (its type's conversion and checks); ValueError with
+    click's reason when it does not. A table for a repeatable option (`field = {output =
+    "answer"}`) is its KEY=VALUE pairs."""
+
+    def check(value: Any) -> Any:
+        if option.multiple and isinstance(value, dict):
+            value = [f"{k}={v}" for k, v in value.items()]
+        if option.multiple and isinstance(value, str):
+            value = [value]
+        if isinstance(value, (dict, list)) and not option.multiple:
+            raise ValueError(f"expected one value, got {type(value).__name__}")
+        try:
+            return option.type_cast_value(ctx, value)
+        except click.BadParameter as exc:
+            raise ValueError(exc.message) from None
+
+    return check
+
+
+ENDPOINT_FIELDS = ("judge_url", "judge_api_key", "judge_model_name", "judge_concurrency",
+                   "judge_revision", "judge_gpus")
+
+
+def endpoint_options(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """--judge-url and its companions: judge through an OpenAI-compatible server. They reach
+    the command as keyword arguments named as RunSettings' fields (`endpoint_settings`)."""
+    opts = [
+        click.option("--judge-url", metavar="URL",
+                     help="Judge through an OpenAI-compatible server (vLLM, SGLang, llama.cpp, "
+                          "Ollama) instead of loading a model, e.g. --judge-url "
+                          "http://127.0.0.1:8000/v1. Overrides an endpoint profile's url."),
+        click.option("--judge-api-key", metavar="KEY",
+                     help="The server's API key (or NEXAGAUGE_JUDGE_API_KEY, or the profile's "
+                          "api_key_env); never written to summary.json or manifest.json."),
+        click.option("--judge-model-name", metavar="ID",
+                     help="The served model to judge with, as the server's GET /models names "
+                          "it; needed only when it serves several."),
+        click.option("--judge-concurrency", type=click.IntRange(min=1), metavar="N",
+                     help="Judge requests in flight at once (profile's concurrency, default 16)."),
+        click.option("--judge-revision", metavar="REV",
+                     help="What the served weights are (a commit, a date): part of the judge's "
+                          "fingerprint, so cached answers of another revision are not reused."),
+        click.option("--judge-gpus", type=click.IntRange(min=1), metavar="N",
+                     help="The server's GPUs, to count device-seconds (wall time x N); without "
+                          "it gpu_seconds is null."),
+    ]
+    for opt in reversed(opts):
+        fn = opt(fn)
+    return fn
+
+
+def endpoint_settings(values: dict[str, Any]) -> dict[str, Any]:
+    """The --judge-* values given, as RunSettings keyword arguments; unset ones are left out
+    so NEXAGAUGE_JUDGE_* environment variables still apply."""
+    return {k: v for k, v in values.items() if k in ENDPOINT_FIELDS and v is not None}

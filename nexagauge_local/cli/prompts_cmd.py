@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from typing import TYPE_CHECKING
 
 import click
 from rich.console import Console
@@ -10,8 +11,18 @@ from rich.markup import escape
 from rich.rule import Rule
 
 from nexagauge_local.cli.errors import cli_errors
-from nexagauge_local.cli.options import dataset_options, target_argument
+from nexagauge_local.cli.options import config_option, dataset_options, target_argument
 from nexagauge_local.settings import RunSettings
+
+if TYPE_CHECKING:
+    from nexagauge_local.app.run_config import RunConfig
+
+
+def _run_command() -> click.Command:
+    """`run`, whose options a configuration's [run] table is checked against."""
+    from nexagauge_local.cli.run_cmds import run_cmd
+
+    return run_cmd
 
 
 @click.command("prompts")
@@ -20,8 +31,10 @@ from nexagauge_local.settings import RunSettings
 @click.option("--case", "case_id", metavar="ID", help="The case to show (default: the first valid case).")
 @click.option("--node", metavar="NODE", help="Only this judge node's requests (e.g. claims, redteam).")
 @click.option("--json", "as_json", is_flag=True, help="Print the requests as JSON.")
-def prompts_cmd(target: str, input_path: str, limit: int | None, fields: tuple[str, ...],
-                on_error: str, case_id: str | None, node: str | None, as_json: bool) -> None:
+@config_option(lambda: _run_command())
+def prompts_cmd(target: str, input_path: str, limit: int | None, start: int, end: int | None,
+                fields: tuple[str, ...], on_error: str, case_id: str | None, node: str | None,
+                as_json: bool, run_config: RunConfig | None) -> None:
     """Print the exact messages and JSON schema of every judge request one case would send.
 
     The real nodes build the requests (as `run` does) with no judge loaded, so this is what the
@@ -33,13 +46,17 @@ def prompts_cmd(target: str, input_path: str, limit: int | None, fields: tuple[s
     Examples:
       nexagauge-local prompts eval --input data.jsonl --case rag-1
       nexagauge-local prompts redteam --input probes.jsonl --node redteam --json
+      nexagauge-local prompts redteam --config run.toml --input data.jsonl   # its rubrics
     """
     from nexagauge_local.app.inputs import open_dataset
     from nexagauge_local.app.prompts import case_prompts
 
-    settings = RunSettings(target=target, limit=limit, on_error=on_error, progress=False)
+    settings = RunSettings(target=target, limit=limit, start=start, end=end, on_error=on_error,
+                           progress=False,
+                           config=run_config.source if run_config is not None else None)
     with cli_errors(resumable=True):
-        shown = case_prompts(settings, lambda tmp: open_dataset(input_path, fields, limit, tmp),
+        shown = case_prompts(settings, lambda tmp: open_dataset(input_path, fields, limit, tmp,
+                                                                start=start, end=end),
                              case_id, node)
     if as_json:
         click.echo(json.dumps(shown.as_dict(), indent=2, ensure_ascii=False))

@@ -8,7 +8,7 @@ from __future__ import annotations
 import sys
 from collections import Counter
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import click
 from rich.console import Console
@@ -19,8 +19,13 @@ from nexagauge_local.cli.exit_codes import JUDGE_FAILED
 from nexagauge_local.cli.options import (
     backend_option,
     choice_option,
+    config_option,
     dataset_options,
+    endpoint_options,
+    endpoint_settings,
+    model_option,
     parse_gpu_ids,
+    parse_models,
     quiet_libraries,
     target_argument,
 )
@@ -35,6 +40,7 @@ from nexagauge_local.settings import (
 
 if TYPE_CHECKING:  # typing only: --help must not import the estimate service
     from nexagauge_local.app.estimate import Estimate
+    from nexagauge_local.app.run_config import RunConfig
 
 
 @click.command("run")
@@ -51,8 +57,7 @@ if TYPE_CHECKING:  # typing only: --help must not import the estimate service
               default=default_cache_dir, show_default="~/.cache/nexagauge-local",
               help="Judge cache and derived model files.")
 @click.option("--no-cache", is_flag=True, help="Do not read or write the judge or embedding cache.")
-@click.option("--model", default="demo", show_default=True,
-              help="Judge profile name (see `models`) or a path to weights.")
+@model_option("")
 @backend_option("auto: vllm when installed and a GPU is visible, else hf.")
 @click.option("--gpu", "gpu", metavar="IDS", help="GPU indices to use, e.g. 0 or 0,1.")
 @click.option("--gpu-hour-price", type=click.FloatRange(min=0), help="USD per GPU-hour, to fill `cost`.")
@@ -91,12 +96,15 @@ if TYPE_CHECKING:  # typing only: --help must not import the estimate service
 @click.option("--quiet", "-q", is_flag=True,
               help="Print only warnings, errors and the final summary: no progress bars, "
                    "neither ours nor the model libraries'.")
-def run_cmd(target: str, input_path: str, limit: int | None, fields: tuple[str, ...], on_error: str,
-            output_dir: Path, overwrite: bool, cache_dir: Path, no_cache: bool, model: str,
-            backend: str,
+@endpoint_options
+@config_option()
+def run_cmd(target: str, input_path: str, limit: int | None, start: int, end: int | None,
+            fields: tuple[str, ...], on_error: str, output_dir: Path, overwrite: bool,
+            cache_dir: Path, no_cache: bool, models: tuple[str, ...], backend: str,
             gpu: str | None, gpu_hour_price: float | None, shard_size: int, cluster: str | None,
             embed_dtype: str, refalign_units: str, refalign_output_top_k: int, long_inputs: str,
-            grammar_backend: str, sign_key: Path | None, quiet: bool) -> None:
+            grammar_backend: str, sign_key: Path | None, quiet: bool,
+            run_config: RunConfig | None, **judge_server: Any) -> None:
     """Run TARGET and everything it needs over a dataset.
 
     TARGET is a node (see `nexagauge-local nodes`); `eval` runs every metric branch a case is
@@ -106,8 +114,14 @@ def run_cmd(target: str, input_path: str, limit: int | None, fields: tuple[str, 
     Examples:
       nexagauge-local run eval --input data.jsonl --output-dir out --gpu 0
       nexagauge-local run refmatch --input sample.json --output-dir out --limit 10
+      nexagauge-local run eval --input data.jsonl --output-dir out --start 100 --end 200
+      nexagauge-local run eval --input data.jsonl --output-dir out \\
+          --model qwen2.5-7b-instruct --model redteam=llama-3.1-8b-instruct
       cat data.jsonl | nexagauge-local run redteam --input - --output-dir out
       nexagauge-local run eval --input big.jsonl --output-dir out --cluster ray://head:10001
+      nexagauge-local run eval --config run.toml --input data.jsonl --output-dir out
+      nexagauge-local run redteam --input data.jsonl --output-dir out \
+          --judge-url http://127.0.0.1:8000/v1 --judge-concurrency 32
     """
     if quiet:
         quiet_libraries()
@@ -115,17 +129,25 @@ def run_cmd(target: str, input_path: str, limit: int | None, fields: tuple[str, 
     from nexagauge_local.app.inputs import open_dataset
     from nexagauge_local.cli.progress import RichEvents
 
+    model, node_models = parse_models(
+        models, run_config.options.get("model", ()) if run_config else ())
     settings = RunSettings(
-        target=target, output_dir=output_dir, overwrite=overwrite, limit=limit, on_error=on_error,
-        cache_dir=cache_dir,
-        use_cache=not no_cache, model=model, backend=backend, gpu_ids=parse_gpu_ids(gpu),
+        target=target, output_dir=output_dir, overwrite=overwrite, limit=limit, start=start,
+        end=end, on_error=on_error, cache_dir=cache_dir,
+        use_cache=not no_cache, model=model, backend=backend,
+        gpu_ids=parse_gpu_ids(gpu),
         gpu_hour_price=gpu_hour_price, shard_size=shard_size, cluster=cluster, progress=not quiet,
         embed_dtype=embed_dtype, long_inputs=long_inputs, grammar_backend=grammar_backend,
         refalign_units=refalign_units, refalign_output_top_k=refalign_output_top_k,
+        # the command line's NODE=PROFILE beats the config's [run.models]
+        node_models={**(run_config.models if run_config else {}), **node_models},
+        config=run_config.source if run_config else None,
+        **endpoint_settings(judge_server),
     )
     console = Console(stderr=True)
     with cli_errors(resumable=True):
-        result = app_run.run(settings, lambda tmp: open_dataset(input_path, fields, limit, tmp),
+        result = app_run.run(settings, lambda tmp: open_dataset(input_path, fields, limit, tmp,
+                                                                start=start, end=end),
                              events=RichEvents(console), sign_key=sign_key)
     cases = result.cases
     console.print(f"[green]done[/]: {cases['valid']} case(s), {cases['skipped']} skipped record(s), "
@@ -164,15 +186,18 @@ def _fmt(x: float | None) -> str:
 @click.command("estimate")
 @click.argument("target", callback=lambda c, p, v: target_argument(v), metavar="TARGET")
 @dataset_options
-@click.option("--model", default="demo", show_default=True,
-              help="Judge profile name (see `models`) or a path to weights; only its tokenizer is loaded.")
+@model_option("Only the judges' tokenizers are loaded.")
 @backend_option("Must match the run's, since the cache key names the backend.")
 @click.option("--cache-dir", type=click.Path(file_okay=False, path_type=Path),
               default=default_cache_dir, show_default="~/.cache/nexagauge-local",
               help="Judge cache (cached requests cost nothing) and calibrations.")
 @click.option("--json", "as_json", is_flag=True, help="Print the estimate as JSON.")
-def estimate_cmd(target: str, input_path: str, limit: int | None, fields: tuple[str, ...],
-                 on_error: str, model: str, backend: str, cache_dir: Path, as_json: bool) -> None:
+@endpoint_options
+@config_option(lambda: run_cmd)
+def estimate_cmd(target: str, input_path: str, limit: int | None, start: int, end: int | None,
+                 fields: tuple[str, ...], on_error: str, models: tuple[str, ...], backend: str,
+                 cache_dir: Path, as_json: bool, run_config: RunConfig | None,
+                 **judge_server: Any) -> None:
     """Say what `run TARGET` would do and cost, without loading the judge's weights.
 
     Per node: eligible cases; for LLM nodes the judge requests, how many the cache already
@@ -186,16 +211,24 @@ def estimate_cmd(target: str, input_path: str, limit: int | None, fields: tuple[
       nexagauge-local estimate eval --input data.jsonl --limit 100
       nexagauge-local calibrate --model qwen2.5-7b-instruct --gpu 0   # then estimate again
       nexagauge-local estimate redteam --input probes.jsonl --model qwen2.5-7b-instruct --json
+      nexagauge-local estimate eval --config run.toml --input data.jsonl
     """
     import json
 
     from nexagauge_local.app.estimate import estimate
     from nexagauge_local.app.inputs import open_dataset
 
-    settings = RunSettings(target=target, limit=limit, on_error=on_error, cache_dir=cache_dir,
-                           model=model, backend=backend, progress=False)
+    model, node_models = parse_models(
+        models, run_config.options.get("model", ()) if run_config else ())
+    settings = RunSettings(target=target, limit=limit, start=start, end=end, on_error=on_error,
+                           cache_dir=cache_dir, model=model, backend=backend, progress=False,
+                           node_models={**(run_config.models if run_config else {}),
+                                        **node_models},
+                           config=run_config.source if run_config else None,
+                           **endpoint_settings(judge_server))
     with cli_errors(resumable=True):
-        est = estimate(settings, lambda tmp: open_dataset(input_path, fields, limit, tmp))
+        est = estimate(settings, lambda tmp: open_dataset(input_path, fields, limit, tmp,
+                                                          start=start, end=end))
     if as_json:
         click.echo(json.dumps(est.as_dict(), indent=2))
         return
@@ -239,7 +272,8 @@ def _print_skips_and_long_requests(console: Console, est: Estimate, model: str) 
                               f"{o['prompt_tokens']}+{o['max_tokens']} tokens)" for o in over[:5])
             more = f" and {len(over) - 5} more" if len(over) > 5 else ""
             console.print(f"[bold yellow]warning:[/] {node.name}: {len(over)} request(s) exceed "
-                          f"the judge's context window ({model}): {shown}{more}. A run fails "
+                          f"the judge's context window ({(node.judge or {}).get('profile', model)}): "
+                          f"{shown}{more}. A run fails "
                           "each alone; `--long-inputs truncate-middle` judges them cut.",
                           soft_wrap=True)
 
@@ -248,6 +282,7 @@ def _print_estimate_basis(console: Console, est: Estimate, model: str) -> None:
     """What the figures rest on: stand-ins, output-token predictions, the GPU-seconds source."""
     judged = est.judge_nodes
     first = judged[0].judge or {}
+    model = first.get("profile", model)
     console.print("~ = estimated: grounding/relevance/geval requests are built from stand-in "
                   "claims/steps; output tokens are predicted.")
     sources = Counter[str]()
@@ -275,12 +310,17 @@ def _print_estimate_basis(console: Console, est: Estimate, model: str) -> None:
 
 
 @click.command("nodes")
-def nodes_cmd() -> None:
+@config_option(lambda: run_cmd)
+def nodes_cmd(run_config: RunConfig | None) -> None:
     """Print the node graph: what each node needs and does.
 
+    With --config, also the node blocks the configuration gives the records (a record's own
+    block wins unless the configuration's block says override = true).
+
     \b
-    Example:
+    Examples:
       nexagauge-local nodes
+      nexagauge-local nodes --config run.toml
     """
     table = Table(title="nexagauge-local nodes (a target runs with all its ancestors)")
     for col in ("node", "parents", "needs", "LLM", "does"):
@@ -293,3 +333,23 @@ def nodes_cmd() -> None:
                       "yes" if spec.kind == "llm" else "no", spec.summary)
     Console().print(table)
     click.echo("targets: " + ", ".join(TARGETS))
+    if run_config is not None:
+        _print_config_blocks(run_config)
+
+
+def _print_config_blocks(run_config: RunConfig) -> None:
+    """The configuration's [defaults] blocks as every record without its own gets them."""
+    import json
+
+    from nexagauge_local.app.run_config import effective_blocks
+
+    blocks = effective_blocks(RunSettings(config=run_config.source))
+    source = run_config.source
+    click.echo(f"blocks from {source.path} (sha256 {source.sha256[:16]}):"
+               + ("" if blocks else " none"))
+    for name, block in blocks.items():
+        how = ("replaces every record's own" if block.pop("override")
+               else "for records without their own")
+        click.echo(f"  {name} ({how}): {json.dumps(block, ensure_ascii=False)}")
+    for node, profile in run_config.models.items():
+        click.echo(f"  judge for {node}: {profile}")

@@ -246,6 +246,11 @@ def judge_check(run_a: RunDir, run_b: RunDir) -> JudgeCheck:
     warnings: list[str] = []
     if fa != fb:
         warnings.append(f"different judges: A {fa or 'none'} vs B {fb or 'none'}")
+    na, nb = run_a.node_fingerprints, run_b.node_fingerprints
+    changed_nodes = [f"{n}: {na[n]} -> {nb[n]}" for n in sorted(set(na) & set(nb))
+                     if na[n] != nb[n] and (na[n], nb[n]) != (fa, fb)]
+    if changed_nodes:  # a node's own judge changed (`--model NODE=PROFILE`)
+        warnings.append("different judges for nodes: " + ", ".join(changed_nodes))
     pa, pb = run_a.prompt_versions, run_b.prompt_versions
     same_pv: bool | None = None
     if pa is not None and pb is not None:

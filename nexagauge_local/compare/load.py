@@ -134,6 +134,15 @@ class RunDir:
         return judge if isinstance(judge, dict) else None
 
     @property
+    def node_fingerprints(self) -> dict[str, str | None]:
+        """LLM node -> the fingerprint of the judge that judged it (summary.json's
+        `node_judges`; {} for a run written before per-node judges)."""
+        nodes = self.summary.get("node_judges")
+        if not isinstance(nodes, dict):
+            return {}
+        return {n: j.get("fingerprint") for n, j in nodes.items() if isinstance(j, dict)}
+
+    @property
     def prompt_versions(self) -> dict[str, str] | None:
         """Prompt template version per node; None when the run did not record them. Read from
         summary.json's `prompt_versions`, or from its judge block's."""

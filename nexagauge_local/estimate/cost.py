@@ -5,10 +5,10 @@ tokens, per request, come from the judge cache's history of this judge and schem
 every answer it generated for that schema, once it has MIN_HISTORY of them), else from
 `calibrate` when it measured the same schema, else max_tokens x the calibrated fill ratio, else
 half the schema bound; the spread is the history's standard deviation, summed over requests as
-independent answers. Issue 19 measured the bound-based guess 7.3x over a real run: the schema
-bound says how long an answer may be, not how long a judge writes. Device-seconds come from a
-cost model fitted to the judge's own answers (seconds_model.py), else a calibration for this
-judge fingerprint; without either they are None rather than a guess.
+independent answers. The bound-based guess came out 7.3x over a real run on the peer sample:
+the schema bound says how long an answer may be, not how long a judge writes. Device-seconds
+come from a cost model fitted to the judge's own answers (seconds_model.py), else a calibration
+for this judge fingerprint; without either they are None rather than a guess.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """A judge's device-seconds per request as a function of its prompt and output tokens.
 
-Why not one rate per token: issue 19's peer sample has prompts 30% longer than the bundled
+Why not one rate per token: the peer sample (21 records) has prompts 30% longer than the bundled
 sample the history came from, and one rate over prompt + output tokens predicted its run 20-28%
 short. Output tokens cost far more than prompt tokens (a decode step per token against one
 prefill pass), and on the hf backend a decode step is shared by the rows of a micro-batch whose

@@ -2,11 +2,12 @@
 
 What the rest of the package may use is exported here (and from the sub-packages' own
 `__init__`: `judge.prompts` for node prompts, `judge.runtime` for devices, weights and
-tokenizers, `judge.vllm` and `judge.hf` for the engines); tests/test_architecture.py fails an
-import that reaches past them into a module. Inside, a backend-independent core (types,
-protocol, client, cache, ledger, schemas, profiles, long inputs, factory) sits above two
-engine sub-packages, `hf/` and `vllm/`, which only the factory builds. Importing this package
-loads no torch, transformers or vLLM.
+tokenizers, `judge.vllm` and `judge.hf` for the engines, `judge.endpoint` for a judge
+server); tests/test_architecture.py fails an import that reaches past them into a module.
+Inside, a backend-independent core (types, protocol, client, cache, ledger, schemas, profiles,
+long inputs, factory) sits above two engine sub-packages, `hf/` and `vllm/`, and `endpoint/`
+(an OpenAI-compatible server as the judge), which only the factory builds. Importing this
+package loads no torch, transformers or vLLM.
 """
 
 from nexagauge_local.judge.cache import DB_NAME as JUDGE_DB

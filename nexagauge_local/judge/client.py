@@ -86,6 +86,7 @@ class JudgeClient:
         Otherwise pass `fingerprint=` explicitly, or the backend is built to learn it."""
         self._factory = backend_factory
         self._backend: Backend | None = None
+        self._backend_name: str | None = None  # kept past close(), for describe()
         self.cache = cache
         self.ledger = ledger
         self.ledger.gpu_hour_price = gpu_hour_price
@@ -117,12 +118,14 @@ class JudgeClient:
 
     @property
     def backend_loaded(self) -> bool:
-        return self._backend is not None
+        """Whether the backend was loaded in this client's life (closed since or not)."""
+        return self._backend_name is not None
 
     @property
     def backend(self) -> Backend:
         if self._backend is None:
             self._backend = self._factory()
+            self._backend_name = self._backend.name
             self.ledger.record_load(float(self._backend.load_seconds), self._backend.gpu_count)
         return self._backend
 
@@ -132,8 +135,7 @@ class JudgeClient:
             "model": self.model_name,
             "fingerprint": self.fingerprint,
             "demo": self.is_demo,
-            "backend": self._backend.name if self._backend is not None
-            else getattr(self._factory, "backend", None),
+            "backend": self._backend_name or getattr(self._factory, "backend", None),
             "backend_reason": getattr(self._factory, "reason", None) or None,
             # each answer independent of what shared the engine (the profile's setting)
             "batch_invariant": bool(getattr(self._factory, "batch_invariant", False)),
@@ -142,6 +144,8 @@ class JudgeClient:
             "device": self.ledger.device_label,
             "load_seconds": round(self.ledger.load_seconds, 3),
         }
+        if getattr(self._factory, "endpoint_info", None) is not None:  # a judge server
+            info["endpoint"] = self._factory.endpoint_info  # type: ignore[attr-defined]
         if self.is_demo:
             info["notice"] = DEMO_NOTICE
         if self.executor is not None:
@@ -149,10 +153,13 @@ class JudgeClient:
         return info
 
     def close(self) -> None:
+        """Stop the engine and let its weights go (a run closes a judge as soon as no later
+        node needs it, before the next judge loads); a request after this loads it again."""
         if self.executor is not None:
             self.executor.close()
         if self._backend is not None:
             self._backend.close()
+            self._backend = None
 
     def __enter__(self) -> Self:
         return self

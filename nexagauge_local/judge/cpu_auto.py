@@ -3,7 +3,7 @@
 Why a cost model and not a fixed answer: vLLM's CPU build judges a request in about a third of
 the hf backend's time but starts slower and holds more memory, so which one finishes a run
 first depends on how much the run asks of the judge. Measured with the demo judge on 2-core
-hosts (docs/benchmarks.md, "hf and vLLM side by side on a CPU host" and issue 42): the 8 demo
+hosts (docs/benchmarks.md, "hf and vLLM side by side on a CPU host"): the 8 demo
 records (47 judgements over six nodes) took 45 s on hf and 50 s on vLLM end to end; 256
 redteam judgements 142 s against 81 s (61.7 against 132.1 device-seconds on an Intel host with
 native bf16; 49.8 against 100.6 on an AMD host without); peak memory 1.96 GB against 2.95 GB.

@@ -18,6 +18,14 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from nexagauge_local.judge.cpu_auto import cpu_backend, mem_available_gb
+from nexagauge_local.judge.endpoint import (
+    EndpointBackend,
+    EndpointConfig,
+    EndpointOptions,
+    EndpointUnusable,
+    endpoint_profile,
+    resolve_endpoint,
+)
 from nexagauge_local.judge.profiles import (
     BACKEND_GRAMMARS,
     DEFAULT_GRAMMAR,
@@ -83,6 +91,9 @@ def choose_grammar(requested: str, profile: JudgeProfile, backend: str) -> str:
     if choice == "auto":
         return DEFAULT_GRAMMAR[backend]
     supported = BACKEND_GRAMMARS[backend]
+    if choice not in supported and backend == "endpoint":
+        raise GrammarUnsupported(f"--grammar-backend {choice}: an endpoint judge decodes with "
+                                 "its server's own grammar engine; drop --grammar-backend")
     if choice not in supported:
         raise GrammarUnsupported(
             f"--grammar-backend {choice}: the {backend} backend decodes with "
@@ -106,6 +117,7 @@ class BackendFactory:
     seed: int = 0
     grammar: str = ""  # "" = the backend's default engine
     reason: str = ""  # why this backend (backend_choice)
+    endpoint: EndpointConfig | None = None  # backend "endpoint": the server, resolved
 
     @property
     def grammar_backend(self) -> str:
@@ -113,7 +125,20 @@ class BackendFactory:
 
     @property
     def fingerprint(self) -> str:
+        if self.endpoint is not None:
+            return self.endpoint.fingerprint
         return fingerprint(self.profile, self.backend, self.dtype, self.grammar_backend)
+
+    @property
+    def device_seconds_known(self) -> bool:
+        """False for an endpoint judge whose server's GPUs were not stated: its answers'
+        device time is then unknown (null in summary.json), never a guess."""
+        return self.endpoint is None or bool(self.endpoint.gpus)
+
+    @property
+    def endpoint_info(self) -> dict[str, object] | None:
+        """summary.json's judge.endpoint (no API key); None for a local judge."""
+        return self.endpoint.describe() if self.endpoint is not None else None
 
     @property
     def model_name(self) -> str:
@@ -137,6 +162,8 @@ class BackendFactory:
         return visible_device_ids(self.profile.gpu_count)
 
     def __call__(self) -> Backend:
+        if self.endpoint is not None:
+            return EndpointBackend(self.endpoint, seed=self.seed)
         if self.backend == "vllm":
             from nexagauge_local.judge.vllm.backend import VLLMBackend
 
@@ -172,11 +199,16 @@ def make_backend_factory(
     seed: int = 0,
     grammar_backend: str = "auto",
     judgements: int | None = None,
+    endpoint: EndpointOptions | None = None,
 ) -> BackendFactory:
     """Resolve profile, backend, dtype and grammar engine for a judge (raises WeightsMissing
     and GrammarUnsupported early). `judgements`: the run's predicted judge requests, which
-    `auto` weighs on a CPU host."""
-    profile = resolve_profile(model)
+    `auto` weighs on a CPU host. `endpoint`: the command line's --judge-* options; with a URL
+    they make an ad-hoc endpoint judge, else they override an endpoint profile's keys."""
+    options = endpoint or EndpointOptions()
+    profile = endpoint_profile(options) if options.url else resolve_profile(model)
+    if profile.is_endpoint:
+        return _endpoint_factory(profile, options, backend, grammar_backend, cache_dir, seed)
     chosen, reason = backend_choice(backend, profile, judgements)
     grammar = choose_grammar(grammar_backend, profile, chosen)
     if chosen == "vllm" and not vllm_importable():
@@ -193,6 +225,27 @@ def make_backend_factory(
         seed=seed,
         grammar=grammar,
         reason=reason,
+    )
+
+
+def _endpoint_factory(profile: JudgeProfile, options: EndpointOptions, backend: str,
+                      grammar_backend: str, cache_dir: Path, seed: int) -> BackendFactory:
+    """An endpoint judge: the server asked for its model now (EndpointUnusable if it cannot
+    judge), so the fingerprint, and with it every cache key, names what it serves."""
+    if backend != "auto":
+        where = options.url or profile.url
+        raise EndpointUnusable(f"--backend {backend}: the judge is served by {where}; drop "
+                               "--backend (or --judge-url)")
+    config = resolve_endpoint(profile, options)
+    if config.max_model_len:  # the server's window, not the profile's default
+        profile = profile.model_copy(update={"max_model_len": config.max_model_len})
+    return BackendFactory(
+        profile=profile, backend="endpoint", dtype=profile.dtype, gpu_ids=(),
+        cache_dir=Path(cache_dir), seed=seed,
+        grammar=choose_grammar(grammar_backend, profile, "endpoint"),
+        reason=f"judge server {config.url} (" + (
+            "--judge-url)" if options.url else f"judge profile {profile.name!r})"),
+        endpoint=config,
     )
 
 

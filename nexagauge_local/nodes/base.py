@@ -6,7 +6,7 @@ build all its prompts and make one backend call, and an embedding node one encod
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -82,6 +82,21 @@ class JudgeBatch:
     truncated: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
 
 
+# The key of the run's default judge: the one every LLM node without a judge of its own asks.
+DEFAULT_JUDGE = ""
+
+
+@dataclass(frozen=True)
+class NodeJudge:
+    """The judge an LLM node asks instead of the run's default (`--model NODE=PROFILE`).
+
+    Nodes whose NodeJudge has the same `key` share one judge (one client, one engine);
+    `factory` opens it, on the node's first request."""
+
+    key: str
+    factory: Callable[[], Judge]
+
+
 @dataclass
 class RunContext:
     """Shared, lazily built resources for one run. Nothing here is global: tests build their own."""
@@ -106,8 +121,13 @@ class RunContext:
     # whose artifacts are final, and the runner writes the case's report there and then, while
     # the node works on the rest (refmatch: while its pool scores). Calling it is optional.
     case_done: Callable[[CaseState], None] = lambda state: None
+    # LLM nodes judged by another judge than `judge_factory`'s (node -> its judge)
+    node_judges: Mapping[str, NodeJudge] = field(default_factory=dict)
     _embedder: Embedder | None = None
-    _judge: Judge | None = None
+    # judge key -> the open judge; key -> every judge opened under it, closed ones too (their
+    # ledgers and descriptions go into summary.json)
+    _open: dict[str, Judge] = field(default_factory=dict)
+    _opened: dict[str, list[Judge]] = field(default_factory=dict)
 
     def record_judged(self, node: str, batch: JudgeBatch) -> None:
         """Record one node's judge call: its prompt version, each truncated input of a case,
@@ -132,17 +152,47 @@ class RunContext:
         """Whether a node asked for the embedder (so there is a model to describe or free)."""
         return self._embedder is not None
 
+    def judge_key(self, node: str) -> str:
+        """Which judge `node` asks: its own judge's key, or DEFAULT_JUDGE."""
+        own = self.node_judges.get(node)
+        return DEFAULT_JUDGE if own is None else own.key
+
+    def has_judge(self, node: str) -> bool:
+        return node in self.node_judges or self.judge_factory is not None
+
+    def judge_for(self, node: str) -> Judge:
+        """`node`'s judge, opened on first use; nodes that share a key share the judge."""
+        key = self.judge_key(node)
+        if key not in self._open:
+            own = self.node_judges.get(node)
+            factory = own.factory if own is not None else self.judge_factory
+            if factory is None:
+                raise RuntimeError("this run has no judge configured")
+            self._open[key] = factory()
+            self._opened.setdefault(key, []).append(self._open[key])
+        return self._open[key]
+
+    def close_judge(self, key: str) -> None:
+        """Close the judge under `key` (its engine's memory is freed) when no later node needs
+        it; a node that asks again opens a new one. Its ledger stays for the summary."""
+        judge = self._open.pop(key, None)
+        if judge is not None:
+            judge.close()
+
     @property
     def judge(self) -> Judge:
-        if self._judge is None:
-            if self.judge_factory is None:
-                raise RuntimeError("this run has no judge configured")
-            self._judge = self.judge_factory()
-        return self._judge
+        """The run's default judge (what a node without a judge of its own asks)."""
+        return self.judge_for(DEFAULT_JUDGE)
 
     @property
     def judge_started(self) -> bool:
-        return self._judge is not None
+        """Whether any node asked any judge."""
+        return bool(self._opened)
+
+    def judges_used(self) -> dict[str, list[Judge]]:
+        """key -> every judge opened under it, in opening order (DEFAULT_JUDGE for the
+        default's)."""
+        return {k: list(v) for k, v in self._opened.items()}
 
 
 class Node(Protocol):

@@ -3,7 +3,7 @@
 The node contract built on these (`LLMNode`) is in nodes/llm_node.py.
 
 Why a wrapper: a node must report a failing judge as per-metric `error`s instead of crashing
-the run (issue 4), must still work when no judge is configured (the heuristic red-team layer is
+the run, must still work when no judge is configured (the heuristic red-team layer is
 free), and must charge each case exactly the work done for it so per-case costs add up to the
 node's usage in summary.json.
 """
@@ -74,10 +74,10 @@ def ask_judge(
 def _ask(
     ctx: RunContext, node: str, requests: Sequence[JudgeRequest], progress: CaseProgress
 ) -> list[JudgeResult]:
-    if ctx.judge_factory is None:
+    if not ctx.has_judge(node):
         return [failed(NO_JUDGE, FailureKind.NO_JUDGE) for _ in requests]
     try:
-        results = ctx.judge.run(node, list(requests), progress=progress)
+        results = ctx.judge_for(node).run(node, list(requests), progress=progress)
     except Exception as exc:  # noqa: BLE001 - reported per metric, by design
         return [failed(f"judge failed: {type(exc).__name__}: {exc}"[:300]) for _ in requests]
     if len(results) != len(requests):

@@ -1,5 +1,5 @@
 """The LLM-node contract: a node says what to ask about one case and how to score the answers;
-the framework owns everything between (issue 46, modelled on inspect_ai's scorer contract).
+the framework owns everything between (modelled on inspect_ai's scorer contract).
 
 Why: six nodes and the toy node each repeated one ritual (build every case's requests, make a
 progress bar, one judge call, slice the flat results back per case, write each case's section,

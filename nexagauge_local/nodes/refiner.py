@@ -6,7 +6,7 @@ with them so refalign does not embed twice.
 The work is done at the first read, not when the node runs: only claims, atomic_units and
 refalign with `--refalign-units sentences` read the refined chunks. refalign's default units
 (nexa-gauge's) never do, and embedding them eagerly spent about half of a 2,000-record
-refalign run's model time on vectors nobody looked at (issue 35).
+refalign run's model time on vectors nobody looked at.
 """
 
 from __future__ import annotations

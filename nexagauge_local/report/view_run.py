@@ -35,6 +35,7 @@ def header_view(summary: Mapping[str, Any], n_cases: int) -> dict[str, Any]:
         "nodes_run": [n for n in summary.get("nodes_run") or [] if n not in SPECS or SPECS[n].target],
         "nodes_unavailable": summary.get("nodes_unavailable") or [],
         "judge": judge,
+        "node_judges": other_judges(summary, judge),
         "llm_nodes": [
             n for n in summary.get("nodes_run") or [] if n in SPECS and SPECS[n].kind == "llm"
         ],
@@ -43,6 +44,17 @@ def header_view(summary: Mapping[str, Any], n_cases: int) -> dict[str, Any]:
         "skipped_records": (summary.get("skipped") or [])[:20],
         "rendered": datetime.now(UTC).isoformat(timespec="seconds"),
     }
+
+
+def other_judges(summary: Mapping[str, Any], judge: Mapping[str, Any] | None) -> list[dict[str, Any]]:
+    """The LLM nodes a judge other than the run's `judge` judged (`--model NODE=PROFILE`),
+    each with its judge's description; [] for a run with one judge (or an older summary)."""
+    nodes = summary.get("node_judges")
+    if not isinstance(nodes, Mapping):
+        return []
+    main = (judge or {}).get("fingerprint")
+    return [{"node": n, **j} for n, j in nodes.items()
+            if isinstance(j, Mapping) and j.get("fingerprint") != main]
 
 
 def cost_view(summary: Mapping[str, Any]) -> dict[str, Any]:

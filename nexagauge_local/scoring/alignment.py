@@ -1,6 +1,6 @@
 """Reference alignment: output units against reference units by cosine, as nexa-gauge counts it.
 
-Users who move from nexa-gauge need its numbers (issue 20), so both of its rules are here:
+Users who move from nexa-gauge need its numbers, so both of its rules are here:
 
 - many-to-one (nexa-gauge with `atomic_chunks` false, our default): an output unit is supported
   when its best reference unit clears the threshold, a reference unit is covered when any output

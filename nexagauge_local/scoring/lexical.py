@@ -1,6 +1,6 @@
 """ROUGE, BLEU and METEOR through their reference libraries, computed as nexa-gauge computes them.
 
-Users who move from nexa-gauge need the same numbers on the same file (issue 20), so each metric
+Users who move from nexa-gauge need the same numbers on the same file, so each metric
 is nexa-gauge 0.1.19's call: rouge-score with the Porter stemmer, nltk `sentence_bleu` on
 `str.split()` tokens with smoothing method1, nltk `meteor_score` on `str.split()` tokens.
 sacreBLEU's standard figure travels beside BLEU for comparison with papers.

@@ -1,4 +1,4 @@
-"""nexa-gauge's refalign units, so the same records score the same in both tools (issue 20).
+"""nexa-gauge's refalign units, so the same records score the same in both tools.
 
 nexa-gauge 0.1.19 aligns *chunks*: a text under 100 cl100k (tiktoken) tokens is one unit,
 a longer one is cut by semchunk into chunks of at most 100 tokens; the output's chunks then go

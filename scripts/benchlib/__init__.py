@@ -8,5 +8,5 @@
 - `schema_proxy`: the OpenAI-compatible proxy bench_peer.py puts in front of a llama server.
 - `claims_v1`: the claims node's first prompt, kept for bench_claims.py's comparison.
 
-The device kit that installs vLLM on a GPU host is elsewhere: device_kit/ at the top level.
+Installing vLLM on an offline GPU host is the product's own command, `nexagauge-local bundle`.
 """

@@ -80,7 +80,7 @@ async def run_concurrent(
 
     With `deadline_s`, no request starts after that many seconds: the ones not sent are None
     and the wall time covers the ones that were, so a slow baseline still yields a measured
-    rate inside one device call instead of nothing.
+    rate inside a bounded time instead of nothing.
     """
     gate = asyncio.Semaphore(concurrency)
     started = time.perf_counter()

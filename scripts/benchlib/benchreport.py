@@ -1,6 +1,6 @@
 """Turn the GPU benchmark's per-phase measurements into its figures and verdicts.
 
-Pure arithmetic over the JSON each phase writes, so the figures a GPU session reports can be
+Pure arithmetic over the JSON each phase writes, so the figures a GPU run reports can be
 recomputed (and are tested) without a GPU. GPU-seconds are wall seconds x GPUs held (one here).
 A baseline cut short by its deadline is extrapolated linearly from the requests it finished,
 and the report says so; the synthetic cases are drawn independently, so the per-request rate
@@ -127,7 +127,7 @@ def string_bounds(phases: dict[str, dict[str, Any]]) -> dict[str, Any]:
 
 
 def targets(summary: dict[str, Any], phases: dict[str, dict[str, Any]]) -> dict[str, bool | None]:
-    """The issue's three targets; None where the phase that decides it did not run."""
+    """The benchmark's three targets; None where the phase that decides it did not run."""
     valid: bool | None = None
     judged = [p for p in ("ours_caps", "ours", "ours_clip", "ours_outlines", "baseline", "hf")
               if p in phases]  # fmt: skip

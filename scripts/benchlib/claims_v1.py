@@ -1,4 +1,4 @@
-"""The claims prompt and schema before issue 17 (claims/v1), kept for scripts/bench_claims.py
+"""The claims prompt and schema claims/v2 replaced (claims/v1), kept for scripts/bench_claims.py
 only: the benchmark measures the demo judge's claims yield with both, side by side. Verbatim
 from nexagauge_local/nodes/claims/ at commit 9e0095e; not used by the product."""
 

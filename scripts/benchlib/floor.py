@@ -29,7 +29,7 @@ from pydantic import BaseModel, ConfigDict, Field
 # H100 SXM5 datasheet: 989 TFLOP/s dense BF16 (1979 is the 2:4-sparse figure), 3.35 TB/s HBM3.
 H100_DATASHEET_BF16_FLOPS = 989e12
 H100_DATASHEET_HBM_BYTES_S = 3.35e12
-# What this workplace saw on its H100 (device KINDS.md, 2026-11-13): 8192^3 bf16 matmul at
+# What an H100 measured (2026-11-13): 8192^3 bf16 matmul at
 # 798 TFLOP/s; a device-to-device copy at about 3.0 TB/s counting bytes read and written.
 # Used by --dry-run only, as *assumed* measured figures; a GPU run measures its own.
 ASSUMED_H100_MATMUL_FLOPS = 798e12

@@ -1,7 +1,7 @@
 """Measure the two rates the compute floor needs: bf16 matmul FLOP/s and memory bandwidth.
 
 Why measured and not the datasheet: an H100's 989 TFLOP/s dense bf16 is a peak no library
-reaches (this workplace's H100 gave 798 on an 8192^3 product), and the floor is meant to be
+reaches (an H100 measured 798 on an 8192^3 product), and the floor is meant to be
 what this GPU can actually do. Timed with CUDA events after warm-ups; on CPU (tests) with
 perf_counter, which exercises the same arithmetic.
 """

@@ -9,7 +9,7 @@ reason. The implementation details (read from nexa-gauge 0.1.19's installed sour
 - ROUGE: both tools call rouge-score's RougeScorer with its default tokenizer and nltk's Porter
   stemmer; nexa-gauge rounds every score to 4 decimals.
 - BLEU: both tools: nltk `sentence_bleu` on `str.split()` tokens with
-  `SmoothingFunction().method1` (this project since issue 20; its sacreBLEU figure is an extra
+  `SmoothingFunction().method1` (this project since 2026-11-23; its sacreBLEU figure is an extra
   field of the result).
 - METEOR: both call nltk's `meteor_score` on `str.split()` tokens (lower-case, Porter stem,
   alpha 0.9, beta 3, gamma 0.5). WordNet: nexa-gauge calls `nltk.download("wordnet")` at import
@@ -19,7 +19,7 @@ reason. The implementation details (read from nexa-gauge 0.1.19's installed sour
   is one unit), the output side MMR-refined to at most `--refiner-top-k` (default 3) units with a
   0.7 duplicate cosine, the reference side kept whole unless `refine_top_k`; threshold default
   0.6. This project: pysbd sentences grouped up to 320 characters, duplicates dropped at cosine
-  0.95, optional MMR `top_k`, threshold default 0.8. Both (this project since issue 20): matching
+  0.95, optional MMR `top_k`, threshold default 0.8. Both (this project since 2026-11-23): matching
   many-to-one with `atomic_chunks` false (a unit is supported when its best partner clears the
   threshold), global similarity = cosine of the two whole texts' embeddings, clamped to [0, 1].
 """

@@ -126,12 +126,12 @@ def phase_ours_caps(cfg: dict[str, Any]) -> dict[str, Any]:
 def phase_ours_clip(cfg: dict[str, Any]) -> dict[str, Any]:
     """The same requests and engine with the grammar without string maxLength
     (schemas.grammar_json) and nothing ending the strings: what the caps are measured against
-    (the first H100 lease found the bounded grammar at 0.36 s a step)."""
+    (the first H100 run found the bounded grammar at 0.36 s a step)."""
     return _run_ours(cfg, cfg["engine"], clip_strings=True) | {"string_bounds": "clip"}
 
 
 def phase_ours_outlines(cfg: dict[str, Any]) -> dict[str, Any]:
-    """The same requests and engine with `--grammar-backend outlines` (issue 13's comparison)."""
+    """The same requests and engine with `--grammar-backend outlines`, to compare the engines."""
     from nexagauge_local.judge.vllm.backend import engine_kwargs
 
     kwargs = dict(cfg["engine"])

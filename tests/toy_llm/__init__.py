@@ -1,4 +1,4 @@
-"""toy_llm: a toy LLM node that lives only in this folder (issue 34).
+"""toy_llm: a toy LLM node that lives only in this folder.
 
 Everything the layers around a node need is declared here, in its SPEC: its record block
 (block.py, validated by the record reader), its estimate stand-in (stand_in.py), its report

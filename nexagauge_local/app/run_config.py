@@ -1,0 +1,210 @@
+"""A run configuration file (`--config run.toml`): run options and node blocks outside the data.
+
+Why: rubrics, criteria and scoring knobs used to live only in each record, so applying a new
+rubric to 100,000 records meant rewriting the dataset. A config names the run's options once
+(`[run]`, with a judge per node in `[run.models]`) and gives node blocks (`[defaults.NODE]`)
+to every record that lacks one; `override = true` makes a block replace the records' own.
+
+Every problem is one line `FILE:LINE: key: message` (tomllib keeps no positions: toml_lines.py
+finds them), all of them reported before any work, like a bad record. The text is kept whole
+in the settings (settings.ConfigSource): the manifest records it and `reproduce` parses that
+recorded text again, never the file, which may have moved or changed since.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import tomllib
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, ValidationError
+
+from nexagauge_local.app.errors import AppError
+from nexagauge_local.app.toml_lines import KeyLines
+from nexagauge_local.blocks import BlockDefaults, BlockModels
+from nexagauge_local.dataset import Dataset
+from nexagauge_local.graph import GRAPH
+from nexagauge_local.records import format_validation
+from nexagauge_local.settings import ConfigSource, RunSettings
+
+# A [run] option's check: the option's value as the command would take it, ValueError if bad.
+OptionCheck = Callable[[Any], Any]
+OVERRIDE = "override"
+MODELS = "models"
+_TOML_POSITION = re.compile(r"\s*\(at (?:line (\d+), column \d+|end of document)\)$")
+
+
+class RunConfigError(AppError):
+    """The run configuration has problems, one `FILE:LINE: key: message` per detail; nothing
+    was run."""
+
+    def __init__(self, path: str, problems: list[str]) -> None:
+        self.problems = problems
+        super().__init__(f"{len(problems)} problem(s) in {path}; nothing was run.", problems)
+
+
+class _Layout(BaseModel):
+    """The file's two tables; anything else at the top level is a typo to report."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    run: dict[str, Any] = {}
+    defaults: dict[str, dict[str, Any]] = {}
+
+
+@dataclass(frozen=True)
+class RunConfig:
+    source: ConfigSource
+    # [run] option (its long name, underscores) -> the value the command takes
+    options: dict[str, Any] = field(default_factory=dict)
+    models: dict[str, str] = field(default_factory=dict)  # [run.models]: node -> judge profile
+    defaults: BlockDefaults = field(default_factory=lambda: BlockDefaults({}))
+
+
+def read_run_config(path: str | Path, options: Mapping[str, OptionCheck] | None = None,
+                    blocks: BlockModels | None = None) -> RunConfig:
+    """Read and check the file at `path`; raises RunConfigError listing every problem.
+    `options`: the [run] options a command knows (long name with underscores -> its check);
+    None skips [run]'s options (they were folded into the settings already)."""
+    shown = str(path)
+    try:
+        data = Path(path).read_bytes()
+    except OSError as exc:
+        raise RunConfigError(shown, [f"{shown}: cannot read ({exc.strerror or exc})"]) from None
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = data[: exc.start].count(b"\n") + 1
+        raise RunConfigError(shown, [f"{shown}:{line}: encoding: not UTF-8 text"]) from None
+    source = ConfigSource(path=shown, sha256=hashlib.sha256(data).hexdigest(), text=text)
+    return parse_run_config(source, options, blocks)
+
+
+def parse_run_config(source: ConfigSource, options: Mapping[str, OptionCheck] | None = None,
+                     blocks: BlockModels | None = None) -> RunConfig:
+    """The configuration in `source.text` (see read_run_config)."""
+    blocks = GRAPH.blocks if blocks is None else blocks
+    shown = source.path
+    try:
+        raw = tomllib.loads(source.text)
+    except tomllib.TOMLDecodeError as exc:
+        raise RunConfigError(shown, [_syntax_problem(shown, source.text, exc)]) from None
+    lines = KeyLines(source.text)
+    found: list[tuple[int, str]] = []
+
+    def problem(loc: tuple[str | int, ...], message: str) -> None:
+        key = ".".join(str(p) for p in loc)
+        line = lines.line_of(loc)
+        found.append((line, f"{shown}:{line}: {key}: {message}"))
+
+    try:
+        layout = _Layout.model_validate(raw)
+    except ValidationError as exc:
+        for err in exc.errors():
+            loc = err["loc"]
+            problem(loc, "unknown table; a config has [run] and [defaults.NODE]"
+                    if err["type"] == "extra_forbidden" else err["msg"])
+        raise RunConfigError(shown, _in_file_order(found)) from None
+    run_options, models = _run_table(layout.run, options, problem)
+    defaults = _defaults(layout.defaults, blocks, problem)
+    if found:
+        raise RunConfigError(shown, _in_file_order(found))
+    return RunConfig(source, run_options, models, defaults)
+
+
+def _in_file_order(found: list[tuple[int, str]]) -> list[str]:
+    return [message for _, message in sorted(found, key=lambda f: f[0])]
+
+
+Problem = Callable[[tuple[str | int, ...], str], None]
+
+
+def _run_table(table: Mapping[str, Any], options: Mapping[str, OptionCheck] | None,
+               problem: Problem) -> tuple[dict[str, Any], dict[str, str]]:
+    """[run]'s options (checked by `options`) and its [run.models] table."""
+    out: dict[str, Any] = {}
+    models: dict[str, str] = {}
+    judged = [s.name for s in GRAPH.nodes if s.kind == "llm"]
+    for key, value in table.items():
+        if key == MODELS:
+            if not isinstance(value, dict):
+                problem(("run", key), "must be a table of NODE = \"PROFILE\"")
+                continue
+            for node, profile in value.items():
+                if node not in judged:
+                    problem(("run", key, node), f"not a judge node; choose one of: "
+                                                f"{', '.join(judged)}")
+                elif not isinstance(profile, str) or not profile.strip():
+                    problem(("run", key, node), "must be a judge profile name or a path")
+                else:
+                    models[node] = profile
+            continue
+        name = key.replace("-", "_")
+        if options is None:
+            continue
+        if name not in options:
+            known = ", ".join(sorted(k.replace("_", "-") for k in options))
+            problem(("run", key), f"unknown option; [run] takes `run`'s options: {known}")
+            continue
+        try:
+            out[name] = options[name](value)
+        except ValueError as exc:
+            problem(("run", key), str(exc))
+    return out, models
+
+
+def _defaults(tables: Mapping[str, dict[str, Any]], blocks: BlockModels,
+              problem: Problem) -> BlockDefaults:
+    """[defaults.NODE] tables, each validated by its node's own block model."""
+    found: dict[str, BaseModel] = {}
+    override: set[str] = set()
+    for name, table in tables.items():
+        if name not in blocks:
+            problem(("defaults", name), f"unknown block; choose one of: {', '.join(blocks)}")
+            continue
+        table = dict(table)
+        flag = table.pop(OVERRIDE, False)
+        if not isinstance(flag, bool):
+            problem(("defaults", name, OVERRIDE), f"must be true or false, got {flag!r}")
+        elif flag:
+            override.add(name)
+        try:
+            found[name] = blocks[name].model_validate(table)
+        except ValidationError as exc:
+            for loc, message in format_validation(name, exc):
+                problem(("defaults", *loc.split(".")), message)
+    return BlockDefaults(found, frozenset(override))
+
+
+def _syntax_problem(shown: str, text: str, exc: tomllib.TOMLDecodeError) -> str:
+    """tomllib's message as `FILE:LINE: syntax: what` (Python 3.11 puts the position in the
+    message's tail; later versions also give it as attributes)."""
+    message = str(exc)
+    m = _TOML_POSITION.search(message)
+    line = getattr(exc, "lineno", None)
+    if line is None and m is not None:
+        line = int(m.group(1)) if m.group(1) else max(1, len(text.splitlines()))
+    what = _TOML_POSITION.sub("", getattr(exc, "msg", None) or message)
+    return f"{shown}:{line or 1}: syntax: {what}"
+
+
+def with_config(dataset: Dataset, settings: RunSettings) -> Dataset:
+    """The dataset with the run configuration's [defaults] blocks applied to its records (the
+    recorded text, parsed again: a library caller or `reproduce` needs no file)."""
+    if settings.config is None:
+        return dataset
+    return replace(dataset, defaults=parse_run_config(settings.config,
+                                                      blocks=dataset.blocks).defaults)
+
+
+def effective_blocks(settings: RunSettings) -> dict[str, dict[str, Any]]:
+    """The configuration's default blocks as JSON, `override` marked (for `nodes`)."""
+    if settings.config is None:
+        return {}
+    defaults = parse_run_config(settings.config).defaults
+    return {name: {**block.model_dump(mode="json"), OVERRIDE: name in defaults.override}
+            for name, block in defaults.blocks.items()}

@@ -1,0 +1,80 @@
+"""What an endpoint judge is: the server, the model it serves, and how hard to try.
+
+Kept apart from the HTTP code so the factory can carry an EndpointConfig (and the fingerprint
+it implies) without opening a connection, and so a per-node profile can name a server too.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+# One line a user reads when the server cannot judge (exit 2 before any record is judged).
+
+
+class EndpointUnusable(RuntimeError):
+    """The judge server cannot be used as configured: unreachable, wrong model, a refused
+    API key, or a server that rejects or ignores the JSON-schema parameter."""
+
+
+@dataclass(frozen=True)
+class RetryPolicy:
+    """Bounded retries of one request: at most `attempts` tries and `total_seconds` of
+    sleeping and waiting between the first try and the last, so a dead server costs a bounded
+    time and ends in a counted error, never a hang."""
+
+    attempts: int = 5
+    base_seconds: float = 0.5  # first back-off; doubles each time, with jitter
+    max_sleep_seconds: float = 30.0  # longest single back-off (and Retry-After honoured up to it)
+    total_seconds: float = 300.0
+
+
+@dataclass(frozen=True)
+class EndpointOptions:
+    """What the command line (or the library caller) says of the server; None = the
+    profile's value. The API key is never written anywhere."""
+
+    url: str | None = None
+    api_key: str | None = field(default=None, repr=False)
+    model_name: str | None = None
+    concurrency: int | None = None
+    revision: str | None = None
+    gpus: int | None = None
+
+
+@dataclass(frozen=True)
+class EndpointConfig:
+    """A resolved endpoint judge. `model` is the id the server reports in GET /models;
+    `max_model_len` the window it reports (vLLM does), else None."""
+
+    url: str  # the OpenAI base URL, ending in /v1
+    model: str
+    api_key: str | None = field(default=None, repr=False)
+    concurrency: int = 16
+    revision: str = ""
+    gpus: int | None = None  # the server's GPUs, as stated by the user; None = unknown
+    timeout_seconds: float = 600.0
+    retry: RetryPolicy = field(default_factory=RetryPolicy)
+    max_model_len: int | None = None
+
+    @property
+    def fingerprint(self) -> str:
+        """The judge part of cache keys: the server's model id and the stated revision, and
+        the grammar route (the server's JSON-schema decoding with the schema's own bounds).
+        The URL is not part of it: the same model moved to another host is the same judge, and
+        a model swapped behind one URL is a different judge only when its id changes."""
+        return f"endpoint:{self.model}@{self.revision or 'unrevised'}/json_schema"
+
+    def describe(self) -> dict[str, object]:
+        """The `endpoint` part of summary.json's judge block (no API key)."""
+        return {
+            "url": self.url,
+            "served_model": self.model,
+            "revision": self.revision or None,
+            "concurrency": self.concurrency,
+            "server_gpus": self.gpus,
+            "device_seconds": (
+                f"wall time x {self.gpus} server GPU(s) (--judge-gpus), split over requests "
+                "by tokens" if self.gpus else
+                "unknown: the server's GPUs were not stated (--judge-gpus N); gpu_seconds is null"
+            ),
+        }

@@ -1,0 +1,149 @@
+"""What the judge asks of a server before judging: which model it serves, whether the key
+is accepted, whether it enforces a JSON schema, and (for `estimate`) how it counts tokens.
+
+Every failure here is an EndpointUnusable with one line that says what to fix; the run stops
+with exit 2 before any record is judged.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import httpx
+from pydantic import BaseModel, ConfigDict, ValidationError
+
+from nexagauge_local.judge.endpoint.config import EndpointUnusable
+from nexagauge_local.judge.endpoint.http import EndpointHTTP
+from nexagauge_local.judge.endpoint.wire import ChatCompletion, server_message
+from nexagauge_local.judge.types import Messages
+
+PREFLIGHT_TIMEOUT = 10.0  # seconds for GET /models; a live server answers in milliseconds
+PROBE_TIMEOUT = 120.0  # the probe decodes a few tokens; a busy CPU server may take a while
+_PROBE_SCHEMA = {"type": "object", "properties": {"ok": {"type": "boolean"}},
+                 "required": ["ok"], "additionalProperties": False}
+
+
+class ServedModel(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+    id: str
+    max_model_len: int | None = None  # vLLM reports it; OpenAI does not
+
+
+class _ModelList(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+    data: list[ServedModel]
+
+
+def _unreachable(url: str, route: str, exc: httpx.HTTPError) -> EndpointUnusable:
+    if isinstance(exc, httpx.TimeoutException):
+        return EndpointUnusable(f"judge server {url}: no answer to {route} within "
+                                f"{PREFLIGHT_TIMEOUT:.0f}s; is it up and listening there?")
+    return EndpointUnusable(f"judge server {url}: cannot reach it ({type(exc).__name__}: {exc}); "
+                            "is it running, and is --judge-url right (it ends in /v1)?")
+
+
+def _refused_key(url: str, response: httpx.Response) -> EndpointUnusable:
+    return EndpointUnusable(
+        f"judge server {url} refused the request (HTTP {response.status_code}: "
+        f"{server_message(response)}); give its API key with --judge-api-key, "
+        "NEXAGAUGE_JUDGE_API_KEY or the profile's api_key_env")
+
+
+def served_models(http: EndpointHTTP) -> list[ServedModel]:
+    """GET /models, one try."""
+    try:
+        response = http.once("GET", "/models", timeout=PREFLIGHT_TIMEOUT)
+    except httpx.HTTPError as exc:
+        raise _unreachable(http.url, "GET /models", exc) from None
+    if response.status_code in (401, 403):
+        raise _refused_key(http.url, response)
+    if response.status_code != 200:
+        raise EndpointUnusable(f"judge server {http.url}: GET /models answered HTTP "
+                               f"{response.status_code}: {server_message(response)}")
+    try:
+        return _ModelList.model_validate_json(response.content).data
+    except ValidationError:
+        raise EndpointUnusable(f"judge server {http.url}: GET /models did not answer an "
+                               "OpenAI model list; is it an OpenAI-compatible server?") from None
+
+
+def pick_model(url: str, models: list[ServedModel], wanted: str | None) -> ServedModel:
+    """The model named (served_model / --judge-model-name), or the only one served."""
+    ids = ", ".join(m.id for m in models) or "none"
+    if wanted:
+        for m in models:
+            if m.id == wanted:
+                return m
+        raise EndpointUnusable(f"judge server {url} does not serve {wanted!r}; it serves: {ids}")
+    if len(models) == 1:
+        return models[0]
+    raise EndpointUnusable(f"judge server {url} serves {len(models)} models ({ids}); name one "
+                           "with --judge-model-name or the profile's served_model")
+
+
+def probe_schema(http: EndpointHTTP, model: str) -> None:
+    """One tiny request with a trivial schema: a server that rejects `response_format`
+    json_schema (HTTP 400) or answers it with text that is not the schema's JSON cannot judge."""
+    body = {"model": model, "messages": [{"role": "user", "content": 'Answer {"ok": true}.'}],
+            "temperature": 0.0, "max_tokens": 16,
+            "response_format": {"type": "json_schema", "json_schema": {
+                "name": "probe", "schema": _PROBE_SCHEMA, "strict": True}}}
+    try:
+        response = http.once("POST", "/chat/completions", json=body, timeout=PROBE_TIMEOUT)
+    except httpx.HTTPError as exc:
+        raise _unreachable(http.url, "a probe chat completion", exc) from None
+    if response.status_code in (401, 403):
+        raise _refused_key(http.url, response)
+    if response.status_code != 200:
+        raise EndpointUnusable(
+            f"judge server {http.url} rejected a chat completion with response_format "
+            f"json_schema (HTTP {response.status_code}: {server_message(response)}); the "
+            "judge needs a server that enforces a JSON schema (vLLM, SGLang, llama.cpp, Ollama)")
+    try:
+        choice = ChatCompletion.model_validate_json(response.content).choices[0]
+    except (ValidationError, IndexError):
+        raise EndpointUnusable(f"judge server {http.url}: its chat completion is not an "
+                               "OpenAI chat completion") from None
+    if choice.finish_reason == "length":
+        return  # cut before the JSON closed: says nothing about the grammar
+    try:
+        answer = json.loads(choice.message.content or "")
+    except ValueError:
+        answer = None
+    if not (isinstance(answer, dict) and isinstance(answer.get("ok"), bool)):
+        raise EndpointUnusable(
+            f"judge server {http.url} ignores response_format json_schema: asked for "
+            f'{{"ok": <boolean>}} it answered {(choice.message.content or "")[:80]!r}')
+
+
+def tokenize_url(url: str) -> str:
+    """vLLM serves /tokenize at the server root, beside /v1."""
+    base = url.rstrip("/")
+    return base[: -len("/v1")] + "/tokenize" if base.endswith("/v1") else base + "/tokenize"
+
+
+class ServerTokenCounter:
+    """Prompt tokens counted by the server's own tokenizer and chat template (vLLM's
+    POST /tokenize), for an endpoint judge with no local tokenizer."""
+
+    def __init__(self, http: EndpointHTTP, model: str) -> None:
+        self.http, self.model = http, model
+        self._route = tokenize_url(http.url)
+
+    def count_tokens(self, messages: Messages) -> int:
+        body: dict[str, Any] = {"model": self.model, "messages": messages,
+                                "add_generation_prompt": True}
+        try:
+            response = self.http.client.post(self._route, json=body, timeout=PREFLIGHT_TIMEOUT)
+        except httpx.HTTPError as exc:
+            raise _unreachable(self.http.url, "POST /tokenize", exc) from None
+        if response.status_code != 200:
+            raise EndpointUnusable(
+                f"judge server {self.http.url} cannot count tokens (POST {self._route}: HTTP "
+                f"{response.status_code}); vLLM offers /tokenize, other servers do not: give "
+                "the profile `weights = <folder with the model's tokenizer>` to count locally")
+        count = response.json().get("count")
+        if not isinstance(count, int):
+            raise EndpointUnusable(f"judge server {self.http.url}: /tokenize answered no count")
+        return count

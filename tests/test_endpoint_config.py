@@ -1,0 +1,82 @@
+"""The endpoint judge's configuration: profile keys, the fingerprint rule, the API key's
+sources and its absence from what a run writes."""
+
+from __future__ import annotations
+
+import email.utils
+import time
+from pathlib import Path
+
+import httpx
+import pytest
+
+from nexagauge_local.app.audit import redact_secrets
+from nexagauge_local.judge import make_backend_factory
+from nexagauge_local.judge.endpoint import EndpointConfig, EndpointOptions, EndpointUnusable
+from nexagauge_local.judge.endpoint.http import retry_after
+from nexagauge_local.judge.endpoint.setup import api_key
+from nexagauge_local.judge.profiles import JudgeProfile, ProfileInvalid, resolve_profile
+from tests.endpoint_stub import StubServer
+
+
+def test_an_endpoint_profile_needs_a_url_and_no_weights(tmp_path: Path) -> None:
+    good = tmp_path / "team.toml"
+    good.write_text('backend = "endpoint"\nurl = "http://127.0.0.1:1/v1"\n')
+    prof = resolve_profile(str(good))
+    assert prof.is_endpoint and prof.weights == "" and prof.concurrency == 16
+    bad = tmp_path / "nourl.toml"
+    bad.write_text('backend = "endpoint"\n')
+    with pytest.raises(ProfileInvalid, match="needs url"):
+        resolve_profile(str(bad))
+    local = tmp_path / "noweights.toml"
+    local.write_text('backend = "hf"\n')
+    with pytest.raises(ProfileInvalid, match="weights is required"):
+        resolve_profile(str(local))
+
+
+def test_fingerprint_names_model_and_revision_not_the_url() -> None:
+    a = EndpointConfig(url="http://a:8000/v1", model="qwen-7b", revision="r1")
+    b = EndpointConfig(url="http://b:9000/v1", model="qwen-7b", revision="r1")
+    assert a.fingerprint == b.fingerprint == "endpoint:qwen-7b@r1/json_schema"
+    assert EndpointConfig(url="http://a:8000/v1", model="qwen-14b", revision="r1").fingerprint \
+        != a.fingerprint
+    assert EndpointConfig(url="http://a/v1", model="m").fingerprint == "endpoint:m@unrevised/json_schema"
+    assert "zzz" not in repr(EndpointConfig(url="http://a/v1", model="m", api_key="zzz"))
+
+
+def test_factory_asks_the_server_for_its_model(tmp_path: Path) -> None:
+    with StubServer(models=("only-one",), max_model_len=2048) as stub:
+        factory = make_backend_factory("demo", cache_dir=tmp_path,
+                                       endpoint=EndpointOptions(url=stub.url, revision="v2"))
+    assert factory.backend == "endpoint" and factory.grammar_backend == "server"
+    assert factory.fingerprint == "endpoint:only-one@v2/json_schema"
+    assert factory.profile.max_model_len == 2048  # the server's window
+    assert not factory.device_seconds_known
+    with StubServer() as stub, pytest.raises(EndpointUnusable, match="drop --backend"):
+        make_backend_factory("demo", backend="vllm", cache_dir=tmp_path,
+                             endpoint=EndpointOptions(url=stub.url))
+
+
+def test_api_key_sources_in_order() -> None:
+    prof = JudgeProfile(name="t", backend="endpoint", url="http://x/v1", api_key_env="TEAM_KEY")
+    env = {"TEAM_KEY": "team", "NEXAGAUGE_JUDGE_API_KEY": "general"}
+    assert api_key(prof, EndpointOptions(api_key="flag"), env) == "flag"
+    assert api_key(prof, EndpointOptions(), env) == "team"
+    assert api_key(prof, EndpointOptions(), {"NEXAGAUGE_JUDGE_API_KEY": "general"}) == "general"
+    assert api_key(prof, EndpointOptions(), {}) is None
+
+
+def test_redacted_command_line() -> None:
+    argv = ["nexagauge-local", "run", "--judge-api-key", "k1", "--judge-api-key=k2", "--model", "x"]
+    assert redact_secrets(argv) == ["nexagauge-local", "run", "--judge-api-key", "***",
+                                    "--judge-api-key=***", "--model", "x"]
+
+
+def test_retry_after_seconds_and_dates() -> None:
+    req = httpx.Request("GET", "http://x")
+    assert retry_after(httpx.Response(429, headers={"Retry-After": "3"}, request=req)) == 3.0
+    when = email.utils.formatdate(time.time() + 5, usegmt=True)
+    got = retry_after(httpx.Response(429, headers={"Retry-After": when}, request=req))
+    assert got is not None and 3.0 < got <= 5.0
+    assert retry_after(httpx.Response(429, request=req)) is None
+    assert retry_after(httpx.Response(429, headers={"Retry-After": "soon"}, request=req)) is None
