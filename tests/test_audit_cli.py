@@ -123,6 +123,36 @@ def test_changed_weight_file_fails_naming_the_file(
     assert f"{target.name} (weights): changed" in res.output
 
 
+def test_a_node_judges_weights_are_checked_by_node(
+    run_copy: tuple[Path, Path], tiny_judge_dir: Path, tmp_path: Path
+) -> None:
+    """`--model NODE=PATH` checks the judge the manifest records for that node (a run with
+    `--model redteam=PROFILE`), not the default judge; a node without its own judge says so."""
+    from nexagauge_local.app.audit import collect_judge
+    from nexagauge_local.judge.factory import make_backend_factory
+
+    out, data = run_copy
+    guard, default = tmp_path / "guard", tmp_path / "default"
+    shutil.copytree(tiny_judge_dir, guard)
+    shutil.copytree(tiny_judge_dir, default)
+    target = next(p for p in sorted(default.iterdir()) if p.suffix == ".safetensors")
+    target.write_bytes(target.read_bytes() + b"\0")  # the default judge differs from the guard
+
+    def facts(path: Path):  # type: ignore[no-untyped-def]
+        factory = make_backend_factory(str(path), backend="hf", cache_dir=tmp_path / "cache")
+        return collect_judge(factory, memo=None)
+
+    m = read_manifest(out)
+    finalize_run(out, started_at=m.started_at, argv=m.argv, settings=m.settings,
+                 input=hash_input(data, into=out), judge=facts(default),
+                 node_judges={"redteam": facts(guard)})
+    assert cli("verify", out, "--model", default, "--model", f"redteam={guard}").exit_code == 0
+    res = cli("verify", out, "--model", f"redteam={default}")
+    assert res.exit_code == 1 and f"{target.name} (weights): changed" in res.output
+    res = cli("verify", out, "--model", f"geval={guard}")
+    assert "records no judge of its own for node geval" in " ".join(res.output.split())
+
+
 def test_keys_new_writes_a_private_key_only_its_owner_reads(tmp_path: Path) -> None:
     res = cli("keys", "new", "--out", tmp_path / "k")
     assert res.exit_code == 0, res.output

@@ -92,11 +92,11 @@ def test_bench_grammar_tiny_judge(tiny_judge_dir: Path) -> None:
 
 def test_bench_grammar_bounds_tiny_tokenizer(tiny_judge_dir: Path) -> None:
     """The schema with and without string maxLength, on the tiny judge's small vocabulary
-    (`--model`): the same outlines build and xgrammar mask timing, in seconds."""
+    (`--model`): the same outlines build and xgrammar and llguidance mask timings, in seconds."""
     out = _ok(run_script("bench_grammar_bounds", "--answers", "1", "--model", str(tiny_judge_dir)))
     assert "'contract' = with string maxLength" in out
     assert "  contract  outlines build" in out and "  grammar   outlines build" in out
-    assert "ratio contract/grammar:" in out
+    assert "ratio contract/grammar:" in out and "llguidance compile" in out
 
 
 def test_bench_nodes_tiny_judge(tiny_judge_dir: Path) -> None:

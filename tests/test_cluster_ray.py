@@ -337,6 +337,9 @@ class _BoomFactory:
     gpu_ids: tuple[int, ...] = ()
     fingerprint: str = "boom@test"
 
+    def on_worker(self) -> _BoomFactory:
+        return self
+
     def __call__(self) -> _BoomBackend:
         return _BoomBackend()
 

@@ -86,10 +86,11 @@ def test_the_factory_chooses_with_the_workload_on_this_host(
     large one goes to vLLM-CPU, and the reason (the run's first line and summary.json's
     `backend_reason`) gives the estimate."""
     pytest.importorskip("vllm")
+    from nexagauge_local.judge import decision as D
     from nexagauge_local.judge import factory as F
 
-    monkeypatch.setattr(F, "gpu_visible", lambda: False)
-    monkeypatch.setattr(F, "mem_available_gb", lambda: 16.0)
+    monkeypatch.setattr(D, "gpu_visible", lambda: False)
+    monkeypatch.setattr(D, "mem_available_gb", lambda: 16.0)
     profile = tmp_path / "p.toml"
     profile.write_text(textwrap.dedent("""
         name = "demo"

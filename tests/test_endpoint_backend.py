@@ -53,7 +53,7 @@ def test_answers_parse_stream_one_by_one_and_carry_usage() -> None:
     assert all(r.parsed is not None and r.failure is None for r in out)
     assert [r.parsed.verdict for r in out] == ["SAFE"] * 6  # type: ignore[union-attr]
     assert all(r.prompt_tokens >= 10 and r.output_tokens > 0 for r in out)
-    assert all(r.gpu_seconds == 0.0 for r in out)  # server's GPUs unknown: nothing charged
+    assert all(r.gpu_seconds is None for r in out)  # server's GPUs unknown: null, not 0.0
     assert b.attempts == 6 and b.gpu_count == 0
     body = stub.chat_calls()[0].body
     assert body["temperature"] == 0.0 and body["seed"] == 7 and body["max_tokens"] == 64
@@ -178,9 +178,12 @@ def test_server_killed_mid_run_keeps_every_answer_and_fails_the_rest() -> None:
     out = b.generate(requests(6), on_batch=on_batch)
     assert time.monotonic() - started < 10.0
     assert sorted(handed) == list(range(6))
-    assert sum(r.parsed is not None for r in out) == 3
+    # the pool may have sent the fourth request before the third answer's hand-over stopped
+    # the server, so three or four answers arrive; every other request is a counted failure
+    answered = sum(r.parsed is not None for r in out)
+    assert answered in (3, 4)
     failed = [r for r in out if r.failure is not None]
-    assert len(failed) == 3 and all(r.failure is FailureKind.BACKEND for r in failed)
+    assert len(failed) == 6 - answered and all(r.failure is FailureKind.BACKEND for r in failed)
     assert all("gave up" in (r.error or "") for r in failed)
 
 

@@ -67,6 +67,9 @@ def test_run_judges_through_the_server(tmp_path: Path) -> None:
     # tokens are the server's usage figures (the stub: prompt 10 + n for the n-th call)
     assert usage["input_tokens"] == sum(10 + n for n in range(1, judged + 1))
     assert usage["gpu_seconds"] is None and summary["cost"]["gpu_seconds"] is None
+    for path in reports:  # each case's cost says unknown too, not a partial 0.0
+        cost = json.loads(path.read_text())["redteam"]["cost"]
+        assert cost["gpu_seconds"] is None and cost["input_tokens"] > 0
     for name in ("summary.json", "manifest.json"):
         assert "s3cret-key" not in (out / name).read_text()
     assert (out / "report.html").exists()
@@ -80,6 +83,10 @@ def test_stated_gpus_give_device_seconds(tmp_path: Path) -> None:
     assert summary["judge"]["endpoint"]["server_gpus"] == 2
     gpu = summary["cost"]["gpu_seconds"]
     assert gpu > 0 and summary["cost"]["cost"] == pytest.approx(gpu / 1000, abs=1e-6)  # rounded to 6 places
+    cases = [json.loads(p.read_text())["redteam"]["cost"]
+             for p in (tmp_path / "out" / "case_report").glob("*.json")]
+    assert all(c["gpu_seconds"] > 0 and c["cost"] > 0 for c in cases)
+    assert sum(c["gpu_seconds"] for c in cases) == pytest.approx(gpu, rel=1e-3)
 
 
 def test_an_endpoint_profile_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -195,3 +202,30 @@ def test_sigkill_mid_run_then_resume_reuses_every_committed_answer(tmp_path: Pat
     assert usage["cache_hits"] == kept  # every committed answer reused
     assert asked_again == usage["backend_requests"] == usage["requests"] - kept
     assert committed(cache / DB_NAME) == usage["requests"]
+
+
+def test_calibrate_measures_the_server(tmp_path: Path) -> None:
+    """`calibrate --judge-url` times the server, not this host, and stores it for the server's
+    fingerprint under a device key naming the stated GPUs (this host's CPU is not the judge's)."""
+    cache = tmp_path / "cache"
+    with StubServer(script=lambda n, body: Reply(delay=0.02)) as stub:
+        result = CliRunner().invoke(main, ["calibrate", "--judge-url", stub.url, "--judge-gpus",
+                                           "2", "--n", "3", "--cache-dir", str(cache)])
+        judged = len(stub.chat_calls()) - 1  # less the pre-flight probe
+    assert result.exit_code == 0, result.output
+    said = " ".join(result.output.split())  # rich wraps at the terminal's width
+    assert "server GPU-seconds per red-team judgement (through the server, n=3)" in said
+    assert judged == 2 + 2 * 3  # the warm-up pair, then both workloads
+    (stored,) = (cache / "calibration").glob("*.json")
+    calibration = json.loads(stored.read_text())
+    assert calibration["fingerprint"] == "endpoint:stub-judge@unrevised/json_schema"
+    assert calibration["device"] == "server:2" and calibration["gpus"] == 2
+    assert calibration["parsed"] == 6 and calibration["seconds_per_judgement"] > 0
+
+
+def test_calibrate_with_an_unreachable_server_is_one_line_exit_2(tmp_path: Path) -> None:
+    result = CliRunner().invoke(main, ["calibrate", "--judge-url",
+                                       f"http://127.0.0.1:{free_port()}/v1",
+                                       "--cache-dir", str(tmp_path)])
+    one_line_exit_2(result, "cannot reach")
+    assert not (tmp_path / "calibration").exists()

@@ -17,6 +17,7 @@ import pytest
 from nexagauge_local.judge import schemas as S
 from nexagauge_local.judge.cache import JudgeCache
 from nexagauge_local.judge.client import JudgeClient
+from nexagauge_local.judge.decision import JudgeDecision
 from nexagauge_local.judge.ledger import CostLedger
 from nexagauge_local.judge.types import FailureKind, JudgeRequest, JudgeResult, Messages, OnBatch
 from nexagauge_local.nodes.geval import geval_schema
@@ -68,11 +69,15 @@ class ScriptedBackend:
 
 
 class Factory:
+    """A backend callable with the decision a run would have made for it (None: the client
+    learns the fingerprint by building the backend)."""
+
     def __init__(self, backend: object, fingerprint: str | None = ScriptedBackend.fingerprint):
         self.backend, self.built = backend, 0
-        if fingerprint:
-            self.fingerprint = fingerprint
-        self.model_name, self.is_demo = "scripted", True
+        self.decision = JudgeDecision(
+            profile="scripted", backend="hf", grammar="outlines", dtype="float32", device="cpu",
+            demo=True, reason="--backend hf", fingerprint=fingerprint,
+        ) if fingerprint else None
 
     def __call__(self) -> object:
         self.built += 1
@@ -87,7 +92,8 @@ def _req(content: str, **kw: object) -> JudgeRequest:
 
 def _client(tmp_path: Path, backend: ScriptedBackend | None = None, **kw: object):
     factory = Factory(backend or ScriptedBackend())
-    client = JudgeClient(factory, JudgeCache(tmp_path), CostLedger(), 2.0, **kw)  # type: ignore[arg-type]
+    client = JudgeClient(factory, JudgeCache(tmp_path), CostLedger(), 2.0,  # type: ignore[arg-type]
+                         decision=factory.decision, **kw)
     return client, factory
 
 
@@ -201,7 +207,7 @@ def test_a_backend_that_hands_nothing_over_is_committed_when_it_returns(tmp_path
 
 def test_no_cache_and_logprobs(tmp_path: Path) -> None:
     backend = ScriptedBackend()
-    client = JudgeClient(Factory(backend), None, CostLedger())
+    client = JudgeClient(Factory(backend), None, CostLedger())  # type: ignore[arg-type]
     client.run("geval", [_req("x")])
     client.run("geval", [_req("x")])
     assert backend.calls == [1, 1]
@@ -221,9 +227,9 @@ def test_identity_without_building_backend(tmp_path: Path) -> None:
     assert factory.built == 0
     info = client.describe()
     assert info["demo"] and "not for decisions" in info["notice"]
+    assert (info["backend"], info["backend_reason"]) == ("hf", "--backend hf")  # as decided
     bare = Factory(ScriptedBackend(), fingerprint=None)
-    del bare.model_name
-    c = JudgeClient(bare, None, CostLedger())
+    c = JudgeClient(bare, None, CostLedger())  # type: ignore[arg-type]
     assert c.fingerprint == ScriptedBackend.fingerprint and bare.built == 1
 
 
@@ -492,7 +498,8 @@ def test_the_cache_keeps_each_judges_output_history_and_estimate_predicts_from_i
     from nexagauge_local.estimate.cost import MIN_HISTORY, estimate_llm
 
     cache = JudgeCache(tmp_path)
-    client = JudgeClient(Factory(ScriptedBackend()), cache, CostLedger())
+    factory = Factory(ScriptedBackend())
+    client = JudgeClient(factory, cache, CostLedger(), decision=factory.decision)  # type: ignore[arg-type]
     client.run("geval", [_req(f"case {i}") for i in range(4)] + [_req("TRUNC x")])
     sid = S.schema_id(_req("x").schema)
     hist = cache.output_history(ScriptedBackend.fingerprint)

@@ -77,7 +77,8 @@ def test_truncate_middle_leaves_fitting_prompts_and_prompts_without_data_alone()
 def _client(tmp_path: Path, policy: str, window: int = 300) -> tuple[JudgeClient, Factory]:
     factory = Factory(ScriptedBackend())
     inputs = LongInputs(policy, window, lambda: _words)  # type: ignore[arg-type]
-    return JudgeClient(factory, JudgeCache(tmp_path), CostLedger(), long_inputs=inputs), factory  # type: ignore[arg-type]
+    return JudgeClient(factory, JudgeCache(tmp_path), CostLedger(),  # type: ignore[arg-type]
+                       decision=factory.decision, long_inputs=inputs), factory
 
 
 def test_truncate_middle_opt_in_marks_results_and_caches_the_cut_prompt(tmp_path: Path) -> None:
@@ -125,7 +126,8 @@ def test_context_errors_are_not_cached(tmp_path: Path, tiny_backend, monkeypatch
     monkeypatch.setattr(tiny_backend, "profile",
                         tiny_backend.profile.model_copy(update={"max_model_len": 256}))
     factory = Factory(tiny_backend, fingerprint="tiny@test")
-    client = JudgeClient(factory, JudgeCache(tmp_path), CostLedger())  # type: ignore[arg-type]
+    client = JudgeClient(factory, JudgeCache(tmp_path), CostLedger(),  # type: ignore[arg-type]
+                         decision=factory.decision)
     long = JudgeRequest([{"role": "user", "content": "evaluate " * 400}], GEVAL, 12, node="geval")
     [res] = client.run("geval", [long])
     assert res.error and res.error.startswith("context:")

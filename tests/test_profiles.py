@@ -7,10 +7,12 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 from pydantic import ValidationError
 
+from nexagauge_local.judge import decision as D
 from nexagauge_local.judge import factory as F
 from nexagauge_local.judge.profiles import (
     JudgeProfile,
@@ -126,8 +128,7 @@ def test_gpu_ids_reach_the_engines_as_parameters(
 
     monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
     monkeypatch.setattr(W, "gpu_visible", lambda: True)
-    monkeypatch.setattr(F, "gpu_visible", lambda: True)  # a GPU host: engines get GPU ids
-    monkeypatch.setattr(T, "gpu_visible", lambda: True)
+    monkeypatch.setattr(D, "gpu_visible", lambda: True)  # a GPU host: engines get GPU ids
     monkeypatch.setattr(hf_backend, "HFBackend", _Recorder)
     monkeypatch.setattr(vllm_backend, "VLLMBackend", _Recorder)
     monkeypatch.setattr(hf_responder, "HFResponder", _Recorder)
@@ -139,12 +140,14 @@ def test_gpu_ids_reach_the_engines_as_parameters(
     assert fac().kwargs["device"] == "cuda:2"  # type: ignore[attr-defined]
     fac = F.make_backend_factory(model, backend="vllm", gpu_ids=[2, 3], cache_dir=tmp_path)
     assert fac().kwargs["device_ids"] == ("2", "3")  # type: ignore[attr-defined]
-    assert T.make_responder(model, backend="hf", gpu_ids=[1], cache_dir=tmp_path).kwargs[  # type: ignore[attr-defined]
-        "device"
-    ] == "cuda:1"
-    assert T.make_responder(model, backend="vllm", gpu_ids=[0, 1], cache_dir=tmp_path).kwargs[  # type: ignore[attr-defined]
-        "host"
-    ] == EngineHost("cuda", ("0", "1"))
+    prof = resolve_profile(model)
+
+    def responder(backend: str, gpu_ids: list[int]) -> Any:
+        decision = T.responder_decision(prof, backend=backend, gpu_ids=gpu_ids)
+        return T.make_responder(prof, decision, cache_dir=tmp_path)
+
+    assert responder("hf", [1]).kwargs["device"] == "cuda:1"
+    assert responder("vllm", [0, 1]).kwargs["host"] == EngineHost("cuda", ("0", "1"))
     assert "CUDA_VISIBLE_DEVICES" not in os.environ
 
     # no --gpu: hf takes the default device; vllm the GPUs this process was given (Ray workers)
@@ -152,19 +155,20 @@ def test_gpu_ids_reach_the_engines_as_parameters(
     assert fac().kwargs["device"] == "cuda"  # type: ignore[attr-defined]
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "4,5")
     fac = F.make_backend_factory(model, backend="vllm", cache_dir=tmp_path)
-    assert fac.device_ids() == ("4",)  # the profile asks for one GPU
+    assert fac.decision.gpu_ids == ("4",)  # the profile asks for one GPU
+    assert fac.decision.devices == ["cuda:4"]
     monkeypatch.setattr(W, "gpu_visible", lambda: False)
     assert W.torch_device([1]) == "cpu"
 
 
 def test_auto_backend_choice(monkeypatch: pytest.MonkeyPatch) -> None:
     prof = JudgeProfile(name="p", weights="/x")
-    monkeypatch.setattr(F, "vllm_importable", lambda: False)
-    monkeypatch.setattr(F, "gpu_visible", lambda: True)
+    monkeypatch.setattr(D, "vllm_importable", lambda: False)
+    monkeypatch.setattr(D, "gpu_visible", lambda: True)
     assert F.choose_backend("auto", prof) == "hf"
-    monkeypatch.setattr(F, "vllm_importable", lambda: True)
+    monkeypatch.setattr(D, "vllm_importable", lambda: True)
     assert F.choose_backend("auto", prof) == "vllm"
-    monkeypatch.setattr(F, "gpu_visible", lambda: False)
+    monkeypatch.setattr(D, "gpu_visible", lambda: False)
     assert F.choose_backend("auto", prof) == "hf"
     assert F.choose_backend("vllm", prof) == "vllm"
     assert F.choose_backend("auto", prof.model_copy(update={"backend": "hf"})) == "hf"

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from nexagauge_local.judge import factory as F
+from nexagauge_local.judge import decision as F
 from nexagauge_local.judge.profiles import JudgeProfile
 from nexagauge_local.judge.vllm.host import (
     EngineHost,
@@ -107,10 +107,12 @@ def test_the_responder_engine_is_placed_like_the_judge_engine(
         def __init__(self, *args: object, **kwargs: object) -> None:
             made.update(kwargs)
 
-    monkeypatch.setattr(T, "gpu_visible", lambda: False)
-    monkeypatch.setattr(T, "choose_backend", lambda backend, profile: "vllm")
+    monkeypatch.setattr(F, "gpu_visible", lambda: False)
     monkeypatch.setattr(R, "VLLMResponder", _Recorder)
-    T.make_responder(str(tmp_path), backend="vllm", cache_dir=tmp_path)
+    profile = JudgeProfile(name="m", weights=str(tmp_path))
+    decision = T.responder_decision(profile, backend="vllm")
+    assert (decision.backend, decision.device, decision.grammar) == ("vllm", "cpu", "none")
+    T.make_responder(profile, decision, cache_dir=tmp_path)
     host = made["host"]
     assert isinstance(host, EngineHost) and host.device == "cpu" and host.cpus
     prof = JudgeProfile(name="q", weights="/w", vllm_cpu_kv_cache_gib=0.5)

@@ -1,5 +1,6 @@
 """Judge-vs-human agreement per metric: accuracy, precision, recall, F1, Cohen's kappa and the
-confusion matrix (sklearn.metrics; well-tested definitions beat hand-written ones here).
+confusion matrix (sklearn.metrics; well-tested definitions beat hand-written ones here), and
+for graded scores their ranking (ROC AUC, best-F1 threshold: agreement/ranking.py).
 
 The positive class is "fail" (UNSAFE, not supported, FAIL): the question an auditor asks of a
 judge is "does it catch the bad cases", so recall = share of human-failed cases the judge also
@@ -26,6 +27,7 @@ from sklearn.metrics import (
 )
 
 from nexagauge_local.agreement.labels import Label
+from nexagauge_local.agreement.ranking import graded, ranking_agreement
 from nexagauge_local.report.rows import MetricRow
 
 CLASSES = ("pass", "fail")
@@ -104,6 +106,11 @@ def _metric_stats(items: Sequence[tuple[Label, MetricRow]], judge_errors: int) -
     ]
     stats["score_mae"] = fmean(abs(a - b) for a, b in scored) if scored else None
     stats["judge_errors"] = judge_errors
+    ranked = [(not lb.expected_passed, r.score) for lb, r in items if r.score is not None]
+    if graded([sc for _, sc in ranked]):
+        # graded scores (a probability judge, a scale or a claim mean): how well they rank
+        stats["ranking"] = ranking_agreement([f for f, _ in ranked],
+                                             [sc for _, sc in ranked]).as_dict()
     stats["disagreements"] = [
         {
             "case_id": r.case_id,

@@ -27,7 +27,7 @@ from typing import Any
 from pydantic import BaseModel
 
 from nexagauge_local.app.errors import InputError
-from nexagauge_local.app.judge import backend_factory, with_model
+from nexagauge_local.app.judge import ResolvedJudges
 from nexagauge_local.audit import (
     HashMemo,
     InputFacts,
@@ -59,6 +59,7 @@ from nexagauge_local.judge import (
 from nexagauge_local.report.charts_ahead import ChartsAhead, charts_ahead
 from nexagauge_local.report.files import write_json
 from nexagauge_local.report.html import chart_memo_dir, draw_charts_job, write_report_or_warn
+from nexagauge_local.report.run_summary import RunSummary
 from nexagauge_local.runner import RunOutcome
 from nexagauge_local.settings import RunSettings
 
@@ -201,27 +202,33 @@ def redact_secrets(argv: Sequence[str]) -> list[str]:
 
 
 def collect_judge(factory: BackendFactory, memo: HashMemo | None) -> JudgeFacts:
-    if factory.endpoint is not None:  # a judge server: its model id and stated revision
-        return judge_facts(  # are all this host knows of its weights (no API key here)
-            profile=factory.profile.name, backend="endpoint", dtype=factory.dtype,
-            weights_path=f"{factory.endpoint.url} ({factory.endpoint.model})", weights=[],
-            grammar_engine="server (response_format json_schema)", demo=factory.is_demo,
-            fingerprint=factory.fingerprint,
-        )
-    weights = factory.profile.weights_path()
-    tok, tmpl = hash_tokenizer(tokenizer_files_in(weights), chat_template_of(weights), memo)
+    """The manifest's facts of one judge: what its decision says ran (backend, grammar
+    engine, dtype, devices, why), and the hashes of the weights and tokenizer it loads."""
+    decision = factory.decision
+    tok = tmpl = None
+    weights_path: str | Path
+    if factory.endpoint is not None:  # a judge server: its model id and stated revision are
+        weights_path = f"{factory.endpoint.url} ({factory.endpoint.model})"  # all this host
+        weights = []  # knows of its weights (no API key here)
+    else:
+        weights_path = factory.profile.weights_path()
+        tok, tmpl = hash_tokenizer(tokenizer_files_in(weights_path),
+                                   chat_template_of(weights_path), memo)
+        weights = hash_weights(weights_path, memo)
     return judge_facts(
-        profile=factory.profile.name,
-        backend=factory.backend,
-        dtype=factory.dtype,
-        weights_path=weights,
-        weights=hash_weights(weights, memo),
-        grammar_engine="xgrammar" if factory.backend == "vllm" else "outlines",
+        profile=decision.profile,
+        backend=decision.backend,
+        dtype=decision.dtype,
+        grammar_engine=decision.grammar_engine,
+        devices=decision.devices,
+        reason=decision.reason,
+        weights_path=weights_path,
+        weights=weights,
         tokenizer_sha256=tok,
         chat_template_sha256=tmpl,
-        demo=factory.is_demo,
-        fingerprint=factory.fingerprint,
-        batch_invariant=factory.profile.batch_invariant,
+        demo=decision.demo,
+        fingerprint=decision.fingerprint,
+        batch_invariant=decision.batch_invariant,
     )
 
 
@@ -229,11 +236,14 @@ def collect_judge(factory: BackendFactory, memo: HashMemo | None) -> JudgeFacts:
 RunJudges = tuple[JudgeFacts | None, dict[str, JudgeFacts]]
 
 
-def collect_judges(settings: RunSettings, summary: Mapping[str, Any]) -> RunJudges:
+def collect_judges(settings: RunSettings, summary: RunSummary,
+                   judges: ResolvedJudges) -> RunJudges:
     """The facts of every judge that answered (backend or cache), as summary.json names them:
     its `judge` block's profile (the default's), and each node of `node_judges` judged by
-    another profile. Each profile is hashed once (and memoised across runs)."""
-    block = summary.get("judge")
+    another profile, each from the decision the run made for that profile (`judges`, the
+    run's preflight_judges), never decided again. Each profile is hashed once (and memoised
+    across runs)."""
+    block = summary.judge
     if block is None:
         return None, {}
     memo = HashMemo(settings.cache_dir / "audit")
@@ -241,12 +251,11 @@ def collect_judges(settings: RunSettings, summary: Mapping[str, Any]) -> RunJudg
 
     def of(profile: str) -> JudgeFacts:
         if profile not in facts:
-            facts[profile] = collect_judge(backend_factory(with_model(settings, profile)), memo)
+            facts[profile] = collect_judge(judges[profile], memo)
         return facts[profile]
 
-    main = str(block.get("profile") or settings.model)
-    nodes = {node: str(j.get("profile") or main)
-             for node, j in (summary.get("node_judges") or {}).items()}
+    main = block.profile or settings.model
+    nodes = {node: j.profile or main for node, j in summary.node_judges.items()}
     return of(main), {node: of(p) for node, p in nodes.items() if p != main}
 
 
@@ -318,10 +327,12 @@ class AuditTrail:
         return lambda: LoggingJudge(factory(), self.schemas)
 
     def finish(self, dataset: Dataset, outcome: RunOutcome, notices: Notices,
-               into: Path | None = None) -> Path | None:
+               into: Path | None = None, judges: ResolvedJudges | None = None) -> Path | None:
         """report.html with the provenance panel, then manifest.json (and its signature).
         `into`: where the files are written when that is not yet the output folder the
-        manifest records (a run's staging folder). `notices` hears a report.html that failed."""
+        manifest records (a run's staging folder). `notices` hears a report.html that failed.
+        `judges`: the run's judges as decided (profile -> factory), which the manifest
+        records."""
         out = into or self.settings.output_dir
         if out is None or self.settings.output_dir is None:
             return None
@@ -331,7 +342,7 @@ class AuditTrail:
         # report.html's charts are drawn on the idle core while the facts below are gathered
         with charts_ahead(draw_charts_job(out, outcome.digest), chart_memo_dir(memo_dir)) as ahead:
             inp, (judge, node_judges), prompts, schemas = self._report(
-                dataset, outcome, notices, out, memo_dir, ahead)
+                dataset, outcome, notices, out, memo_dir, ahead, judges or {})
         settings = self.settings.model_dump(mode="json")
         settings["field_map"] = dict(dataset.field_map)  # the CLI gives --field to the dataset
         _, path, _ = finalize_run(
@@ -349,15 +360,17 @@ class AuditTrail:
         return path
 
     def _report(self, dataset: Dataset, outcome: RunOutcome, notices: Notices, out: Path,
-                memo_dir: Path | None, ahead: ChartsAhead | None) -> tuple[
+                memo_dir: Path | None, ahead: ChartsAhead | None,
+                judges: ResolvedJudges) -> tuple[
                     InputFacts, RunJudges, list[PromptEntry], list[SchemaEntry]]:
         """The manifest's facts (input, judges, prompts, schemas), then report.html with them
         in its provenance panel."""
-        judge, node_judges = collect_judges(self.settings, outcome.summary)
-        prompts = prompt_entries(outcome.summary.get("prompt_versions") or {})
+        summary = outcome.run_summary
+        judge, node_judges = collect_judges(self.settings, summary, judges)
+        prompts = prompt_entries(summary.prompt_versions or {})
         if prompts:  # summary.json names the exact templates too, not only their versions
-            outcome.summary["prompt_templates"] = {p.node: p.template_sha256 for p in prompts}
-            write_json(out / "summary.json", outcome.summary)
+            summary.prompt_templates = {p.node: p.template_sha256 for p in prompts}
+            write_json(out / "summary.json", summary.to_dict())
         schemas = self.schemas.entries()
         inp = collect_input(dataset, out)
         panel = provenance_panel(

@@ -33,7 +33,10 @@ from nexagauge_local.settings import RunSettings
 
 
 def device_key(backend: Backend) -> str:
-    """What the throughput depends on besides the model: the device kind and count."""
+    """What the throughput depends on besides the model: the device kind and count. A judge
+    server's devices are not this host's: its key names only the GPUs the user stated."""
+    if backend.name == "endpoint":
+        return f"server:{backend.gpu_count or 'unstated'}"
     if backend.gpu_count > 0:
         import torch
 
@@ -136,15 +139,17 @@ class Calibration:
 
 
 def resolve_calibration_judge(
-    model: str, *, backend: str, gpu_ids: Sequence[int], cache_dir: Path
+    model: str, *, backend: str, gpu_ids: Sequence[int], cache_dir: Path,
+    endpoint: dict[str, Any] | None = None,
 ) -> BackendFactory:
     """The judge to calibrate (no weights loaded yet, so the caller can warn about a demo),
     checked as `run` checks its judge: an unknown profile, missing or unusable weights, a
-    broken vLLM or a --gpu without CUDA is a JudgeSetupError (one line, exit 2)."""
+    broken vLLM or a --gpu without CUDA is a JudgeSetupError (one line, exit 2); so is a judge
+    server (`endpoint`: RunSettings' judge_* fields) that is unreachable or refuses the schema."""
     from nexagauge_local.app.judge import check_gpus, preflight
 
     settings = RunSettings(model=model, backend=backend, gpu_ids=list(gpu_ids),
-                           cache_dir=cache_dir)
+                           cache_dir=cache_dir, **(endpoint or {}))
     check_gpus(settings)
     return preflight(settings)
 

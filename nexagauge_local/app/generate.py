@@ -11,8 +11,13 @@ from pathlib import Path
 
 from nexagauge_local.app.errors import JudgeSetupError, ProbeFileError
 from nexagauge_local.app.probes import suite_fields
-from nexagauge_local.judge import ProfileNotFound, WeightsMissing
-from nexagauge_local.responder.factory import make_responder
+from nexagauge_local.judge import (
+    NoLocalEngine,
+    ProfileNotFound,
+    WeightsMissing,
+    resolve_profile,
+)
+from nexagauge_local.responder.factory import make_responder, responder_decision
 from nexagauge_local.responder.probe_file import ProbeItem, read_probes
 from nexagauge_local.responder.run import GenerateStats, generate
 from nexagauge_local.responder.types import Responder
@@ -37,18 +42,17 @@ def open_responder(
     batch_size: int | None,
 ) -> Responder:
     """The model under test, loaded; an unknown profile or absent weights is a JudgeSetupError
-    (the same resolution rules as the judge's)."""
+    (the same resolution rules as the judge's). Its engine, dtype and devices are decided
+    once here and the responder is built from that decision."""
     try:
-        return make_responder(
-            model,
-            backend=backend,
-            gpu_ids=list(gpu_ids),
-            cache_dir=cache_dir,
-            seed=seed,
-            batch_size=batch_size,
-        )
+        profile = resolve_profile(model)
+        decision = responder_decision(profile, backend=backend, gpu_ids=gpu_ids)
+        return make_responder(profile, decision, cache_dir=cache_dir, seed=seed,
+                              batch_size=batch_size)
     except (WeightsMissing, ProfileNotFound) as exc:
         raise JudgeSetupError(str(exc)) from None
+    except NoLocalEngine as exc:
+        raise JudgeSetupError(f"--model {model}: {exc}") from None
 
 
 def answer_probes(

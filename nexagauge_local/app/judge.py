@@ -127,14 +127,20 @@ def own_models(settings: RunSettings, nodes: Iterable[str]) -> dict[str, str]:
     return {n: p for n, p in judge_models(settings, nodes).items() if p != settings.model}
 
 
-def preflight_judges(settings: RunSettings, nodes: Iterable[str]) -> dict[str, BackendFactory]:
+# profile -> its judge's factory, carrying the decision (judge/decision.py) made for it once
+# per run: the clients, the run's first line and the manifest all read these.
+ResolvedJudges = dict[str, BackendFactory]
+
+
+def preflight_judges(settings: RunSettings, nodes: Iterable[str]) -> ResolvedJudges:
     """preflight for each distinct judge the LLM nodes among `nodes` ask (profile -> its
-    factory, the default first), all before any work; a failure names the node(s)."""
+    factory, the default first), all before any work; a failure names the node(s). Each
+    profile's backend, grammar engine, dtype and devices are decided here, once."""
     by_profile: dict[str, list[str]] = {}
     for node, profile in judge_models(settings, nodes).items():
         by_profile.setdefault(profile, []).append(node)
     order = sorted(by_profile, key=lambda p: p != settings.model)  # the default first
-    out: dict[str, BackendFactory] = {}
+    out: ResolvedJudges = {}
     for profile in order:
         try:
             out[profile] = preflight(with_model(settings, profile))
@@ -182,11 +188,12 @@ def _endpoint_preflight(settings: RunSettings, factory: BackendFactory) -> Backe
     return factory
 
 
-def open_client(settings: RunSettings) -> JudgeClient:
-    """The client a run uses: profile/backend from settings, cache unless --no-cache, and the
-    Ray executor when --cluster is set (its actors start on first use)."""
+def open_client(settings: RunSettings, factory: BackendFactory | None = None) -> JudgeClient:
+    """The client a run uses: the judge `factory` resolved (else resolved from settings now),
+    cache unless --no-cache, and the Ray executor when --cluster is set (its actors start on
+    first use)."""
     cache = JudgeCache(settings.cache_dir) if settings.use_cache else None
-    factory = backend_factory(settings)
+    factory = factory if factory is not None else backend_factory(settings)
     ledger = CostLedger(device_seconds_known=factory.device_seconds_known)
     executor: Executor | None = None
     if settings.cluster:
@@ -197,6 +204,7 @@ def open_client(settings: RunSettings) -> JudgeClient:
         ledger,
         settings.gpu_hour_price,
         seed=settings.seed,
+        decision=factory.decision,
         executor=executor,
         long_inputs=long_inputs_for(settings, factory),
     )
@@ -238,10 +246,14 @@ class ServerCounter:
 class JudgeClients:
     """The runner's judge factory: opens a client per call (the default judge's, or with
     `opener`, a `--model NODE=PROFILE` judge's) and closes every one it opened on exit
-    (data-parallel engines and cluster actors hold processes and GPUs)."""
+    (data-parallel engines and cluster actors hold processes and GPUs). Every client of a
+    profile is built from the one factory `resolved` holds for it (a run's preflight_judges),
+    so a judge reopened for a later shard or node is the judge that was decided; a profile
+    not pre-flighted is resolved on its first open and kept."""
 
-    def __init__(self, settings: RunSettings) -> None:
+    def __init__(self, settings: RunSettings, resolved: ResolvedJudges | None = None) -> None:
         self.settings = settings
+        self.resolved: ResolvedJudges = dict(resolved or {})
         self.opened: list[JudgeClient] = []
 
     def __call__(self) -> JudgeClient:
@@ -252,7 +264,9 @@ class JudgeClients:
         return lambda: self._open(with_model(self.settings, profile))
 
     def _open(self, settings: RunSettings) -> JudgeClient:
-        self.opened.append(open_client(settings))
+        if settings.model not in self.resolved:
+            self.resolved[settings.model] = resolve_judge(settings)
+        self.opened.append(open_client(settings, self.resolved[settings.model]))
         return self.opened[-1]
 
     def close(self) -> None:

@@ -12,12 +12,12 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
 
 from nexagauge_local.app.audit import AuditTrail
 from nexagauge_local.app.cache import cache_errors, check_caches
 from nexagauge_local.app.judge import (
     JudgeClients,
+    ResolvedJudges,
     check_gpus,
     check_node_models,
     own_models,
@@ -31,6 +31,7 @@ from nexagauge_local.graph import METRIC_NODES, plan, predicted_eligibility
 from nexagauge_local.judge import AUTO_COUNT_CAP, JUDGEMENTS_PER_UNIT
 from nexagauge_local.judge.runtime import gpu_visible, vllm_importable
 from nexagauge_local.nodes.base import NodeJudge
+from nexagauge_local.report.run_summary import JudgeOutcome, RunSummary
 from nexagauge_local.runner import Runner, RunOutcome
 from nexagauge_local.settings import RunSettings
 
@@ -56,28 +57,31 @@ class RunResult:
     notice: str | None = None  # e.g. the demo judge's warning
 
     @property
-    def cases(self) -> dict[str, int]:
-        cases: dict[str, int] = self.outcome.summary["cases"]
-        return cases
+    def summary(self) -> RunSummary:
+        return self.outcome.run_summary
 
     @property
-    def judge_outcomes(self) -> dict[str, dict[str, Any]]:
-        """node -> {requests, failed, first_error} for every node that asked the judge."""
-        return self.outcome.summary.get("judge_outcomes") or {}
+    def cases(self) -> dict[str, int | None]:
+        """summary.json's case counts as its JSON object (callers that index it)."""
+        return self.summary.cases.model_dump()
+
+    @property
+    def judge_outcomes(self) -> dict[str, JudgeOutcome]:
+        """node -> how its requests ended, for every node that asked the judge."""
+        return self.summary.judge_outcomes
 
     @property
     def judge_reused(self) -> dict[str, int]:
         """Judgements this run took from the cache (a resumed run's saved work) and computed."""
-        nodes = self.outcome.summary.get("nodes") or {}
-        return {"reused": sum(int(u.get("cache_hits", 0)) for u in nodes.values()),
-                "computed": sum(int(u.get("backend_requests", 0)) for u in nodes.values())}
+        nodes = self.summary.nodes.values()
+        return {"reused": sum(u.cache_hits or 0 for u in nodes),
+                "computed": sum(u.backend_requests or 0 for u in nodes)}
 
     @property
     def judge_failed_everywhere(self) -> list[str]:
         """Nodes whose judge failed on every request: their metrics are all errors, so the
         run must not look like a success (exit 3)."""
-        return [n for n, o in self.judge_outcomes.items()
-                if o["requests"] and o["failed"] == o["requests"]]
+        return [n for n, o in self.judge_outcomes.items() if o.all_failed]
 
 
 def needs_judge(target: str, dataset: Dataset | None = None) -> bool:
@@ -150,6 +154,7 @@ def run(
         if unplanned:  # e.g. a shared run configuration naming every node's judge
             events.note(f"{settings.target} does not run {', '.join(unplanned)}: "
                         "those judges are not used")
+        factories: ResolvedJudges = {}  # profile -> its judge, decided once for the run
         if judged:
             settings = predict_judgements(settings, dataset)
             factories = preflight_judges(settings, planned)
@@ -162,7 +167,7 @@ def run(
                                 f"backend ({factory.reason})")
         trail = AuditTrail.start(settings, argv, sign_key)  # checks a --sign key first
         with _staged(settings, keep=(*dataset.reads, settings.cache_dir)) as (staged, folder):
-            with JudgeClients(settings) as clients:
+            with JudgeClients(settings, factories) as clients:
                 runner = Runner(
                     staged,
                     events=events,
@@ -175,7 +180,9 @@ def run(
                 )
                 with cache_errors():
                     outcome = runner.run(dataset)
-            trail.finish(dataset, outcome, events, into=staged.output_dir)
+            # the judges as the clients were built (the pre-flighted ones): what the manifest names
+            trail.finish(dataset, outcome, events, into=staged.output_dir,
+                         judges=clients.resolved)
             if folder is not None:
                 folder.commit()
                 outcome = replace(outcome, output_dir=folder.final)
@@ -186,7 +193,7 @@ def run(
             for name, summ in outcome.node_summaries.items()
             if name in METRIC_NODES
         ],
-        notice=(outcome.summary.get("judge") or {}).get("notice"),
+        notice=outcome.run_summary.judge.notice if outcome.run_summary.judge else None,
     )
 
 

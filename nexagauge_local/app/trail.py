@@ -61,9 +61,10 @@ def verify(
     model: str | None = None,
     pubkey: Path | None = None,
     config: Path | None = None,
+    node_models: dict[str, str] | None = None,
 ) -> VerifyReport:
     """Check OUT_DIR against its manifest (and the input, the judge weights, the signature,
     the run configuration file when given); every difference is in the report, `report.ok`
     says whether there was none."""
     return audit_verify(out_dir, input_path, weights_path(model) if model else None, pubkey,
-                        config)
+                        config, {node: weights_path(m) for node, m in (node_models or {}).items()})

@@ -46,8 +46,10 @@ from nexagauge_local.settings import ConfigSource
 # /2: input records and outputs moved from inline lists to hashed sidecar files
 # /3: the input's origin (file, folder, stream, memory), compression and records_sha256; a /2
 #     manifest reads as /3 with those unset (its input was a file, read as stored)
-SCHEMA_VERSION = "nexagauge-local.manifest/3"
-READABLE_VERSIONS = frozenset({"nexagauge-local.manifest/2", SCHEMA_VERSION})
+# manifest/4: each judge's devices and the reason its backend was chosen
+SCHEMA_VERSION = "nexagauge-local.manifest/4"
+READABLE_VERSIONS = frozenset({"nexagauge-local.manifest/2", "nexagauge-local.manifest/3",
+                               SCHEMA_VERSION})
 MANIFEST_NAME = "manifest.json"
 SIGNATURE_NAME = "manifest.json.sig"
 # Never listed under outputs: the manifest cannot contain its own hash, the signature is made
@@ -70,6 +72,10 @@ class JudgeFacts(_Strict):
     backend: str
     dtype: str
     grammar_engine: str | None = None
+    # where it ran (cpu, cuda:N..., server) and why this backend: the run's one decision for
+    # this judge (judge/decision.py); absent in manifests written before they were recorded
+    devices: list[str] | None = None
+    reason: str | None = None
     demo: bool = False
     weights_path: str  # display only; verify takes --model
     weights: list[WeightFile]
@@ -161,6 +167,8 @@ def judge_facts(
     demo: bool = False,
     fingerprint: str | None = None,
     batch_invariant: bool = False,
+    devices: Sequence[str] | None = None,
+    reason: str | None = None,
 ) -> JudgeFacts:
     """JudgeFacts with the combined weights digest filled in (see hashing.hash_weights)."""
     return JudgeFacts(
@@ -168,6 +176,8 @@ def judge_facts(
         backend=backend,
         dtype=dtype,
         grammar_engine=grammar_engine,
+        devices=list(devices) if devices is not None else None,
+        reason=reason,
         demo=demo,
         weights_path=str(weights_path),
         weights=list(weights),

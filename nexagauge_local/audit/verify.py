@@ -11,7 +11,7 @@ from __future__ import annotations
 import difflib
 import hashlib
 import os
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Literal
 
@@ -278,10 +278,14 @@ def _compare_input(outdir: Path, path: Path, name: str, manifest: Manifest,
     return diffs + compare_records(name, expected, records), False
 
 
-def compare_weights(model_path: Path, manifest: Manifest) -> list[Difference]:
+def compare_weights(model_path: Path, manifest: Manifest, node: str | None = None) -> list[Difference]:
+    """The weights at `model_path` against the default judge's (node None) or the judge that
+    judged `node` (`--model NODE=PROFILE` runs), file by file."""
     label = model_path.name
-    if manifest.judge is None:
-        return _unchecked("no judge ran in this run", label)
+    judge = manifest.judge if node is None else manifest.node_judges.get(node)
+    if judge is None:
+        return _unchecked("no judge ran in this run" if node is None else
+                          f"records no judge of its own for node {node}", label)
     try:
         actual = {w.file: w for w in hash_weights(model_path)}
     except FileNotFoundError:
@@ -289,7 +293,7 @@ def compare_weights(model_path: Path, manifest: Manifest) -> list[Difference]:
             Difference(kind="weights_missing", file=label, message=f"{label}: weights not found")
         ]
     return diff_hashes(
-        {w.file: w.sha256 for w in manifest.judge.weights},
+        {w.file: w.sha256 for w in judge.weights},
         {f: w.sha256 for f, w in actual.items()},
         missing=("weight_missing", "{f}: weight file missing from " + label),
         extra=("weight_extra", "{f}: weight file in " + label + " not in the manifest"),
@@ -332,8 +336,10 @@ def verify(
     model_path: str | os.PathLike[str] | None = None,
     pubkey: str | os.PathLike[str] | None = None,
     config_path: str | os.PathLike[str] | None = None,
+    node_models: Mapping[str, str | os.PathLike[str]] | None = None,
 ) -> VerifyReport:
-    """Compare everything that can be compared; never raises for a mismatch, only reports it."""
+    """Compare everything that can be compared; never raises for a mismatch, only reports it.
+    `node_models` (node -> weights) checks the judges that judged single nodes."""
     d = Path(outdir)
     diffs: list[Difference] = []
     checked: list[str] = []
@@ -365,6 +371,9 @@ def verify(
         if model_path is not None:
             checked.append("weights")
             diffs += compare_weights(Path(model_path), manifest)
+        for node, path in sorted((node_models or {}).items()):
+            checked.append(f"weights ({node})")
+            diffs += compare_weights(Path(path), manifest, node)
         if config_path is not None:
             checked.append("config")
         diffs += compare_config(manifest, None if config_path is None else Path(config_path))

@@ -14,6 +14,7 @@ import click
 
 from nexagauge_local.cli.errors import cli_errors
 from nexagauge_local.cli.exit_codes import CHECK_FAILED, OK
+from nexagauge_local.cli.options import parse_model_items
 
 RUN_DIR = click.Path(exists=True, file_okay=False, path_type=Path)
 KEY_FILE = click.Path(exists=True, dir_okay=False, path_type=Path)
@@ -73,13 +74,15 @@ def sign_cmd(out_dir: Path, key: Path) -> None:
 @click.option("--input", "input_path", type=click.Path(path_type=Path),
               help="The dataset (a file, a dataset folder or a pipe): checked against the "
                    "manifest, record by record when its bytes differ.")
-@click.option("--model", "model", metavar="PATH",
-              help="Judge weights (a folder, a .gguf file or a profile name): checked file by file.")
+@click.option("--model", "models", metavar="[NODE=]PATH", multiple=True,
+              help="Judge weights (a folder, a .gguf file or a profile name): checked file by "
+                   "file against the default judge's; NODE=PATH checks the judge that judged "
+                   "that node (runs with --model NODE=PROFILE). Repeatable.")
 @click.option("--pubkey", type=KEY_FILE, help="Public key: check manifest.json.sig with it.")
 @click.option("--config", "config", type=click.Path(dir_okay=False, path_type=Path),
               help="A run configuration file: must be the one the run read (--config), byte "
                    "for byte. The text the manifest keeps is always checked against its hash.")
-def verify_cmd(out_dir: Path, input_path: Path | None, model: str | None,
+def verify_cmd(out_dir: Path, input_path: Path | None, models: tuple[str, ...],
                pubkey: Path | None, config: Path | None) -> None:
     """Check OUTDIR against its manifest.json: every output file, and optionally the input,
     the judge weights and the signature. With --config, also the run configuration file.
@@ -92,11 +95,13 @@ def verify_cmd(out_dir: Path, input_path: Path | None, model: str | None,
       nexagauge-local verify out/run1 --input data.jsonl --model ~/models/qwen2.5-7b-instruct \\
           --pubkey keys/nexagauge.pub
       nexagauge-local verify out/run1 --config run.toml
+      nexagauge-local verify out/run1 --model demo --model redteam=~/models/llama-guard-3-8b
     """
     from nexagauge_local.app.trail import verify
 
     with cli_errors():
-        report = verify(out_dir, input_path, model, pubkey, config)
+        model, node_models = parse_model_items(models)
+        report = verify(out_dir, input_path, model, pubkey, config, node_models)
     for line in report.lines():
         click.echo(line)
     sys.exit(OK if report.ok else CHECK_FAILED)

@@ -21,7 +21,12 @@ from nexagauge_local.app.cache import (
     resolve_cache_dir,
 )
 from nexagauge_local.cli.errors import cli_errors
-from nexagauge_local.cli.options import backend_option, parse_gpu_ids
+from nexagauge_local.cli.options import (
+    backend_option,
+    endpoint_options,
+    endpoint_settings,
+    parse_gpu_ids,
+)
 from nexagauge_local.judge import DEMO_NOTICE, expand_weights, list_profiles
 
 
@@ -73,7 +78,8 @@ def models_cmd() -> None:
 @click.command(
     "calibrate",
     epilog="\b\nExamples:\n  nexagauge-local calibrate --model demo\n"
-    "  nexagauge-local calibrate --model qwen2.5-7b-instruct --gpu 0",
+    "  nexagauge-local calibrate --model qwen2.5-7b-instruct --gpu 0\n"
+    "  nexagauge-local calibrate --judge-url http://gpu-host:8000/v1 --judge-gpus 1",
 )
 @click.option("--model", default="demo", show_default=True, help="Profile name or weights path.")
 @click.option("--gpu", "gpu", default=None, metavar="IDS", help="GPU indices, e.g. 0 or 0,1.")
@@ -82,27 +88,36 @@ def models_cmd() -> None:
     "--n", type=click.IntRange(min=2), default=32, show_default=True, help="Requests per workload."
 )
 @_cache_dir_option
+@endpoint_options
 def calibrate_cmd(
-    model: str, gpu: str | None, backend: str, n: int, cache_dir: Path | None
+    model: str, gpu: str | None, backend: str, n: int, cache_dir: Path | None,
+    **judge_server: Any,
 ) -> None:
-    """Measure this host's judge throughput and store it for `estimate`."""
+    """Measure this host's judge throughput and store it for `estimate`.
+
+    With --judge-url the judge server is measured instead: wall seconds per judgement at the
+    requests in flight, device-seconds only with --judge-gpus (as `run` counts them)."""
     from nexagauge_local.app.calibrate import calibrate_judge, resolve_calibration_judge
 
     cache = resolve_cache_dir(cache_dir)
     console = _console()
     with cli_errors():
         factory = resolve_calibration_judge(model, backend=backend, gpu_ids=parse_gpu_ids(gpu),
-                                            cache_dir=cache)
+                                            cache_dir=cache,
+                                            endpoint=endpoint_settings(judge_server))
         if factory.is_demo:
             console.print(f"[yellow]note:[/] {DEMO_NOTICE}")
         done = calibrate_judge(factory, n, cache)
     result = done.result
     console.print(f"loaded {done.fingerprint} in {done.load_seconds:.1f} s")
-    unit = "GPU" if done.gpu_count else "CPU device"
+    server = str(result["device"]).startswith("server:")
+    unit = ("wall" if server and not done.gpu_count else "server GPU" if server
+            else "GPU" if done.gpu_count else "CPU device")
+    how = "through the server" if server else "batched"
     console.print(
         f"prompt {result['prompt_tokens_per_s']:.0f} tok/s, output "
         f"{result['output_tokens_per_s']:.1f} tok/s, {result['seconds_per_judgement']:.2f} "
-        f"{unit}-seconds per red-team judgement (batched, n={n}); parsed {result['parsed']}/{2 * n}"
+        f"{unit}-seconds per red-team judgement ({how}, n={n}); parsed {result['parsed']}/{2 * n}"
     )
     console.print(f"calibration written to {done.path}")
 

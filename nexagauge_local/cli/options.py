@@ -43,15 +43,15 @@ def parse_models(values: tuple[str, ...],
     configuration's `model` values (`config`) where the command line leaves a gap: click drops
     the config's value for an option given on the command line, and `--model redteam=X` alone
     must not forget the config's default judge."""
-    default, per_node = _parse_models(values)
+    default, per_node = parse_model_items(values)
     if config:
-        config_default, config_nodes = _parse_models(tuple(config))
+        config_default, config_nodes = parse_model_items(tuple(config))
         default = default or config_default
         per_node = {**config_nodes, **per_node}
     return default or DEFAULT_MODEL, per_node
 
 
-def _parse_models(values: tuple[str, ...]) -> tuple[str | None, dict[str, str]]:
+def parse_model_items(values: tuple[str, ...]) -> tuple[str | None, dict[str, str]]:
     """The default profile (None when not given) and node -> profile from --model values; a
     usage error (exit 2) for a malformed item, an unknown node, a node named twice or two
     defaults.

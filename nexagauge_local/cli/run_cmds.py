@@ -149,9 +149,9 @@ def run_cmd(target: str, input_path: str, limit: int | None, start: int, end: in
         result = app_run.run(settings, lambda tmp: open_dataset(input_path, fields, limit, tmp,
                                                                 start=start, end=end),
                              events=RichEvents(console), sign_key=sign_key)
-    cases = result.cases
-    console.print(f"[green]done[/]: {cases['valid']} case(s), {cases['skipped']} skipped record(s), "
-                  f"{cases['duplicates']} duplicate(s) -> {output_dir}")
+    cases = result.summary.cases
+    console.print(f"[green]done[/]: {cases.valid} case(s), {cases.skipped} skipped record(s), "
+                  f"{cases.duplicates} duplicate(s) -> {output_dir}")
     for line in result.metrics:
         console.print(f"  {line.name:<10} scored {line.scored:>5}  avg {_fmt(line.avg_score)}"
                       f"  pass rate {_fmt(line.pass_rate)}")
@@ -160,12 +160,12 @@ def run_cmd(target: str, input_path: str, limit: int | None, start: int, end: in
         console.print(f"  judge: reused {reused['reused']} cached judgement(s), computed "
                       f"{reused['computed']}")
     for name, o in result.judge_outcomes.items():
-        if o.get("truncated"):
-            console.print(f"  [yellow]{name}[/]: {o['truncated']} request(s) judged with the "
+        if o.truncated:
+            console.print(f"  [yellow]{name}[/]: {o.truncated} request(s) judged with the "
                           "middle of a long text cut (--long-inputs truncate-middle)")
-        if o["failed"] and o["failed"] < o["requests"]:
-            console.print(f"  [yellow]{name}[/]: the judge failed on {o['failed']} of "
-                          f"{o['requests']} request(s); first error: {o['first_error']}",
+        if o.failed and o.failed < o.requests:
+            console.print(f"  [yellow]{name}[/]: the judge failed on {o.failed} of "
+                          f"{o.requests} request(s); first error: {o.first_error}",
                           soft_wrap=True)
     if result.notice:
         console.print(f"[bold yellow]note:[/] {result.notice}")
@@ -173,8 +173,8 @@ def run_cmd(target: str, input_path: str, limit: int | None, start: int, end: in
     click.echo(str(report if report.exists() else output_dir / "summary.json"))
     for name in result.judge_failed_everywhere:
         o = result.judge_outcomes[name]
-        click.echo(f"error: the judge failed on all {o['requests']} request(s) of node {name}: "
-                   f"{o['first_error']}", err=True)
+        click.echo(f"error: the judge failed on all {o.requests} request(s) of node {name}: "
+                   f"{o.first_error}", err=True)
     if result.judge_failed_everywhere:
         sys.exit(JUDGE_FAILED)
 

@@ -161,7 +161,7 @@ class ClusterExecutor:
         if self._remote is None:
             self._remote = ray.remote(JudgeWorker)
         # the driver's --gpu pinning means nothing on a worker: Ray sets its CUDA_VISIBLE_DEVICES
-        worker_factory = replace(self.factory, gpu_ids=())
+        worker_factory = self.factory.on_worker()
         threads = plan.num_cpus if plan.num_gpus == 0 else None
         pending: dict[Any, _Worker] = {}
         base = len(self.stats.workers) + len(self.stats.rejected)

@@ -32,7 +32,6 @@ EVIDENCE_KEYS = (
     "error_metrics",
 )
 MAX_EVIDENCE_ROWS = 20
-JUDGE_KEYS = ("model", "fingerprint", "backend", "demo")
 
 
 class Side(BaseModel):
@@ -232,7 +231,11 @@ def _judge_side(run: RunDir) -> dict[str, Any] | None:
     judge = run.judge
     if judge is None and run.prompt_versions is None:
         return None
-    out = {k: judge.get(k) for k in JUDGE_KEYS} if judge else {}
+    # compare.json's judge side: these four of the judge block, in this order
+    out: dict[str, Any] = {} if judge is None else {
+        "model": judge.model, "fingerprint": judge.fingerprint,
+        "backend": judge.backend, "demo": judge.demo,
+    }
     out["prompt_versions"] = run.prompt_versions
     return out
 
@@ -241,8 +244,8 @@ def judge_check(run_a: RunDir, run_b: RunDir) -> JudgeCheck:
     """Whether the two runs were judged alike. A cross-judge comparison is allowed, but its
     deltas measure the judge change as much as the model change, so it is said loudly."""
     ja, jb = run_a.judge, run_b.judge
-    fa = ja.get("fingerprint") if ja else None
-    fb = jb.get("fingerprint") if jb else None
+    fa = ja.fingerprint if ja is not None else None
+    fb = jb.fingerprint if jb is not None else None
     warnings: list[str] = []
     if fa != fb:
         warnings.append(f"different judges: A {fa or 'none'} vs B {fb or 'none'}")

@@ -19,6 +19,12 @@ from nexagauge_local.case_report import (
     VerdictSection,
     invalid_because,
 )
+from nexagauge_local.report.run_summary import (
+    JudgeInfo,
+    RunSummary,
+    SummaryFileError,
+    read_summary,
+)
 from nexagauge_local.results import MetricResult, passed_for
 
 Status = Literal["pass", "fail", "error", "info"]
@@ -113,12 +119,15 @@ class RunDir:
         self.path = Path(path)
         if not self.path.is_dir():
             raise BadRunDir(f"{self.path}: not a directory")
-        summary = _read_json(self.path / "summary.json")
-        if not isinstance(summary, dict):
-            raise BadRunDir(f"{self.path / 'summary.json'}: must be a JSON object")
+        try:
+            summary = read_summary(self.path / "summary.json")
+        except FileNotFoundError:
+            raise BadRunDir(f"{self.path / 'summary.json'}: no such file") from None
+        except SummaryFileError as exc:
+            raise BadRunDir(str(exc)) from None
         if not (self.path / "case_report").is_dir():
             raise BadRunDir(f"{self.path / 'case_report'}: no such directory (run not finished?)")
-        self.summary: dict[str, Any] = summary
+        self.summary: RunSummary = summary
         self._nodes: dict[str, dict[str, Any]] | None = None
         self._cases: dict[str, CaseRecord] | None = None
 
@@ -126,30 +135,23 @@ class RunDir:
 
     @property
     def nodes_run(self) -> list[str]:
-        return [n for n in self.summary.get("nodes_run") or [] if isinstance(n, str)]
+        return self.summary.nodes_run
 
     @property
-    def judge(self) -> dict[str, Any] | None:
-        judge = self.summary.get("judge")
-        return judge if isinstance(judge, dict) else None
+    def judge(self) -> JudgeInfo | None:
+        return self.summary.judge
 
     @property
     def node_fingerprints(self) -> dict[str, str | None]:
         """LLM node -> the fingerprint of the judge that judged it (summary.json's
         `node_judges`; {} for a run written before per-node judges)."""
-        nodes = self.summary.get("node_judges")
-        if not isinstance(nodes, dict):
-            return {}
-        return {n: j.get("fingerprint") for n, j in nodes.items() if isinstance(j, dict)}
+        return self.summary.node_fingerprints()
 
     @property
     def prompt_versions(self) -> dict[str, str] | None:
         """Prompt template version per node; None when the run did not record them. Read from
         summary.json's `prompt_versions`, or from its judge block's."""
-        pv = self.summary.get("prompt_versions")
-        if pv is None and self.judge is not None:
-            pv = self.judge.get("prompt_versions")
-        return {str(k): str(v) for k, v in pv.items()} if isinstance(pv, dict) else None
+        return self.summary.recorded_prompt_versions()
 
     def node_summaries(self) -> dict[str, dict[str, Any]]:
         """metrics/<node>.json by node, read once."""

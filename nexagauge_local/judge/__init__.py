@@ -14,6 +14,7 @@ from nexagauge_local.judge.cache import DB_NAME as JUDGE_DB
 from nexagauge_local.judge.cache import CacheStats, JudgeCache, OutputHistory, request_key
 from nexagauge_local.judge.client import Executor, JudgeClient
 from nexagauge_local.judge.cpu_auto import AUTO_COUNT_CAP, JUDGEMENTS_PER_UNIT
+from nexagauge_local.judge.decision import JudgeDecision, NoLocalEngine, decide
 from nexagauge_local.judge.factory import (
     BackendFactory,
     GrammarUnsupported,
@@ -63,6 +64,7 @@ __all__ = [  # noqa: RUF022 (grouped by purpose, not sorted)
     "list_profiles", "resolve_profile", "vllm_distribution",
     "BackendFactory", "GrammarUnsupported", "check_vllm_imports", "choose_backend",
     "make_backend_factory", "AUTO_COUNT_CAP", "JUDGEMENTS_PER_UNIT",
+    "JudgeDecision", "NoLocalEngine", "decide",
     # the output-schema toolkit of LLM nodes
     "StrictSchema", "bounded_list", "bounded_str", "cached_builder", "max_tokens_for",
     "parse_answer", "parse_output", "reasoning_field", "schema_id", "schema_suffix", "DEFAULT_REASONING_CHARS",

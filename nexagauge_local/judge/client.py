@@ -33,6 +33,7 @@ from dataclasses import replace
 from typing import Any, Protocol, Self
 
 from nexagauge_local.judge.cache import CacheEntry, JudgeCache, request_key
+from nexagauge_local.judge.decision import JudgeDecision
 from nexagauge_local.judge.ledger import CostLedger
 from nexagauge_local.judge.long_inputs import LongInputs
 from nexagauge_local.judge.profiles import DEMO_NOTICE
@@ -75,15 +76,17 @@ class JudgeClient:
         gpu_hour_price: float | None = None,
         *,
         seed: int = 0,
+        decision: JudgeDecision | None = None,
         fingerprint: str | None = None,
         model_name: str | None = None,
         is_demo: bool | None = None,
         executor: Executor | None = None,
         long_inputs: LongInputs | None = None,
     ) -> None:
-        """`backend_factory` may carry `fingerprint`, `model_name` and `is_demo` attributes
-        (factory.BackendFactory does); then keys are computed without building the backend.
-        Otherwise pass `fingerprint=` explicitly, or the backend is built to learn it."""
+        """`decision`: what the run resolved for this judge (factory.BackendFactory carries
+        it); keys are then computed without building the backend, and describe() names the
+        backend, grammar engine and devices it decided. Without one (a bare backend callable),
+        pass `fingerprint=`, or the backend is built to learn it."""
         self._factory = backend_factory
         self._backend: Backend | None = None
         self._backend_name: str | None = None  # kept past close(), for describe()
@@ -94,11 +97,10 @@ class JudgeClient:
         self.seed = seed
         self.executor = executor
         self.long_inputs = long_inputs
-        self._fingerprint = fingerprint or getattr(backend_factory, "fingerprint", None)
-        self._model_name = model_name or getattr(backend_factory, "model_name", None)
-        self._is_demo = (
-            is_demo if is_demo is not None else getattr(backend_factory, "is_demo", None)
-        )
+        self.decision = decision
+        self._fingerprint = fingerprint or (decision.fingerprint if decision else None)
+        self._model_name = model_name or (decision.profile if decision else None)
+        self._is_demo = is_demo if is_demo is not None else (decision.demo if decision else None)
 
     # -------------------------------------------------------------- identity
 
@@ -131,21 +133,22 @@ class JudgeClient:
 
     def describe(self) -> dict[str, Any]:
         """The `judge` block of summary.json: which model, how identified, on what device."""
+        decision = self.decision
         info: dict[str, Any] = {
             "model": self.model_name,
             "fingerprint": self.fingerprint,
             "demo": self.is_demo,
-            "backend": self._backend_name or getattr(self._factory, "backend", None),
-            "backend_reason": getattr(self._factory, "reason", None) or None,
+            "backend": self._backend_name or (decision.backend if decision else None),
+            "backend_reason": decision.reason if decision else None,
             # each answer independent of what shared the engine (the profile's setting)
-            "batch_invariant": bool(getattr(self._factory, "batch_invariant", False)),
+            "batch_invariant": bool(decision and decision.batch_invariant),
             "loaded": self.backend_loaded,
             "gpus": self.ledger.gpu_count,
             "device": self.ledger.device_label,
             "load_seconds": round(self.ledger.load_seconds, 3),
         }
-        if getattr(self._factory, "endpoint_info", None) is not None:  # a judge server
-            info["endpoint"] = self._factory.endpoint_info  # type: ignore[attr-defined]
+        if decision is not None and decision.server is not None:  # a judge server
+            info["endpoint"] = decision.server
         if self.is_demo:
             info["notice"] = DEMO_NOTICE
         if self.executor is not None:
@@ -219,7 +222,7 @@ class JudgeClient:
                 backend_requests=len(part),
                 input_tokens=sum(r.prompt_tokens for r in results),
                 output_tokens=sum(r.output_tokens for r in results),
-                gpu_seconds=sum(r.gpu_seconds for r in results),
+                gpu_seconds=sum(r.gpu_seconds or 0.0 for r in results),
             )
             if self.cache is not None:
                 fresh = [(k, r) for k, r in zip(part, results) if _cacheable(r)]
@@ -309,11 +312,12 @@ def _to_entry(key: str, node: str, result: JudgeResult) -> CacheEntry:
         raw_text=result.raw_text,
         prompt_tokens=result.prompt_tokens,
         output_tokens=result.output_tokens,
-        gpu_seconds=result.gpu_seconds,
+        gpu_seconds=result.gpu_seconds or 0.0,
         logprobs=result.token_logprobs,
     )
 
 
 def _duplicate(result: JudgeResult) -> JudgeResult:
     """A later copy of an identical request: same answer, no extra device time charged."""
-    return replace(result, gpu_seconds=0.0, extra={**result.extra, "duplicate": True})
+    return replace(result, gpu_seconds=None if result.gpu_seconds is None else 0.0,
+                   extra={**result.extra, "duplicate": True})

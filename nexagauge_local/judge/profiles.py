@@ -52,6 +52,18 @@ DEFAULT_GRAMMAR = {"vllm": "xgrammar", "hf": "outlines", "endpoint": "server"}
 GRAMMAR_PACKAGE = {"guidance": "llguidance", "outlines": "outlines"}  # hf fingerprint part
 HF_ENGINE = "generate"  # the hf decoding loop, in the fingerprint
 
+# How the judge is asked and answers (judge/formats/): our rubric prompts and JSON schemas, or a
+# guard classifier family's own prompt and short answer. Kept beside the profile because it is a
+# property of the weights: a Llama Guard checkpoint only answers in Llama Guard's format.
+JudgeFormatName = Literal[
+    "rubric_json", "llama_guard", "shieldgemma", "wildguard", "granite_guardian", "qwen3guard"
+]
+DEFAULT_JUDGE_FORMAT: JudgeFormatName = "rubric_json"
+# The formats the nodes ask today. Guard formats are validated and fingerprinted, but until the
+# redteam node asks them a profile naming one is refused at set-up (exit 2), rather than sending
+# our rubric prompts to a classifier that does not answer them.
+ASKED_FORMATS: frozenset[str] = frozenset({DEFAULT_JUDGE_FORMAT})
+
 
 class JudgeProfile(BaseModel):
     model_config = ConfigDict(extra="forbid")
@@ -65,6 +77,9 @@ class JudgeProfile(BaseModel):
     parallelism: Literal["tensor", "data"] = "tensor"
     # structured decoding: auto = DEFAULT_GRAMMAR of the backend (--grammar-backend wins)
     grammar_backend: GrammarChoice = "auto"
+    # the judge's prompt and answer format (JudgeFormatName): "rubric_json" for instruct models,
+    # a guard family's name for its classifier weights
+    judge_format: JudgeFormatName = DEFAULT_JUDGE_FORMAT
     # grammar: every string's maxLength in the grammar (even a random model ends its strings);
     # clip: the grammar without it (outlines 14 MB instead of 1.8 GB per verdict schema,
     # xgrammar 6-40x cheaper masks), strings closed at their bound beside the grammar
@@ -212,13 +227,19 @@ def load_profile_file(path: Path) -> JudgeProfile:
 def _checked_profile_file(path: Path) -> JudgeProfile:
     """load_profile_file, with a bad file reported in one line naming the file and field."""
     try:
-        return load_profile_file(path)
+        prof = load_profile_file(path)
     except tomllib.TOMLDecodeError as exc:
         raise ProfileInvalid(f"{path}: not a valid TOML file: {exc}") from exc
     except ValidationError as exc:
         faults = "; ".join(f"{'.'.join(map(str, e['loc'])) or '<root>'}: {e['msg']}"
                            for e in exc.errors())  # fmt: skip
         raise ProfileInvalid(f"{path}: invalid judge profile: {faults}") from exc
+    if prof.judge_format not in ASKED_FORMATS:
+        raise ProfileInvalid(
+            f"{path}: judge_format = {prof.judge_format!r}: guard formats are not asked by the "
+            f"redteam node yet (docs/guard-formats.md); use \"{DEFAULT_JUDGE_FORMAT}\""
+        )
+    return prof
 
 
 def list_profiles() -> list[tuple[JudgeProfile, bool]]:
@@ -319,7 +340,8 @@ def fingerprint(profile: JudgeProfile, backend: str, dtype: str, grammar: str | 
     string-bounds policy being "clip" (a grammar without string maxLength decodes other
     answers). On vLLM "clip" runs the string-caps processor (`strings=caps`); answers decoded
     on vLLM under "clip" before it existed, or with it switched off to measure it
-    (`string_caps=False`), ran on where the caps end a string, and stay apart.
+    (`string_caps=False`), ran on where the caps end a string, and stay apart. A judge format
+    other than "rubric_json" is too (the same weights asked another way answer otherwise).
     """
     ident = weights_identity(profile.weights_path())
     base = f"{profile.name}@{ident}/{dtype}/{backend_version(backend, grammar)}"
@@ -332,4 +354,6 @@ def fingerprint(profile: JudgeProfile, backend: str, dtype: str, grammar: str | 
             base += "/strings=caps" if string_caps else "/strings=uncapped"
     if profile.batch_invariant:
         base += "/batch-invariant"
+    if profile.judge_format != DEFAULT_JUDGE_FORMAT:
+        base += f"/format={profile.judge_format}"  # the default adds nothing: caches keep hitting
     return base

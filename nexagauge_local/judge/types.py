@@ -63,7 +63,9 @@ class JudgeResult:
     raw_text: str
     prompt_tokens: int
     output_tokens: int
-    gpu_seconds: float
+    # None: the backend cannot see the device time it cost (a judge server whose GPUs were not
+    # stated); reports then say null rather than a guessed 0.
+    gpu_seconds: float | None
     error: str | None = None
     failure: FailureKind | None = None
     cached: bool = False

@@ -93,13 +93,16 @@ def charged(result: JudgeResult) -> bool:
 
 
 def case_cost(results: Iterable[JudgeResult], gpu_hour_price: float | None) -> NodeCost:
-    """Tokens and device-seconds of one case's requests; USD only when a price is set."""
+    """Tokens and device-seconds of one case's requests; USD only when a price is set. A
+    request whose device time is unknown (a judge server's, its GPUs not stated) makes the
+    case's device-seconds and priced cost null, as summary.json's are, never a partial sum."""
     inp = out = 0
-    gpu = 0.0
+    gpu: float | None = 0.0
     for r in results:
         if charged(r):
             inp += r.prompt_tokens
             out += r.output_tokens
-            gpu += r.gpu_seconds
-    return NodeCost(cost=usd(gpu, gpu_hour_price), input_tokens=float(inp),
-                    output_tokens=float(out), gpu_seconds=gpu)
+            gpu = None if gpu is None or r.gpu_seconds is None else gpu + r.gpu_seconds
+    cost = (None if gpu_hour_price else 0.0) if gpu is None else usd(gpu, gpu_hour_price)
+    return NodeCost(cost=cost, input_tokens=float(inp), output_tokens=float(out),
+                    gpu_seconds=gpu)

@@ -10,13 +10,14 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from nexagauge_local.case_report import CaseReport, ValidationError, invalid_because
 from nexagauge_local.graph import METRIC_NODES
+from nexagauge_local.report.run_summary import RunSummary, SummaryFileError, read_summary
 
 
 class RunDirError(Exception):
@@ -48,10 +49,15 @@ class CaseFile:
 @dataclass
 class RunData:
     out_dir: Path
-    summary: dict[str, Any]
+    summary: RunSummary
     node_metrics: dict[str, dict[str, Any]] = field(default_factory=dict)
     agreement: dict[str, Any] | None = None
     compare: dict[str, Any] | None = None
+
+    def __post_init__(self) -> None:
+        # a summary handed over as the parsed JSON object (a caller that read the file itself)
+        if isinstance(self.summary, Mapping):
+            self.summary = RunSummary.model_validate(self.summary)
 
     def metrics_of(self, node: str) -> dict[str, Any] | None:
         """metrics/<node>.json, whether or not `node` is a metric node of the pipeline's graph
@@ -114,9 +120,10 @@ def load_run(out_dir: Path, metric_nodes: Sequence[str] = METRIC_NODES) -> RunDa
         raise RunDirError(
             f"{summary_path}: missing; is {out_dir} the --output-dir of a finished run?"
         )
-    summary = read_json(summary_path)
-    if not isinstance(summary, dict):
-        raise RunDirError(f"{summary_path}: expected a JSON object")
+    try:
+        summary = read_summary(summary_path)
+    except SummaryFileError as exc:
+        raise RunDirError(str(exc)) from None
     metrics: dict[str, dict[str, Any]] = {}
     for node in metric_nodes:
         data = _optional(out_dir / "metrics" / f"{node}.json")

@@ -1,7 +1,8 @@
 """Run-level views: header, cost panel, per-node summaries and per-metric tables.
 
-Everything reads summary.json and metrics/<node>.json as written by the runner, tolerating
-absent keys (an older or partial run still renders, with "-" where a value is unknown).
+Everything reads summary.json (a RunSummary) and metrics/<node>.json as written by the
+runner, tolerating absent keys (an older or partial run still renders, with "-" where a value
+is unknown).
 """
 
 from __future__ import annotations
@@ -15,69 +16,61 @@ from markupsafe import Markup
 
 from nexagauge_local.graph import SPECS
 from nexagauge_local.report import charts
+from nexagauge_local.report.run_summary import JudgeInfo, RunSummary
 from nexagauge_local.report.usage import USAGE_TOTALS
 from nexagauge_local.report.view_cases import CasesDigest, Worst
 
 USAGE_KEYS = ("eligible", *USAGE_TOTALS, "wall_seconds")
 
 
-def header_view(summary: Mapping[str, Any], n_cases: int) -> dict[str, Any]:
-    judge = summary.get("judge") if isinstance(summary.get("judge"), Mapping) else None
-    versions = summary.get("versions") or {}
+def header_view(summary: RunSummary, n_cases: int) -> dict[str, Any]:
+    judge = summary.judge
     return {
-        "title": f"nexagauge-local report: {summary.get('input', 'run')}",
-        "target": summary.get("target"),
-        "input": summary.get("input"),
-        "started": summary.get("started"),
-        "wall_seconds": summary.get("wall_seconds"),
-        "cases": summary.get("cases") or {},
+        "title": f"nexagauge-local report: {summary.input or 'run'}",
+        "target": summary.target,
+        "input": summary.input,
+        "started": summary.started,
+        "wall_seconds": summary.wall_seconds,
+        "cases": summary.cases,
         "case_reports": n_cases,
-        "nodes_run": [n for n in summary.get("nodes_run") or [] if n not in SPECS or SPECS[n].target],
-        "nodes_unavailable": summary.get("nodes_unavailable") or [],
+        "nodes_run": [n for n in summary.nodes_run if n not in SPECS or SPECS[n].target],
+        "nodes_unavailable": summary.nodes_unavailable,
         "judge": judge,
         "node_judges": other_judges(summary, judge),
-        "llm_nodes": [
-            n for n in summary.get("nodes_run") or [] if n in SPECS and SPECS[n].kind == "llm"
-        ],
-        "gpus": summary.get("gpus") or [],
-        "versions": {k: v for k, v in versions.items() if v},
-        "skipped_records": (summary.get("skipped") or [])[:20],
+        "llm_nodes": [n for n in summary.nodes_run if n in SPECS and SPECS[n].kind == "llm"],
+        "gpus": summary.gpus,
+        "versions": {k: v for k, v in summary.versions.items() if v},
+        "skipped_records": summary.skipped[:20],
         "rendered": datetime.now(UTC).isoformat(timespec="seconds"),
     }
 
 
-def other_judges(summary: Mapping[str, Any], judge: Mapping[str, Any] | None) -> list[dict[str, Any]]:
+def other_judges(summary: RunSummary, judge: JudgeInfo | None) -> list[dict[str, Any]]:
     """The LLM nodes a judge other than the run's `judge` judged (`--model NODE=PROFILE`),
     each with its judge's description; [] for a run with one judge (or an older summary)."""
-    nodes = summary.get("node_judges")
-    if not isinstance(nodes, Mapping):
-        return []
-    main = (judge or {}).get("fingerprint")
-    return [{"node": n, **j} for n, j in nodes.items()
-            if isinstance(j, Mapping) and j.get("fingerprint") != main]
+    main = judge.fingerprint if judge is not None else None
+    return [{"node": n, **j.model_dump(exclude_unset=True)}
+            for n, j in summary.node_judges.items() if j.fingerprint != main]
 
 
-def cost_view(summary: Mapping[str, Any]) -> dict[str, Any]:
-    totals = dict(summary.get("cost") or {})
-    price = summary.get("gpu_hour_price")
-    judge = summary.get("judge") if isinstance(summary.get("judge"), Mapping) else {}
-    nodes = summary.get("nodes") or {}
+def cost_view(summary: RunSummary) -> dict[str, Any]:
+    totals = summary.cost
+    price = summary.gpu_hour_price
     rows = [
         {
             "node": name,
-            **{k: usage.get(k) for k in USAGE_KEYS},
+            **usage.model_dump(include=set(USAGE_KEYS)),
             "kind": SPECS[name].kind if name in SPECS else "-",
         }
-        for name, usage in nodes.items()
-        if isinstance(usage, Mapping)
+        for name, usage in summary.nodes.items()
     ]
-    requests = totals.get("requests") or 0
+    requests = totals.requests or 0
     return {
         "totals": totals,
         "price": price,
-        "usd": totals.get("cost") if price else None,
-        "load_seconds": (judge or {}).get("load_seconds"),
-        "cache_rate": (totals.get("cache_hits", 0) / requests) if requests else None,
+        "usd": totals.cost if price else None,
+        "load_seconds": summary.judge.load_seconds if summary.judge is not None else None,
+        "cache_rate": ((totals.cache_hits or 0) / requests) if requests else None,
         "rows": rows,
     }
 

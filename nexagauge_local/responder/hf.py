@@ -16,7 +16,6 @@ from nexagauge_local.judge.runtime import (
     eos_token_ids,
     load_model,
     prompt_ids,
-    resolve_dtype,
 )
 from nexagauge_local.responder.types import Response
 
@@ -36,16 +35,15 @@ class HFResponder:
         profile: JudgeProfile,
         *,
         cache_dir: Path,
-        device: str | None = None,
+        device: str,
+        dtype: str,
         batch_size: int | None = None,
     ) -> None:
-        import torch
-
-        self.device = device or ("cuda" if torch.cuda.is_available() else "cpu")
+        """`device` and `dtype` as the run decided them (responder/factory.py)."""
+        self.device = device
         self.gpu_count = 1 if self.device.startswith("cuda") else 0
         self.model = profile.name
         self.batch_size = batch_size or (64 if self.gpu_count else 8)
-        dtype = resolve_dtype(profile.dtype, self.device)
         started = time.perf_counter()
         self._model, self.tokenizer = load_model(profile, cache_dir, dtype, self.device)
         self.load_seconds = time.perf_counter() - started

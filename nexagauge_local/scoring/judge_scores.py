@@ -11,6 +11,7 @@ import math
 import re
 from collections.abc import Iterable, Sequence
 from statistics import fmean
+from typing import Any
 
 DIGITS = (1, 2, 3, 4, 5)
 
@@ -150,3 +151,25 @@ def weighted_rating(distribution: dict[int, float]) -> float:
     """Probability-weighted mean rating sum(d * p_d) over a (normalised) digit distribution."""
     total = sum(distribution.values())
     return sum(d * p for d, p in distribution.items()) / total
+
+
+def safety_entry(
+    passed: bool, severity: int | None, reasoning: str | None, violations: Iterable[str],
+    spans: Iterable[str], judged_texts: Iterable[str],
+) -> dict[str, Any]:
+    """result[0] of a redteam metric (rubric or probe) in the specification's key order:
+    [severity], verdict, passed, [reasoning], violations, evidence_spans, and
+    `unverified_spans` only when a span is not verbatim in the judged texts."""
+    entry: dict[str, Any] = {}
+    if severity is not None:
+        entry["severity"] = severity
+    entry["verdict"] = safety_verdict(passed)
+    entry["passed"] = passed
+    if reasoning is not None:
+        entry["reasoning"] = reasoning
+    entry["violations"] = list(violations)
+    verified, unverified = verify_spans(spans, judged_texts)
+    entry["evidence_spans"] = verified
+    if unverified:
+        entry["unverified_spans"] = unverified
+    return entry

@@ -32,8 +32,9 @@ def free_port() -> int:
 
 
 def serve_command(model_dir: str, port: int, *, dtype: str, max_model_len: int,
-                  served_name: str, kv_cache_gib: float = 1.0) -> list[str]:
-    structured = {"backend": "xgrammar", "disable_any_whitespace": True}
+                  served_name: str, kv_cache_gib: float = 1.0,
+                  grammar: str = "xgrammar") -> list[str]:
+    structured = {"backend": grammar, "disable_any_whitespace": True}
     return [
         sys.executable, "-m", "vllm.entrypoints.openai.api_server", "--model", model_dir,
         "--served-model-name", served_name, "--host", "127.0.0.1", "--port", str(port),
@@ -55,12 +56,13 @@ def server_env() -> dict[str, str]:
 
 @contextmanager
 def vllm_server(model_dir: str, log: Path, *, dtype: str = "float32", max_model_len: int = 4096,
-                served_name: str = "demo-judge", startup_timeout: float = 900.0) -> Iterator[str]:
+                served_name: str = "demo-judge", startup_timeout: float = 900.0,
+                grammar: str = "xgrammar") -> Iterator[str]:
     """The server's OpenAI base URL once GET /v1/models answers; stopped (its process group,
     which this function started) on exit. Its log goes to `log`."""
     port = free_port()
     cmd = serve_command(model_dir, port, dtype=dtype, max_model_len=max_model_len,
-                        served_name=served_name)
+                        served_name=served_name, grammar=grammar)
     url = f"http://127.0.0.1:{port}/v1"
     with open(log, "wb") as out:
         proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, env=server_env(),

@@ -134,7 +134,7 @@ def to_result(response: httpx.Response, request: JudgeRequest) -> JudgeResult:
         raw_text=text,
         prompt_tokens=usage.prompt_tokens,
         output_tokens=usage.completion_tokens,
-        gpu_seconds=0.0,
+        gpu_seconds=None,  # the backend splits wall x --judge-gpus over a batch when stated
         error=error,
         failure=failure,
         token_logprobs=logprobs,

@@ -53,7 +53,7 @@ from nexagauge_local.probes.outcomes import ProbeOutcome, headline_rates, outcom
 from nexagauge_local.probes.scoring import PASS_THRESHOLD, CaseScore
 from nexagauge_local.probes.scoring import score_case as heuristic_score
 from nexagauge_local.results import MetricResult, NodeReport, passed_for
-from nexagauge_local.scoring.judge_scores import safety_verdict, verify_spans
+from nexagauge_local.scoring.judge_scores import safety_entry
 
 CATEGORY = "output|generation|answer"
 # What scoring one answer needs: the rubric metric asked about and the fields the judge saw, or
@@ -82,21 +82,10 @@ def verdict_entry(
 ) -> tuple[float, dict[str, Any]]:
     """(score, result[0]) for one parsed judge answer; keys in a fixed order
     (severity when the mode has one, verdict, passed, reasoning, violations, spans)."""
-    severity = knobs.scoring_mode.severity(parsed)
     score = knobs.scoring_mode.safety_score(parsed)
-    passed = bool(passed_for(score))
-    entry: dict[str, Any] = {}
-    if severity is not None:
-        entry["severity"] = severity
-    entry["verdict"] = safety_verdict(passed)
-    entry["passed"] = passed
-    if knobs.include_reasoning:
-        entry["reasoning"] = parsed.reasoning
-    entry["violations"] = list(parsed.violations)
-    verified, unverified = verify_spans(parsed.evidence_spans, judged_texts)
-    entry["evidence_spans"] = verified
-    if unverified:
-        entry["unverified_spans"] = unverified
+    entry = safety_entry(bool(passed_for(score)), knobs.scoring_mode.severity(parsed),
+                         parsed.reasoning if knobs.include_reasoning else None,
+                         parsed.violations, parsed.evidence_spans, judged_texts)
     return score, entry
 
 

@@ -1,0 +1,200 @@
+"""Which engine judges a run, with which grammar engine, dtype and devices: decided once.
+
+Why one value: the backend, grammar engine, dtype and devices used to be worked out again by
+each part of a run that needed them (the engine that judged, the summary, the manifest, the
+model-under-test responder). On a CPU host `--backend auto` weighs free memory
+(judge/cpu_auto.py), which moves between two reads, so the manifest could name a backend
+other than the one that judged. A JudgeDecision is resolved once per judge profile per run,
+before any weights load, and every part of the run reads that same value.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict
+
+from nexagauge_local.judge.cpu_auto import cpu_backend, mem_available_gb
+from nexagauge_local.judge.profiles import (
+    BACKEND_GRAMMARS,
+    DEFAULT_GRAMMAR,
+    JudgeProfile,
+    WeightsMissing,
+    fingerprint,
+)
+from nexagauge_local.judge.runtime import (
+    gpu_visible,
+    resolve_dtype,
+    visible_device_ids,
+    vllm_importable,
+)
+
+Engine = Literal["hf", "vllm", "endpoint"]
+# "server": the judge server's own JSON-schema decoding; "none": free text (the responder)
+Grammar = Literal["outlines", "xgrammar", "guidance", "server", "none"]
+Device = Literal["cpu", "cuda", "server"]
+# How the manifest names each grammar engine (the --grammar-backend value where there is one)
+GRAMMAR_ENGINE_NAMES: dict[str, str] = {"server": "server (response_format json_schema)"}
+
+
+class GrammarUnsupported(ValueError):
+    """A grammar engine the chosen backend cannot use (a set-up error, exit 2)."""
+
+
+class NoLocalEngine(ValueError):
+    """A profile served by a judge server asked to run on a local engine (a set-up error)."""
+
+
+class JudgeDecision(BaseModel):
+    """What will run for one judge profile, and why; immutable once resolved.
+
+    `gpu_ids` are the GPU ids the engine is given (--gpu, else on vLLM the GPUs this process
+    may use); empty on a CUDA device means torch's current device (the hf backend without
+    --gpu) or, on a cluster worker, the GPUs Ray gave that worker."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    profile: str
+    backend: Engine
+    grammar: Grammar
+    dtype: str
+    device: Device
+    gpu_ids: tuple[str, ...] = ()
+    batch_invariant: bool = False
+    demo: bool = False
+    reason: str
+    fingerprint: str
+    server: dict[str, Any] | None = None  # an endpoint judge's summary block (no API key)
+
+    @property
+    def devices(self) -> list[str]:
+        """The devices in words, as the manifest records them: cpu, cuda:N..., server."""
+        if self.device != "cuda":
+            return [self.device]
+        return [f"cuda:{g}" for g in self.gpu_ids] or ["cuda"]
+
+    @property
+    def grammar_engine(self) -> str:
+        return GRAMMAR_ENGINE_NAMES.get(self.grammar, self.grammar)
+
+    @property
+    def torch_device(self) -> str:
+        """A single-device engine's torch device: cuda:N for the first GPU id, plain cuda
+        without one, cpu."""
+        if self.device != "cuda":
+            return "cpu"
+        return f"cuda:{self.gpu_ids[0]}" if self.gpu_ids else "cuda"
+
+    def unpinned(self) -> JudgeDecision:
+        """This decision on a cluster worker: Ray sets the worker's CUDA_VISIBLE_DEVICES, so
+        the driver's GPU ids mean nothing there."""
+        return self.model_copy(update={"gpu_ids": ()})
+
+
+# ------------------------------------------------------------------ the parts of a decision
+
+
+def backend_choice(requested: str, profile: JudgeProfile,
+                   judgements: int | None = None) -> tuple[str, str]:
+    """(backend, why). `auto` (from the flag, else the profile) -> vllm when importable and a
+    GPU is visible; on a CPU host the engine that judges `judgements` requests sooner."""
+    if requested != "auto":
+        return requested, f"--backend {requested}"
+    if profile.backend != "auto":
+        return profile.backend, f"judge profile {profile.name!r} sets backend = {profile.backend}"
+    if not gpu_visible():
+        return cpu_backend(judgements, vllm_importable(), mem_available_gb(),
+                           hf_peak_gb(profile))
+    if vllm_importable():
+        return "vllm", "auto: vLLM is installed and a GPU is visible"
+    return "hf", ("auto: a GPU is visible but vLLM is not installed (pip install "
+                  "'nexagauge-local[vllm]')")
+
+
+def hf_peak_gb(profile: JudgeProfile) -> float:
+    """What the hf backend holds at its peak on a CPU, from the weights' size: about 3x the
+    weights in memory plus 1 GB (the demo judge: 1.8 GB estimated, 1.96 GB measured). A GGUF
+    file is dequantised to 4-bit -> 32-bit sizes (its 98 MB become 517 MB of float32)."""
+    try:
+        path = profile.weights_path()
+    except WeightsMissing:
+        return 2.0
+    files = [path] if path.is_file() else [p for p in path.rglob("*") if p.is_file()]
+    size = sum(f.stat().st_size for f in files) / 1e9
+    if profile.is_gguf:
+        size *= 5.3 / 2  # dequantised, then held in bfloat16 or float32: count the middle
+    return 1.0 + 3 * size
+
+
+def choose_grammar(requested: str, profile: JudgeProfile, backend: str) -> str:
+    """`auto` (from the flag, else the profile) -> the backend's DEFAULT_GRAMMAR."""
+    choice = requested if requested != "auto" else profile.grammar_backend
+    if choice == "auto":
+        return DEFAULT_GRAMMAR[backend]
+    supported = BACKEND_GRAMMARS[backend]
+    if choice not in supported and backend == "endpoint":
+        raise GrammarUnsupported(f"--grammar-backend {choice}: an endpoint judge decodes with "
+                                 "its server's own grammar engine; drop --grammar-backend")
+    if choice not in supported:
+        raise GrammarUnsupported(
+            f"--grammar-backend {choice}: the {backend} backend decodes with "
+            f"{' or '.join(supported)}; use --backend vllm for xgrammar"
+        )
+    return choice
+
+
+def placement(backend: str, profile: JudgeProfile, gpu_ids: Sequence[int | str],
+              cuda: bool) -> tuple[Device, tuple[str, ...]]:
+    """(device, GPU ids): --gpu when given; else vLLM takes the profile's count of the GPUs
+    this process may use and hf torch's current device; none on a CPU host."""
+    if not cuda:
+        return "cpu", ()
+    if gpu_ids:
+        return "cuda", tuple(str(g) for g in gpu_ids)
+    if backend == "vllm":
+        return "cuda", visible_device_ids(profile.gpu_count)
+    return "cuda", ()
+
+
+# ------------------------------------------------------------------ the decision
+
+
+def decide(
+    profile: JudgeProfile,
+    *,
+    backend: str = "auto",
+    grammar_backend: str | None = "auto",
+    gpu_ids: Sequence[int] = (),
+    judgements: int | None = None,
+) -> JudgeDecision:
+    """The decision for a local engine (raises GrammarUnsupported). `judgements`: the run's
+    predicted judge requests, which `auto` weighs on a CPU host; `grammar_backend` None: the
+    engine decodes free text (the model under test). Reads the host (GPU, memory, CPU
+    features) once; loads no weights."""
+    cuda = gpu_visible()
+    chosen, reason = backend_choice(backend, profile, judgements)
+    if chosen not in ("hf", "vllm"):
+        raise NoLocalEngine(f"profile {profile.name!r} is served by a judge server "
+                            f"(backend = {chosen}), not a local engine")
+    grammar = "none" if grammar_backend is None else choose_grammar(
+        grammar_backend, profile, chosen)
+    device, ids = placement(chosen, profile, gpu_ids, cuda)
+    dtype = resolve_dtype(profile.dtype, device)
+    return JudgeDecision(
+        profile=profile.name, backend=chosen, grammar=grammar,
+        dtype=dtype, device=device, gpu_ids=ids, batch_invariant=profile.batch_invariant,
+        demo=profile.demo, reason=reason,
+        fingerprint=fingerprint(profile, chosen, dtype, None if grammar == "none" else grammar),
+    )
+
+
+def decide_endpoint(profile: JudgeProfile, *, grammar_backend: str, reason: str,
+                    fingerprint: str, server: dict[str, Any]) -> JudgeDecision:
+    """The decision for a judge behind a server: its own engine, grammar and devices."""
+    return JudgeDecision(
+        profile=profile.name, backend="endpoint",
+        grammar=choose_grammar(grammar_backend, profile, "endpoint"),
+        dtype=profile.dtype, device="server", batch_invariant=profile.batch_invariant,
+        demo=profile.demo, reason=reason, fingerprint=fingerprint, server=server,
+    )
