@@ -242,3 +242,40 @@ def test_demo_gguf_dequantised_once_quietly_then_fast(tmp_path: Path) -> None:
     )
     assert res.error is None, res.raw_text
     assert res.parsed.verdict in {"SAFE", "UNSAFE"}  # type: ignore[union-attr]
+
+
+def test_shared_prefix_counts_common_ids_short_of_each_rows_last() -> None:
+    from nexagauge_local.judge.hf.backend import shared_prefix
+
+    assert shared_prefix([[1, 2, 3, 4], [1, 2, 3, 5], [1, 2, 9]]) == 2
+    assert shared_prefix([[1, 2, 3], [1, 2, 3, 4]]) == 2  # one id of the shorter row stays
+    assert shared_prefix([[7, 1], [8, 1]]) == 0
+
+
+def test_rows_sharing_a_prefix_answer_as_each_does_alone(tiny_backend, monkeypatch) -> None:
+    """A micro-batch reuses one KV cache of its rows' common first ids (the system prompt and
+    rubric); each answer and its logprobs must be what the request gets alone."""
+    from nexagauge_local.judge.hf import backend as hf
+
+    schema = SCHEMAS["redteam-binary-reasoning"]
+    reqs = _requests(schema, 6, want_logprobs=True)
+    prefixes: list[int] = []
+    real = hf.HFBackend._prefix_cache
+
+    def spy(self, head, rows):  # type: ignore[no-untyped-def]
+        prefixes.append(len(head))
+        return real(self, head, rows)
+
+    monkeypatch.setattr(hf.HFBackend, "_prefix_cache", spy)
+    batched = tiny_backend.generate(reqs)
+    assert prefixes and min(prefixes) >= hf.MIN_SHARED_PREFIX
+    assert max(r.extra["batch_size"] for r in batched) > 1
+    monkeypatch.setattr(tiny_backend, "max_batch", 1)
+    alone = [tiny_backend.generate([r])[0] for r in reqs]
+    for b, a in zip(batched, alone):
+        assert b.raw_text == a.raw_text
+        assert b.prompt_tokens == a.prompt_tokens
+        for step_b, step_a in zip(b.token_logprobs or [], a.token_logprobs or []):
+            assert step_b.keys() == step_a.keys()
+            for tok, lp in step_b.items():
+                assert lp == pytest.approx(step_a[tok], abs=1e-3)

@@ -35,6 +35,8 @@ from nexagauge_local.judge.string_caps import StringCaps, token_texts
 from nexagauge_local.judge.types import JudgeRequest, JudgeResult, Messages, OnBatch
 
 TOP_LOGPROBS = 5
+# Below this many shared ids a prefix cache costs more than the rows' own prefill would.
+MIN_SHARED_PREFIX = 16
 LOGPROB_SOURCE = "hf_constrained_top5"
 
 
@@ -186,8 +188,14 @@ class HFBackend:
         pad = self.tokenizer.pad_token_id
         pad = pad if pad is not None else min(self._eos_ids)
         width, dev = max(len(p) for p in ids), self.model.device
-        input_ids = torch.tensor([[pad] * (width - len(p)) + p for p in ids], device=dev)
-        mask = torch.tensor([[0] * (width - len(p)) + [1] * len(p) for p in ids], device=dev)
+        shared = shared_prefix(ids) if len(ids) > 1 else 0
+        if shared < MIN_SHARED_PREFIX:
+            shared = 0
+        head = ids[0][:shared]  # every row's first `shared` ids; the rest is left-padded
+        input_ids = torch.tensor([head + [pad] * (width - len(p)) + p[shared:] for p in ids],
+                                 device=dev)  # fmt: skip
+        mask = torch.tensor([[1] * shared + [0] * (width - len(p)) + [1] * (len(p) - shared)
+                             for p in ids], device=dev)  # fmt: skip
         want_lp = any(r.want_logprobs for r in reqs)
         config = GenerationConfig(  # type: ignore[no-untyped-call]
             max_new_tokens=reqs[0].max_tokens, do_sample=False, num_beams=1, pad_token_id=pad,
@@ -195,8 +203,12 @@ class HFBackend:
         procs = LogitsProcessorList(self.processors(reqs[0].schema, len(ids)))
         started = time.perf_counter()
         with torch.inference_mode():
+            extra: dict[str, Any] = {}
+            if shared:
+                extra["past_key_values"] = self._prefix_cache(head, len(ids))
             out = self.model.generate(input_ids=input_ids, attention_mask=mask,
-                                      generation_config=config, logits_processor=procs)  # fmt: skip
+                                      generation_config=config, logits_processor=procs,
+                                      **extra)  # fmt: skip
         seconds = time.perf_counter() - started
         rows = [self._until_eos(row) for row in out.sequences[:, width:].tolist()]
         steps = [torch.log_softmax(s.float(), dim=-1).topk(TOP_LOGPROBS, dim=-1)
@@ -206,6 +218,19 @@ class HFBackend:
                              len(ids), [(s.values[j].tolist(), s.indices[j].tolist())
                                         for s in steps[: len(row)]])
                 for j, (req, p, (row, stopped)) in enumerate(zip(reqs, ids, rows))]  # fmt: skip
+
+    def _prefix_cache(self, head: list[int], rows: int) -> Any:
+        """The KV cache of the rows' shared first ids, computed once and repeated per row:
+        `generate` then runs only what follows it (transformers' documented prompt reuse). A
+        node's prompts share the system prompt and rubric, often most of each prompt."""
+        import torch
+        from transformers import DynamicCache
+
+        cache = DynamicCache(config=self.model.config)
+        ids = torch.tensor([head], device=self.model.device)
+        self.model(input_ids=ids, past_key_values=cache, use_cache=True)
+        cache.batch_repeat_interleave(rows)
+        return cache
 
     def _until_eos(self, generated: list[int]) -> tuple[list[int], bool]:
         """A row's ids up to and including its first EOS (padding follows), and whether it
@@ -238,6 +263,17 @@ class HFBackend:
                 text = self.tokenizer.decode([tid])
                 alts[text] = max(lp, alts.get(text, float("-inf")))
         return alts
+
+
+def shared_prefix(ids: Sequence[list[int]]) -> int:
+    """How many first ids every row has in common, short of each row's last id (`generate`
+    needs at least one id of each row after the cached part)."""
+    limit = min(len(p) for p in ids) - 1
+    first = ids[0]
+    n = 0
+    while n < limit and all(p[n] == first[n] for p in ids):
+        n += 1
+    return n
 
 
 def default_token_budget(on_gpu: bool, dtype: str) -> int:
