@@ -3,8 +3,11 @@ processor (hf/grammar.py), on CPU or CUDA: the fallback where vLLM (the engine t
 does not run, built from library parts only, so it follows torch and transformers releases.
 
 - Requests are grouped by (schema, max_tokens): one grammar processor and one
-  `max_new_tokens` per micro-batch, rows sorted by prompt length, left-padded, cut at
-  rows x longest prompt <= the token budget. batch_invariant: every request alone.
+  `max_new_tokens` per micro-batch, cut at rows x longest prompt <= the token budget.
+  Rows are sorted by their token ids, so prompts that share a system prompt and rubric fall
+  into one micro-batch; its common first ids are prefilled once (a KV cache repeated per
+  row) and each row's own part is left-padded after them. batch_invariant: every request
+  alone.
 - Each micro-batch's answers go to `on_batch` as it ends, so the client caches them and a
   killed run loses only the micro-batch in flight. A request whose prompt + max_tokens exceeds
   the profile's max_model_len is answered at once with a context error (judge/long_inputs.py).
@@ -159,7 +162,7 @@ class HFBackend:
         if refused and on_batch:
             on_batch(list(refused), list(refused.values()))
         for idxs in groups.values():
-            for batch in self._micro_batches(sorted(idxs, key=lambda i: lengths[i]), lengths):
+            for batch in self._micro_batches(sorted(idxs, key=lambda i: token_ids[i]), lengths):
                 done = self._run_batch([requests[i] for i in batch], [token_ids[i] for i in batch])
                 for i, res in zip(batch, done):
                     results[i] = res
@@ -168,7 +171,7 @@ class HFBackend:
         return [r for r in results if r is not None]
 
     def _micro_batches(self, idxs: list[int], lengths: list[int]) -> list[list[int]]:
-        """Cut length-sorted requests into batches with batch_size x longest prompt <= budget."""
+        """Cut sorted requests into batches with batch_size x longest prompt <= budget."""
         batches: list[list[int]] = [[]]
         for i in idxs:
             rows = batches[-1] + [i]
