@@ -43,7 +43,7 @@ from nexagauge_local.judge import (
     FailureKind,
     JudgeRequest,
     JudgeResult,
-    parse_answer,
+    parse_request_answer,
 )
 
 OnBatch = Callable[[list[int], list[JudgeResult]], None]
@@ -73,7 +73,7 @@ def on_driver(request: JudgeRequest, result: JudgeResult) -> JudgeResult:
     """Re-attach the parsed object using the driver's schema class (see worker.py)."""
     if result.failure is not None:
         return result
-    parsed, error, failure = parse_answer(request.schema, result.raw_text)
+    parsed, error, failure = parse_request_answer(request, result.raw_text)
     return replace(result, parsed=parsed, error=error, failure=failure)
 
 

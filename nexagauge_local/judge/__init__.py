@@ -44,6 +44,7 @@ from nexagauge_local.judge.schemas import (
     max_tokens_for,
     parse_answer,
     parse_output,
+    parse_request_answer,
     reasoning_field,
     schema_id,
     schema_suffix,
@@ -67,5 +68,5 @@ __all__ = [  # noqa: RUF022 (grouped by purpose, not sorted)
     "JudgeDecision", "NoLocalEngine", "decide",
     # the output-schema toolkit of LLM nodes
     "StrictSchema", "bounded_list", "bounded_str", "cached_builder", "max_tokens_for",
-    "parse_answer", "parse_output", "reasoning_field", "schema_id", "schema_suffix", "DEFAULT_REASONING_CHARS",
+    "parse_answer", "parse_request_answer", "parse_output", "reasoning_field", "schema_id", "schema_suffix", "DEFAULT_REASONING_CHARS",
 ]

@@ -134,11 +134,13 @@ def request_key(
     seed: int,
     want_logprobs: bool,
     temperature: float = 0.0,
+    guard: Mapping[str, Any] | None = None,
 ) -> str:
     """sha256 over everything that decides the judge's answer: a change to any of them is a
-    cache miss."""
+    cache miss. `guard`: a guard format's prompt, grammar and decision (absent from rubric
+    requests' material, so their keys are unchanged)."""
     material = json.dumps(
-        {
+        ({"guard": dict(guard)} if guard is not None else {}) | {
             "fingerprint": fingerprint,
             "prompt_version": prompt_version,
             "messages": [dict(m) for m in messages],

@@ -37,7 +37,7 @@ from nexagauge_local.judge.decision import JudgeDecision
 from nexagauge_local.judge.ledger import CostLedger
 from nexagauge_local.judge.long_inputs import LongInputs
 from nexagauge_local.judge.profiles import DEMO_NOTICE
-from nexagauge_local.judge.schemas import parse_answer, schema_id
+from nexagauge_local.judge.schemas import parse_request_answer, schema_id
 from nexagauge_local.judge.types import Backend, FailureKind, JudgeRequest, JudgeResult
 
 # Nothing was decoded: a backend failure may be transient, and a request refused for its
@@ -181,6 +181,7 @@ class JudgeClient:
             max_tokens=request.max_tokens,
             seed=self.seed,
             want_logprobs=request.want_logprobs,
+            guard=request.guard.key_material() if request.guard is not None else None,
         )
 
     def run(
@@ -287,8 +288,8 @@ class JudgeClient:
 
 
 def _from_cache(entry: CacheEntry, request: JudgeRequest) -> JudgeResult:
-    parsed, error, failure = parse_answer(
-        request.schema, entry.raw_text, hit_max_tokens=entry.output_tokens >= request.max_tokens
+    parsed, error, failure = parse_request_answer(
+        request, entry.raw_text, hit_max_tokens=entry.output_tokens >= request.max_tokens
     )
     return JudgeResult(
         parsed=parsed,

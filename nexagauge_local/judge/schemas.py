@@ -29,13 +29,14 @@ from __future__ import annotations
 import hashlib
 import inspect
 import json
+import re
 from collections.abc import Callable
 from functools import lru_cache, wraps
 from typing import Annotated, Any, NamedTuple, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints, ValidationError
 
-from nexagauge_local.judge.types import FailureKind
+from nexagauge_local.judge.types import FailureKind, JudgeRequest
 from nexagauge_local.scoring.mode import ScoringMode
 
 DEFAULT_REASONING_CHARS = 400
@@ -237,6 +238,29 @@ def parse_answer(
         loc = ".".join(str(p) for p in first.get("loc", ())) or "<root>"
         error = f"invalid: {loc}: {first.get('msg', 'validation error')}"[:300]
         return Answer(None, error, FailureKind.INVALID_OUTPUT)
+
+
+class GuardAnswer(BaseModel):
+    """A guard classifier's short answer, as decoded under its format's regular expression;
+    judge/formats parses it into a verdict (the family's words, not our JSON)."""
+
+    model_config = ConfigDict(extra="forbid")
+    text: str
+
+
+def parse_request_answer(
+    request: JudgeRequest, text: str, *, hit_max_tokens: bool | None = None
+) -> Answer:
+    """`parse_answer` for a rubric request; for a guard request, the answer must match its
+    format's regular expression in full (a grammar-held engine guarantees it unless cut)."""
+    if request.guard is None:
+        return parse_answer(request.schema, text, hit_max_tokens=hit_max_tokens)
+    if re.fullmatch(request.guard.regex, text):
+        return Answer(GuardAnswer(text=text), None, None)
+    if hit_max_tokens:
+        return Answer(None, TRUNCATED, FailureKind.TRUNCATED)
+    return Answer(None, f"invalid: the answer does not match the {request.guard.format} "
+                        f"answer format: {text[:80]!r}", FailureKind.INVALID_OUTPUT)
 
 
 def parse_output(

@@ -18,6 +18,68 @@ Messages = list[dict[str, str]]
 
 
 @dataclass(frozen=True)
+class GuardAsk:
+    """What a guard classifier's request (judge/formats) adds to `messages`: the family's
+    documented prompt text, the extras its chat template reads, the answer as a regular
+    expression, and the answer text before its decision word. Plain data, so the engines,
+    the cache key and a worker process need nothing from judge/formats.
+
+    Engines answer it with the matched text and, in `token_logprobs`, ONE entry: the top
+    logprobs at the decision token (an empty list when the label is not in the answer)."""
+
+    format: str  # the profile's judge_format
+    regex: str
+    text: str  # the documented layout, the family's special tokens included
+    template_kwargs: tuple[tuple[str, Any], ...] = ()
+    uses_chat_template: bool = True
+    decision_label: str = ""
+    top_logprobs: int = 20
+
+    def uses_messages(self, chat_template: str | None) -> bool:
+        """Messages (through the weights' chat template) only when that template reads every
+        extra we pass: one that never names our policy's slot would drop it silently."""
+        if not self.uses_chat_template or not chat_template:
+            return False
+        return all(key in chat_template for key, _ in self.template_kwargs)
+
+    def key_material(self) -> dict[str, Any]:
+        return {"format": self.format, "regex": self.regex, "text": self.text,
+                "template_kwargs": [list(kv) for kv in self.template_kwargs],
+                "uses_chat_template": self.uses_chat_template,
+                "decision_label": self.decision_label, "top_logprobs": self.top_logprobs}
+
+
+def decision_index(answer_tokens: Sequence[str], label: str) -> int | None:
+    """The index of the generated token that carries the decision word: the first token with
+    non-space text past the end of `label` ("" = the first token). None when the label is not
+    in the answer."""
+    text = "".join(answer_tokens)
+    at = text.find(label) if label else 0
+    if at < 0:
+        return None
+    end = at + len(label)
+    offset = 0
+    for i, tok in enumerate(answer_tokens):
+        if offset + len(tok) > end and tok[max(0, end - offset):].strip():
+            return i
+        offset += len(tok)
+    return None
+
+
+def decision_step(
+    pieces: Sequence[str], steps: Sequence[dict[str, float]], label: str, top_k: int
+) -> list[dict[str, float]]:
+    """A guard answer's logprobs as the engines hand them over: the `top_k` alternatives at
+    its decision token alone (`pieces`: each generated token's text), or [] when the label is
+    not in the answer or the engine returned no step there."""
+    at = decision_index(pieces, label)
+    if at is None or at >= len(steps):
+        return []
+    ranked = sorted(steps[at].items(), key=lambda kv: -kv[1])[:top_k]
+    return [dict(ranked)]
+
+
+@dataclass(frozen=True)
 class JudgeRequest:
     messages: Messages
     schema: type[BaseModel]
@@ -25,6 +87,9 @@ class JudgeRequest:
     want_logprobs: bool = False
     node: str = ""
     prompt_version: str = ""
+    # A guard classifier's request (its own prompt and a regex answer) instead of our rubric
+    # prompt under `schema` (then judge/schemas.GuardAnswer); None for every rubric judge.
+    guard: GuardAsk | None = None
     # Where the request comes from, for error messages only (never part of the cache key):
     # a context-window error names the case and metric it cost.
     case_id: str = ""

@@ -15,7 +15,7 @@ from typing import Any
 import httpx
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from nexagauge_local.judge.schemas import engine_schema, parse_answer
+from nexagauge_local.judge.schemas import engine_schema, parse_request_answer
 from nexagauge_local.judge.types import FailureKind, JudgeRequest, JudgeResult
 
 TOP_LOGPROBS = 5  # as the in-process vLLM backend asks
@@ -121,7 +121,7 @@ def to_result(response: httpx.Response, request: JudgeRequest) -> JudgeResult:
     usage = completion.usage or _Usage()
     text = choice.message.content or ""
     truncated = choice.finish_reason == "length"
-    parsed, error, failure = parse_answer(request.schema, text, hit_max_tokens=truncated)
+    parsed, error, failure = parse_request_answer(request, text, hit_max_tokens=truncated)
     if error and failure is FailureKind.INVALID_OUTPUT:
         why = f" [endpoint finish_reason={choice.finish_reason}]"
         error = error[: 300 - len(why)] + why

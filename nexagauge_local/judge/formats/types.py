@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
 from nexagauge_local.blocks import ProbeBlock
-from nexagauge_local.judge.types import Messages
+from nexagauge_local.judge.types import Messages, decision_index
 
 Level = Literal["safe", "controversial", "unsafe"]
 PromptForm = Literal["messages", "text"]
@@ -98,17 +98,7 @@ class DecisionPoint:
         token with non-space text past the end of `label` (a token that merges the label's
         end with the word, ": yes", is that token; its logprobs then name no decision word
         and the score says so). None when the label is not in the answer."""
-        text = "".join(answer_tokens)
-        at = text.find(self.label) if self.label else 0
-        if at < 0:
-            return None
-        end = at + len(self.label)
-        offset = 0
-        for i, tok in enumerate(answer_tokens):
-            if offset + len(tok) > end and tok[max(0, end - offset):].strip():
-                return i
-            offset += len(tok)
-        return None
+        return decision_index(answer_tokens, self.label)
 
 
 @dataclass(frozen=True)

@@ -30,12 +30,19 @@ from nexagauge_local.judge.runtime import (
     count_prompt_tokens,
     eos_token_ids,
     load_model,
-    render_prompt,
+    request_prompt,
     resolve_dtype,
+    token_pieces,
 )
-from nexagauge_local.judge.schemas import engine_schema_json, parse_answer, schema_id
+from nexagauge_local.judge.schemas import engine_schema_json, parse_request_answer, schema_id
 from nexagauge_local.judge.string_caps import StringCaps, token_texts
-from nexagauge_local.judge.types import JudgeRequest, JudgeResult, Messages, OnBatch
+from nexagauge_local.judge.types import (
+    JudgeRequest,
+    JudgeResult,
+    Messages,
+    OnBatch,
+    decision_step,
+)
 
 TOP_LOGPROBS = 5
 # Below this many shared ids a prefix cache costs more than the rows' own prefill would.
@@ -123,14 +130,18 @@ class HFBackend:
             self._caps[key] = StringCaps(schema.model_json_schema(), self._token_texts)
         return self._caps[key]
 
-    def processors(self, schema: Any, rows: int) -> list[Processor]:
-        """A micro-batch's logits processors, in order: the grammar with every EOS id aligned
-        to the grammar's, then the string caps."""
-        grammar = self._engine().processor(self._engine_json(schema), rows, self._eos_ids)
+    def processors(self, schema: Any, rows: int, regex: str | None = None) -> list[Processor]:
+        """A micro-batch's logits processors, in order: the grammar (`regex`: a guard
+        format's answer, else the schema) with every EOS id aligned to the grammar's, then
+        the string caps (JSON answers only)."""
+        if regex is not None:
+            grammar = self._engine().processor(regex, rows, self._eos_ids, kind="regex")
+        else:
+            grammar = self._engine().processor(self._engine_json(schema), rows, self._eos_ids)
         eos = self.tokenizer.eos_token_id
         procs: list[Processor] = [AlignedEos(grammar, eos, eos_aliases(self._eos_ids, eos,
                                                                        self._vocab))]  # fmt: skip
-        caps = self.caps_for(schema)
+        caps = self.caps_for(schema) if regex is None else None
         if caps is not None:
             procs.append(CapStrings(caps, rows, self._eos_ids))
         return procs
@@ -148,7 +159,7 @@ class HFBackend:
         self, requests: Sequence[JudgeRequest], on_batch: OnBatch | None
     ) -> list[JudgeResult]:
         results: list[JudgeResult | None] = [None] * len(requests)
-        prompts = [render_prompt(self.tokenizer, r.messages) for r in requests]
+        prompts = [request_prompt(self.tokenizer, r) for r in requests]
         token_ids: list[list[int]] = self.tokenizer(prompts, add_special_tokens=False)["input_ids"]
         lengths = [len(ids) for ids in token_ids]
         refused: dict[int, JudgeResult] = {}
@@ -158,7 +169,7 @@ class HFBackend:
             if answer is not None:
                 results[i] = refused[i] = answer
             else:
-                groups.setdefault((schema_id(r.schema), r.max_tokens), []).append(i)
+                groups.setdefault((grammar_key(r), r.max_tokens), []).append(i)
         if refused and on_batch:
             on_batch(list(refused), list(refused.values()))
         for idxs in groups.values():
@@ -203,7 +214,9 @@ class HFBackend:
         config = GenerationConfig(  # type: ignore[no-untyped-call]
             max_new_tokens=reqs[0].max_tokens, do_sample=False, num_beams=1, pad_token_id=pad,
             eos_token_id=sorted(self._eos_ids), output_scores=want_lp, return_dict_in_generate=True)
-        procs = LogitsProcessorList(self.processors(reqs[0].schema, len(ids)))
+        guard = reqs[0].guard
+        procs = LogitsProcessorList(self.processors(reqs[0].schema, len(ids),
+                                                    guard.regex if guard else None))  # fmt: skip
         started = time.perf_counter()
         with torch.inference_mode():
             extra: dict[str, Any] = {}
@@ -214,7 +227,8 @@ class HFBackend:
                                       **extra)  # fmt: skip
         seconds = time.perf_counter() - started
         rows = [self._until_eos(row) for row in out.sequences[:, width:].tolist()]
-        steps = [torch.log_softmax(s.float(), dim=-1).topk(TOP_LOGPROBS, dim=-1)
+        top_k = max([TOP_LOGPROBS] + [r.guard.top_logprobs for r in reqs if r.guard])
+        steps = [torch.log_softmax(s.float(), dim=-1).topk(top_k, dim=-1)
                  for s in out.scores] if want_lp else []  # fmt: skip
         tokens = sum(len(p) + len(row) for p, (row, _) in zip(ids, rows))
         return [self._result(req, len(p), row, stopped, seconds * (len(p) + len(row)) / tokens,
@@ -248,13 +262,18 @@ class HFBackend:
                 ) -> JudgeResult:  # fmt: skip
         text = self.tokenizer.decode(token_ids[:-1] if stopped else token_ids,
                                      skip_special_tokens=True)  # fmt: skip
-        parsed, error, failure = parse_answer(req.schema, text, hit_max_tokens=not stopped)
+        parsed, error, failure = parse_request_answer(req, text, hit_max_tokens=not stopped)
         res = JudgeResult(parsed=parsed, raw_text=text, prompt_tokens=prompt_tokens,
                           output_tokens=len(token_ids), error=error, failure=failure,
                           gpu_seconds=seconds * max(self.gpu_count, 1),  # on CPU: one device
                           extra={"batch_size": batch_size})  # fmt: skip
         if req.want_logprobs:
-            res.token_logprobs = [self._alternatives(values, indices) for values, indices in top]
+            steps = [self._alternatives(values, indices) for values, indices in top]
+            if req.guard is not None:  # the decision token's alternatives alone
+                k = req.guard.top_logprobs
+                steps = decision_step(token_pieces(self.tokenizer, token_ids), steps,
+                                      req.guard.decision_label, k)  # fmt: skip
+            res.token_logprobs = steps
             res.extra["logprob_source"] = LOGPROB_SOURCE
         return res
 
@@ -266,6 +285,11 @@ class HFBackend:
                 text = self.tokenizer.decode([tid])
                 alts[text] = max(lp, alts.get(text, float("-inf")))
         return alts
+
+
+def grammar_key(request: JudgeRequest) -> str:
+    """What a micro-batch shares: one schema, or one guard format's answer regex."""
+    return f"regex:{request.guard.regex}" if request.guard else schema_id(request.schema)
 
 
 def shared_prefix(ids: Sequence[list[int]]) -> int:

@@ -15,13 +15,14 @@ know one EOS id, the tokenizer's (hf/processors.py aligns the model's other EOS 
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Any
+from typing import Any, Literal
 
 import torch
 
 from nexagauge_local.judge.hf.processors import Processor, RowProcessor
 
 HF_GRAMMARS = ("guidance", "outlines")
+GrammarKind = Literal["json", "regex"]
 
 
 class GuidanceMask(RowProcessor):
@@ -64,38 +65,45 @@ class Grammars:
         self._outlines_model: Any = None
         self._ll_tokenizer: Any = None
 
-    def compile(self, schema_json: str) -> Any:
-        if schema_json not in self.compiled:
-            self.compiled[schema_json] = (self._outlines(schema_json) if self.engine == "outlines"
-                                          else self._guidance(schema_json))  # fmt: skip
-        return self.compiled[schema_json]
+    def compile(self, source: str, kind: GrammarKind = "json") -> Any:
+        """`source`: a JSON schema (our rubric answers) or a regular expression (a guard
+        format's short answer)."""
+        key = f"{kind}:{source}"
+        if key not in self.compiled:
+            self.compiled[key] = (self._outlines(source, kind) if self.engine == "outlines"
+                                  else self._guidance(source, kind))  # fmt: skip
+        return self.compiled[key]
 
-    def processor(self, schema_json: str, rows: int, eos_ids: Iterable[int]) -> Processor:
-        """A fresh processor for a micro-batch of `rows` rows of this schema."""
-        compiled = self.compile(schema_json)
+    def processor(self, source: str, rows: int, eos_ids: Iterable[int],
+                  kind: GrammarKind = "json") -> Processor:  # fmt: skip
+        """A fresh processor for a micro-batch of `rows` rows of this grammar."""
+        compiled = self.compile(source, kind)
         if self.engine == "outlines":
             compiled.reset()
             return compiled  # type: ignore[no-any-return]
         return GuidanceMask(self._ll_tokenizer, compiled, rows, eos_ids)
 
-    def _outlines(self, schema_json: str) -> Any:
+    def _outlines(self, source: str, kind: GrammarKind) -> Any:
         import outlines
-        from outlines.backends import get_json_schema_logits_processor
+        from outlines.backends import get_json_schema_logits_processor, get_regex_logits_processor
 
         if self._outlines_model is None:
             self._outlines_model = outlines.from_transformers(self.model, self.tokenizer)
+        if kind == "regex":
+            return get_regex_logits_processor("outlines_core", self._outlines_model, source)
         return get_json_schema_logits_processor("outlines_core", self._outlines_model,
-                                                schema_json, whitespace_pattern="")  # fmt: skip
+                                                source, whitespace_pattern="")  # fmt: skip
 
-    def _guidance(self, schema_json: str) -> str:
+    def _guidance(self, source: str, kind: GrammarKind) -> str:
         """A schema llguidance cannot compile raises ValueError here, not mid-run."""
         import llguidance
         import llguidance.hf
 
         if self._ll_tokenizer is None:  # its EOS: the tokenizer's; sized to the logits
             self._ll_tokenizer = llguidance.hf.from_tokenizer(self.tokenizer, n_vocab=self.vocab)
-        grammar: str = llguidance.LLMatcher.grammar_from_json_schema(
-            schema_json, defaults={"whitespace_flexible": False})  # fmt: skip
+        grammar: str = (llguidance.LLMatcher.grammar_from_regex(source) if kind == "regex"
+                        else llguidance.LLMatcher.grammar_from_json_schema(
+                            source, defaults={"whitespace_flexible": False}))  # fmt: skip
         problem = llguidance.LLMatcher.validate_grammar(grammar, self._ll_tokenizer)
         if problem and not problem.startswith("WARNING"):
             raise ValueError(f"llguidance cannot compile the schema: {problem}")

@@ -21,6 +21,9 @@ from nexagauge_local.judge.runtime.tokens import (
     generation_eos_ids,
     prompt_ids,
     render_prompt,
+    request_prompt,
+    request_prompt_ids,
+    token_pieces,
 )
 from nexagauge_local.judge.runtime.weights import (
     cast_copy,
@@ -36,6 +39,7 @@ __all__ = [
     "TokenCounter", "WeightsUnusable", "cast_copy", "check_loadable", "count_prompt_tokens",
     "dequantise_gguf", "dequantised_dir", "dequantised_ready", "engine_model_path", "eos_set",
     "eos_token_ids", "generation_eos_ids", "gpu_visible", "load_model", "load_tokenizer",
-    "prompt_ids", "render_prompt", "resolve_dtype", "torch_device", "visible_device_ids",
+    "prompt_ids", "render_prompt", "request_prompt", "request_prompt_ids", "resolve_dtype",
+    "token_pieces", "torch_device", "visible_device_ids",
     "vllm_importable",
 ]

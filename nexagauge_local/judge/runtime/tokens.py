@@ -6,12 +6,13 @@ counts prompt tokens with the tokenizer alone (TokenCounter), no weights loaded.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from nexagauge_local.judge.profiles import JudgeProfile
 from nexagauge_local.judge.runtime.weights import load_tokenizer
-from nexagauge_local.judge.types import Messages
+from nexagauge_local.judge.types import JudgeRequest, Messages
 
 
 def render_prompt(tokenizer: Any, messages: Messages) -> str:
@@ -29,6 +30,39 @@ def render_prompt(tokenizer: Any, messages: Messages) -> str:
         rest[0]["content"] = f"{system}\n\n{rest[0]['content']}"
         text = tokenizer.apply_chat_template(rest, tokenize=False, add_generation_prompt=True)
         return text
+
+
+def request_prompt(tokenizer: Any, request: JudgeRequest) -> str:
+    """A request's prompt text: our chat-templated messages, or a guard format's own prompt
+    (its chat template with the family's extras where the weights' template reads them,
+    else the family's documented layout, special tokens written out)."""
+    guard = request.guard
+    if guard is None:
+        return render_prompt(tokenizer, request.messages)
+    if guard.uses_messages(getattr(tokenizer, "chat_template", None)):
+        text: str = tokenizer.apply_chat_template(
+            request.messages, tokenize=False, add_generation_prompt=True,
+            **dict(guard.template_kwargs))  # fmt: skip
+        return text
+    return guard.text
+
+
+def request_prompt_ids(tokenizer: Any, request: JudgeRequest) -> list[int]:
+    """Token ids of `request_prompt`, exactly as the backends feed them."""
+    return list(tokenizer(request_prompt(tokenizer, request),
+                          add_special_tokens=False)["input_ids"])  # fmt: skip
+
+
+def token_pieces(tokenizer: Any, ids: Sequence[int]) -> list[str]:
+    """Each generated token's text in context (the decoded prefix grows by it): decoding a
+    token alone drops a SentencePiece word's leading space, and the guard formats find their
+    decision word by its offset in the answer."""
+    pieces, before = [], ""
+    for n in range(1, len(ids) + 1):
+        text = tokenizer.decode(list(ids[:n]), skip_special_tokens=True)
+        pieces.append(text.removeprefix(before))
+        before = text
+    return pieces
 
 
 def prompt_ids(tokenizer: Any, messages: Messages) -> list[int]:

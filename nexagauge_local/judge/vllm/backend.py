@@ -38,7 +38,8 @@ from nexagauge_local.judge.runtime import (
     count_prompt_tokens,
     engine_model_path,
     generation_eos_ids,
-    prompt_ids,
+    request_prompt_ids,
+    token_pieces,
 )
 from nexagauge_local.judge.types import JudgeRequest, JudgeResult, Messages, OnBatch
 from nexagauge_local.judge.vllm.engine import (  # re-exported: the backend's public parts
@@ -156,7 +157,7 @@ class VLLMBackend:
             if on_batch:
                 on_batch(positions, batch)
 
-        ids = [prompt_ids(self.tokenizer, r.messages) for r in requests]
+        ids = [request_prompt_ids(self.tokenizer, r) for r in requests]
         runnable: list[int] = []
         for i, r in enumerate(requests):
             refused = refusal(r, len(ids[i]), self.profile.max_model_len)
@@ -169,7 +170,8 @@ class VLLMBackend:
 
         def done(positions: list[int], raws: list[dict[str, Any]], wall: float,
                  gpu_count: int) -> None:
-            batch = [to_result(raw, requests[runnable[p]]) for p, raw in zip(positions, raws)]
+            batch = [to_result(raw, req, self._pieces(raw, req)) for raw, req in
+                     ((raw, requests[runnable[p]]) for p, raw in zip(positions, raws))]
             split_device_seconds(batch, wall, gpu_count)  # the engine's time since its last batch
             handover([runnable[p] for p in positions], batch)
 
@@ -182,6 +184,12 @@ class VLLMBackend:
         if missing:
             raise RuntimeError(f"vllm finished without {len(missing)} of {len(requests)} requests")
         return [r for r in results if r is not None]
+
+    def _pieces(self, raw: dict[str, Any], request: JudgeRequest) -> list[str] | None:
+        """A guard answer's token texts (where its decision word stands); None otherwise."""
+        if request.guard is None or not request.want_logprobs:
+            return None
+        return token_pieces(self.tokenizer, raw.get("token_ids") or [])
 
     def close(self) -> None:
         """Stop the engine(s) and their processes now, not at interpreter exit: a test

@@ -18,9 +18,15 @@ from dataclasses import dataclass
 from typing import Any
 
 from nexagauge_local.judge.profiles import DEFAULT_GRAMMAR, JudgeProfile
-from nexagauge_local.judge.schemas import engine_schema, parse_answer
+from nexagauge_local.judge.schemas import engine_schema, parse_request_answer
 from nexagauge_local.judge.string_caps import schema_limits
-from nexagauge_local.judge.types import FailureKind, JudgeRequest, JudgeResult, Messages
+from nexagauge_local.judge.types import (
+    FailureKind,
+    JudgeRequest,
+    JudgeResult,
+    Messages,
+    decision_step,
+)
 from nexagauge_local.judge.vllm.cap_rows import CAPS_ARG, PROCESSOR_FQCN
 from nexagauge_local.judge.vllm.host import Device, host_engine_kwargs
 
@@ -79,6 +85,8 @@ class WireRequest:
     prompt_ids: tuple[int, ...] = ()
     # {field: maxLength} for the engine's string-caps processor (vllm/caps.py); None: no caps
     string_limits: dict[str, int] | None = None
+    regex: str | None = None  # a guard format's answer: decoded under it instead of the schema
+    top_logprobs: int = 5
 
 
 def to_wire(
@@ -93,7 +101,10 @@ def to_wire(
     return [
         WireRequest(r.messages, engine_schema(r.schema, clip_strings), r.max_tokens,
                     r.want_logprobs, tuple(ids[i]) if ids is not None else (),
-                    schema_limits(r.schema) if clip_strings and string_caps else None)
+                    schema_limits(r.schema) if clip_strings and string_caps and not r.guard
+                    else None,
+                    r.guard.regex if r.guard else None,
+                    max(TOP_LOGPROBS, r.guard.top_logprobs) if r.guard else TOP_LOGPROBS)
         for i, r in enumerate(requests)
     ]
 
@@ -123,8 +134,9 @@ def build_sampling_params(
             "temperature": 0.0,
             "seed": seed,
             "max_tokens": r.max_tokens,
-            "structured_outputs": from_sp.StructuredOutputsParams(json=r.json_schema),
-            "logprobs": TOP_LOGPROBS if r.want_logprobs else None,
+            "structured_outputs": (from_sp.StructuredOutputsParams(regex=r.regex) if r.regex
+                                   else from_sp.StructuredOutputsParams(json=r.json_schema)),
+            "logprobs": r.top_logprobs if r.want_logprobs else None,
         }
         if stop_ids:
             kw["stop_token_ids"] = [stop_ids[0]]
@@ -201,15 +213,16 @@ def token_shards(weights: Sequence[int], n_shards: int) -> list[range]:
     return out
 
 
-def output_to_dict(output: Any) -> dict[str, Any]:
-    """A vLLM RequestOutput as a plain dict (text, token counts, finish reason, top-5)."""
+def output_to_dict(output: Any, top_k: int = TOP_LOGPROBS) -> dict[str, Any]:
+    """A vLLM RequestOutput as a plain dict (text, token ids and counts, finish reason, the
+    top `top_k` logprobs of each step)."""
     comp = output.outputs[0]
     logprobs = None
     if comp.logprobs is not None:
         logprobs = []
         for step in comp.logprobs:
             alts: dict[str, float] = {}
-            ranked = sorted(step.items(), key=lambda kv: -kv[1].logprob)[:TOP_LOGPROBS]
+            ranked = sorted(step.items(), key=lambda kv: -kv[1].logprob)[:top_k]
             for tid, lp in ranked:
                 if not math.isfinite(lp.logprob):  # masked by the grammar: not a candidate,
                     continue  # and the hf backend leaves such tokens out too
@@ -220,6 +233,7 @@ def output_to_dict(output: Any) -> dict[str, Any]:
         "text": comp.text,
         "prompt_tokens": len(output.prompt_token_ids or []),
         "output_tokens": len(comp.token_ids),
+        "token_ids": list(comp.token_ids),
         "finish_reason": comp.finish_reason,
         "stop_reason": getattr(comp, "stop_reason", None),
         "cached_tokens": getattr(output, "num_cached_tokens", None) or 0,
@@ -227,9 +241,13 @@ def output_to_dict(output: Any) -> dict[str, Any]:
     }
 
 
-def to_result(raw: dict[str, Any], request: JudgeRequest) -> JudgeResult:
+def to_result(
+    raw: dict[str, Any], request: JudgeRequest, pieces: list[str] | None = None
+) -> JudgeResult:
     """An engine output dict as a result. Its `error` key is only ever the engine's own
-    failure (a refused request, `refusal_dict`, or finish_reason "error"): a BACKEND one."""
+    failure (a refused request, `refusal_dict`, or finish_reason "error"): a BACKEND one.
+    `pieces`: each generated token's text, for a guard request (its decision token's
+    logprobs are kept, types.decision_step)."""
     if raw.get("finish_reason") == "error" and not raw.get("error"):
         # vLLM failed the request itself, most often a grammar it could not compile (seen:
         # outlines on the node schemas with bounded strings); its log says which
@@ -237,8 +255,8 @@ def to_result(raw: dict[str, Any], request: JudgeRequest) -> JudgeResult:
                               "schema its grammar engine could not compile?)"}
     if raw.get("error"):
         return JudgeResult.failed(FailureKind.BACKEND, raw["error"], raw["prompt_tokens"])
-    parsed, error, failure = parse_answer(
-        request.schema, raw["text"], hit_max_tokens=raw["finish_reason"] == "length"
+    parsed, error, failure = parse_request_answer(
+        request, raw["text"], hit_max_tokens=raw["finish_reason"] == "length"
     )
     if error and failure is FailureKind.INVALID_OUTPUT:  # why the engine stopped, for its reader
         why = f" [vllm finish_reason={raw['finish_reason']}, stop_reason={raw.get('stop_reason')}]"
@@ -254,9 +272,21 @@ def to_result(raw: dict[str, Any], request: JudgeRequest) -> JudgeResult:
         gpu_seconds=0.0,
         error=error,
         failure=failure,
-        token_logprobs=raw["logprobs"] if request.want_logprobs else None,
+        token_logprobs=_kept_logprobs(raw, request, pieces),
         extra=extra,
     )
+
+
+def _kept_logprobs(
+    raw: dict[str, Any], request: JudgeRequest, pieces: list[str] | None
+) -> list[dict[str, float]] | None:
+    if not request.want_logprobs:
+        return None
+    steps: list[dict[str, float]] = raw["logprobs"] or []
+    if request.guard is None:
+        return raw["logprobs"]  # type: ignore[no-any-return]
+    return decision_step(pieces or [], steps, request.guard.decision_label,
+                         request.guard.top_logprobs)  # fmt: skip
 
 
 def run_engine(
@@ -282,7 +312,8 @@ def run_engine(
     started = last = time.perf_counter()
     if engine is None or not hasattr(engine, "step"):
         outputs = llm.generate(prompts, sampling_params=params, use_tqdm=False)
-        on_done(list(range(len(wire))), [output_to_dict(o) for o in outputs],
+        on_done(list(range(len(wire))), [output_to_dict(o, r.top_logprobs)
+                                         for r, o in zip(wire, outputs)],
                 time.perf_counter() - started)
         return time.perf_counter() - started
     ids: dict[str, int] = {}  # this call's requests still inside the engine
@@ -305,7 +336,8 @@ def run_engine(
             if finished:
                 now = time.perf_counter()
                 positions = [ids.pop(o.request_id) for o in finished]
-                on_done(positions, [output_to_dict(o) for o in finished], now - last)
+                on_done(positions, [output_to_dict(o, wire[p].top_logprobs)
+                                     for p, o in zip(positions, finished)], now - last)
                 last = now
     except BaseException:
         abort_requests(engine, list(ids))
