@@ -123,10 +123,11 @@ def test_mixed_schemas_in_one_call_come_back_in_order(tiny_backend) -> None:
 
 
 def test_micro_batches_respect_token_budget(tiny_backend, monkeypatch) -> None:
+    from nexagauge_local.judge.batch_plan import micro_batches
+
     lengths = [10, 50, 20, 40, 30, 60]
     idxs = sorted(range(len(lengths)), key=lambda i: lengths[i])
-    monkeypatch.setattr(tiny_backend, "token_budget", 100)
-    batches = tiny_backend._micro_batches(idxs, lengths)
+    batches = micro_batches(idxs, lengths, 100, tiny_backend.max_batch)
     assert sorted(i for b in batches for i in b) == list(range(len(lengths)))
     for b in batches:
         assert len(b) * max(lengths[i] for i in b) <= 100 or len(b) == 1
@@ -139,7 +140,7 @@ def test_micro_batches_respect_token_budget(tiny_backend, monkeypatch) -> None:
 
 
 def test_default_token_budget_keeps_float32_cpu_runs_smaller() -> None:
-    from nexagauge_local.judge.hf.backend import default_token_budget
+    from nexagauge_local.judge.batch_plan import default_token_budget
 
     assert default_token_budget(False, "float32") < default_token_budget(False, "bfloat16")
     assert default_token_budget(True, "float32") == default_token_budget(True, "bfloat16") == 65536
@@ -245,16 +246,21 @@ def test_demo_gguf_dequantised_once_quietly_then_fast(tmp_path: Path) -> None:
 
 
 def test_shared_prefix_counts_common_ids_short_of_each_rows_last() -> None:
-    from nexagauge_local.judge.hf.backend import shared_prefix
+    from nexagauge_local.judge.batch_plan import MIN_SHARED_PREFIX as M
+    from nexagauge_local.judge.batch_plan import shared_prefix
 
-    assert shared_prefix([[1, 2, 3, 4], [1, 2, 3, 5], [1, 2, 9]]) == 2
-    assert shared_prefix([[1, 2, 3], [1, 2, 3, 4]]) == 2  # one id of the shorter row stays
+    head = list(range(100, 100 + M))
+    assert shared_prefix([head + [1, 2], head + [1, 3], head + [1]]) == M  # one id each stays
+    assert shared_prefix([head + [1, 2, 3], head + [1, 2, 3, 4]]) == M + 2
+    assert shared_prefix([head[:-1] + [1, 2], head[:-1] + [1, 3]]) == 0  # too short to pay
     assert shared_prefix([[7, 1], [8, 1]]) == 0
+    assert shared_prefix([head + [1]]) == 0
 
 
 def test_rows_sharing_a_prefix_answer_as_each_does_alone(tiny_backend, monkeypatch) -> None:
     """A micro-batch reuses one KV cache of its rows' common first ids (the system prompt and
     rubric); each answer and its logprobs must be what the request gets alone."""
+    from nexagauge_local.judge.batch_plan import MIN_SHARED_PREFIX
     from nexagauge_local.judge.hf import backend as hf
 
     schema = SCHEMAS["redteam-binary-reasoning"]
@@ -268,7 +274,7 @@ def test_rows_sharing_a_prefix_answer_as_each_does_alone(tiny_backend, monkeypat
 
     monkeypatch.setattr(hf.HFBackend, "_prefix_cache", spy)
     batched = tiny_backend.generate(reqs)
-    assert prefixes and min(prefixes) >= hf.MIN_SHARED_PREFIX
+    assert prefixes and min(prefixes) >= MIN_SHARED_PREFIX
     assert max(r.extra["batch_size"] for r in batched) > 1
     monkeypatch.setattr(tiny_backend, "max_batch", 1)
     alone = [tiny_backend.generate([r])[0] for r in reqs]

@@ -2,17 +2,14 @@
 processor (hf/grammar.py), on CPU or CUDA: the fallback where vLLM (the engine tuned for speed)
 does not run, built from library parts only, so it follows torch and transformers releases.
 
-- Requests are grouped by (schema, max_tokens): one grammar processor and one
-  `max_new_tokens` per micro-batch, cut at rows x longest prompt <= the token budget.
-  Rows are sorted by their token ids, so prompts that share a system prompt and rubric fall
-  into one micro-batch; its common first ids are prefilled once (a KV cache repeated per
-  row) and each row's own part is left-padded after them. batch_invariant: every request
-  alone.
+- Requests are grouped by (schema, max_tokens) and cut into micro-batches (judge/batch_plan.py)
+  in the order of their token ids, so prompts of one rubric share a micro-batch: their common
+  first ids are prefilled once (a KV cache repeated per row), each row's own part left-padded
+  after them. batch_invariant: every request alone.
 - Each micro-batch's answers go to `on_batch` as it ends, so the client caches them and a
   killed run loses only the micro-batch in flight. A request whose prompt + max_tokens exceeds
   the profile's max_model_len is answered at once with a context error (judge/long_inputs.py).
-- Logprobs: the top 5 of each step's constrained distribution, from the same `generate`
-  call's `output_scores`. Loading (GGUF, dtype, chat template) lives in runtime/.
+- Logprobs: the top 5 of each step's constrained distribution (`generate`'s own scores).
 """
 
 from __future__ import annotations
@@ -22,6 +19,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from nexagauge_local.judge.batch_plan import default_token_budget, micro_batches, shared_prefix
 from nexagauge_local.judge.hf.grammar import Grammars
 from nexagauge_local.judge.hf.processors import AlignedEos, CapStrings, Processor, eos_aliases
 from nexagauge_local.judge.long_inputs import refusal
@@ -45,8 +43,6 @@ from nexagauge_local.judge.types import (
 )
 
 TOP_LOGPROBS = 5
-# Below this many shared ids a prefix cache costs more than the rows' own prefill would.
-MIN_SHARED_PREFIX = 16
 LOGPROB_SOURCE = "hf_constrained_top5"
 
 
@@ -173,25 +169,14 @@ class HFBackend:
         if refused and on_batch:
             on_batch(list(refused), list(refused.values()))
         for idxs in groups.values():
-            for batch in self._micro_batches(sorted(idxs, key=lambda i: token_ids[i]), lengths):
+            order = sorted(idxs, key=lambda i: token_ids[i])
+            for batch in micro_batches(order, lengths, self.token_budget, self.max_batch):
                 done = self._run_batch([requests[i] for i in batch], [token_ids[i] for i in batch])
                 for i, res in zip(batch, done):
                     results[i] = res
                 if on_batch:
                     on_batch(batch, done)
         return [r for r in results if r is not None]
-
-    def _micro_batches(self, idxs: list[int], lengths: list[int]) -> list[list[int]]:
-        """Cut sorted requests into batches with batch_size x longest prompt <= budget."""
-        batches: list[list[int]] = [[]]
-        for i in idxs:
-            rows = batches[-1] + [i]
-            full = len(rows) * max(lengths[j] for j in rows) > self.token_budget
-            if len(rows) > 1 and (full or len(rows) > self.max_batch):
-                batches.append([i])
-            else:
-                batches[-1] = rows
-        return [b for b in batches if b]
 
     def _run_batch(self, reqs: list[JudgeRequest], ids: list[list[int]]) -> list[JudgeResult]:
         """Greedy `generate` of one left-padded micro-batch (one schema, one max_tokens); its
@@ -202,9 +187,7 @@ class HFBackend:
         pad = self.tokenizer.pad_token_id
         pad = pad if pad is not None else min(self._eos_ids)
         width, dev = max(len(p) for p in ids), self.model.device
-        shared = shared_prefix(ids) if len(ids) > 1 else 0
-        if shared < MIN_SHARED_PREFIX:
-            shared = 0
+        shared = shared_prefix(ids)
         head = ids[0][:shared]  # every row's first `shared` ids; the rest is left-padded
         input_ids = torch.tensor([head + [pad] * (width - len(p)) + p[shared:] for p in ids],
                                  device=dev)  # fmt: skip
@@ -219,12 +202,10 @@ class HFBackend:
                                                     guard.regex if guard else None))  # fmt: skip
         started = time.perf_counter()
         with torch.inference_mode():
-            extra: dict[str, Any] = {}
-            if shared:
-                extra["past_key_values"] = self._prefix_cache(head, len(ids))
+            cache = self._prefix_cache(head, len(ids)) if shared else None
             out = self.model.generate(input_ids=input_ids, attention_mask=mask,
                                       generation_config=config, logits_processor=procs,
-                                      **extra)  # fmt: skip
+                                      past_key_values=cache)  # fmt: skip
         seconds = time.perf_counter() - started
         rows = [self._until_eos(row) for row in out.sequences[:, width:].tolist()]
         top_k = max([TOP_LOGPROBS] + [r.guard.top_logprobs for r in reqs if r.guard])
@@ -290,20 +271,3 @@ class HFBackend:
 def grammar_key(request: JudgeRequest) -> str:
     """What a micro-batch shares: one schema, or one guard format's answer regex."""
     return f"regex:{request.guard.regex}" if request.guard else schema_id(request.schema)
-
-
-def shared_prefix(ids: Sequence[list[int]]) -> int:
-    """How many first ids every row has in common, short of each row's last id (`generate`
-    needs at least one id of each row after the cached part)."""
-    limit = min(len(p) for p in ids) - 1
-    first = ids[0]
-    n = 0
-    while n < limit and all(p[n] == first[n] for p in ids):
-        n += 1
-    return n
-
-
-def default_token_budget(on_gpu: bool, dtype: str) -> int:
-    """Prompt tokens a micro-batch may hold (rows x longest prompt) when the profile says none;
-    float32's KV cache is twice bfloat16's."""
-    return 65536 if on_gpu else 4096 if dtype == "float32" else 8192
