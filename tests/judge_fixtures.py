@@ -34,8 +34,21 @@ _CORPUS = [
 SPECIAL_TOKENS = ["<|endoftext|>", "<|im_start|>", "<|im_end|>"]
 
 
-def build_tiny_judge(out_dir: Path, *, vocab_size: int = 600, seed: int = 0) -> Path:
-    """Train the tokenizer, build a 2-layer random Llama and save both to `out_dir`."""
+def build_tiny_judge(
+    out_dir: Path,
+    *,
+    vocab_size: int = 600,
+    seed: int = 0,
+    chat_template: str = CHAT_TEMPLATE,
+    extra_special: tuple[str, ...] = (),
+    extra_corpus: tuple[str, ...] = (),
+    bos: str = "<|im_start|>",
+    eos: str = "<|im_end|>",
+) -> Path:
+    """Train the tokenizer, build a 2-layer random Llama and save both to `out_dir`.
+
+    A guard family's tiny judge passes its chat template, its special tokens and its answer
+    words (`extra_corpus`, so they are merges as in the real vocabulary)."""
     import torch
     from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
     from transformers import LlamaConfig, LlamaForCausalLM, PreTrainedTokenizerFast
@@ -46,19 +59,19 @@ def build_tiny_judge(out_dir: Path, *, vocab_size: int = 600, seed: int = 0) -> 
     bpe.decoder = decoders.ByteLevel()
     trainer = trainers.BpeTrainer(
         vocab_size=vocab_size,
-        special_tokens=SPECIAL_TOKENS,
+        special_tokens=SPECIAL_TOKENS + [t for t in extra_special if t not in SPECIAL_TOKENS],
         initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
         show_progress=False,
     )
-    bpe.train_from_iterator(_CORPUS * 4, trainer=trainer)
+    bpe.train_from_iterator((_CORPUS + list(extra_corpus)) * 4, trainer=trainer)
     tok = PreTrainedTokenizerFast(
         tokenizer_object=bpe,
-        bos_token="<|im_start|>",
-        eos_token="<|im_end|>",
+        bos_token=bos,
+        eos_token=eos,
         pad_token="<|endoftext|>",
         unk_token="<|endoftext|>",
     )
-    tok.chat_template = CHAT_TEMPLATE
+    tok.chat_template = chat_template
     tok.save_pretrained(out_dir)
 
     torch.manual_seed(seed)

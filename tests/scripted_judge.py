@@ -66,6 +66,7 @@ class ScriptedJudge:
     calls: list[tuple[str, list[JudgeRequest]]] = field(default_factory=list)
     is_demo: bool = False
     ledger: CostLedger = field(default_factory=CostLedger)  # stays empty, as a fake has no cost
+    judge_format: str = "rubric_json"
 
     def describe(self) -> dict[str, Any]:
         return {"model": "scripted", "demo": self.is_demo}

@@ -106,12 +106,12 @@ def upward(graph: dict[str, set[str]]) -> list[str]:
 
 
 # judge's surface: its package and its sub-packages' __init__ (prompts for node authors,
-# runtime for devices/weights/tokenizers, the two engines). Code outside judge/ imports from
-# these, never from a module inside, so judge's files can move without touching the rest.
+# runtime for devices/weights/tokenizers, the two engines, the guard formats). Code outside
+# judge/ imports from these, never from a module inside, so judge's files can move freely.
 JUDGE = "nexagauge_local.judge"
 JUDGE_SURFACE = frozenset(
     {JUDGE, f"{JUDGE}.prompts", f"{JUDGE}.runtime", f"{JUDGE}.hf", f"{JUDGE}.vllm",
-     f"{JUDGE}.endpoint"}
+     f"{JUDGE}.endpoint", f"{JUDGE}.formats"}
 )
 
 

@@ -102,7 +102,8 @@ def test_unknown_or_invalid_judge_profile_is_exit_2_one_line(work: Path, command
     (work / "bad.toml").write_text('weights = "/x"\nstring_bounds = "sometimes"\n')
     (work / "broken.toml").write_text('weights = "/x\n')
     (work / "format.toml").write_text('weights = "/x"\njudge_format = "llamaguard"\n')
-    (work / "guard.toml").write_text('weights = "/x"\njudge_format = "llama_guard"\n')
+    (work / "guard.toml").write_text('backend = "endpoint"\nurl = "http://127.0.0.1:9/v1"\n'
+                                     'judge_format = "llama_guard"\n')
     expected = {
         "nosuchmodel": "Error: unknown judge model 'nosuchmodel': not a profile (",
         "bad.toml": "Error: bad.toml: invalid judge profile: string_bounds: Input should be "
@@ -110,8 +111,8 @@ def test_unknown_or_invalid_judge_profile_is_exit_2_one_line(work: Path, command
         "broken.toml": "Error: broken.toml: not a valid TOML file: ",
         "format.toml": "Error: format.toml: invalid judge profile: judge_format: Input should be "
                        "'rubric_json', 'llama_guard'",
-        "guard.toml": "Error: guard.toml: judge_format = 'llama_guard': guard formats are not "
-                      "asked by the redteam node yet",
+        "guard.toml": "Error: guard.toml: judge_format = 'llama_guard' with backend = "
+                      "\"endpoint\": guard formats are asked on the local engines",
     }  # fmt: skip
     for model, line in expected.items():
         out = ["--output-dir", str(work / "out")] if command == "run" else []

@@ -398,9 +398,12 @@ def test_a_bad_judge_format_is_one_line_naming_file_and_field(tmp_path: Path) ->
     message = str(err.value)
     assert "\n" not in message and str(path) in message and "judge_format" in message
     assert "'llama_guard'" in message
-    # valid, but refused at set-up until the redteam node asks guard formats
-    path.write_text(f'weights = "{tmp_path / "w"}"\njudge_format = "qwen3guard"\n')
-    with pytest.raises(ProfileInvalid, match="not asked by the redteam node yet"):
+    # valid, but a judge server is asked in the rubric format only: refused at set-up
+    path.write_text('backend = "endpoint"\nurl = "http://127.0.0.1:9/v1"\n'
+                    'judge_format = "qwen3guard"\n')
+    with pytest.raises(ProfileInvalid, match="asked on the local engines"):
         resolve_profile(str(path))
+    path.write_text(f'weights = "{tmp_path / "w"}"\njudge_format = "qwen3guard"\n')
+    assert resolve_profile(str(path)).judge_format == "qwen3guard"
     path.write_text(f'weights = "{tmp_path / "w"}"\njudge_format = "rubric_json"\n')
     assert resolve_profile(str(path)).judge_format == "rubric_json"

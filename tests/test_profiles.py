@@ -204,3 +204,12 @@ def test_models_cli_lists_presence(monkeypatch: pytest.MonkeyPatch, tmp_path: Pa
     assert out.exit_code == 0, out.output
     assert "demo" in out.output and "qwen2.5-7b-instruct" in out.output
     assert "DEMO" in out.output
+    # every guard family's published sizes, with the format they are asked in
+    for name in ("llama-guard-3-1b", "llama-guard-3-8b", "llama-guard-4-12b", "shieldgemma-2b",
+                 "shieldgemma-9b", "shieldgemma-27b", "wildguard-7b", "granite-guardian-3.1-2b",
+                 "granite-guardian-3.1-8b", "qwen3guard-gen-0.6b", "qwen3guard-gen-4b",
+                 "qwen3guard-gen-8b"):
+        assert name in out.output, name
+    for fmt in ("rubric_json", "llama_guard", "shieldgemma", "wildguard", "granite_guardian",
+                "qwen3guard"):
+        assert fmt in out.output, fmt

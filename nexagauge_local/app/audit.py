@@ -109,6 +109,10 @@ class LoggingJudge:
             self.log.add(r.node or node, r.schema)
         return self.inner.run(node, requests, progress)
 
+    @property
+    def judge_format(self) -> str:
+        return self.inner.judge_format
+
     def describe(self) -> dict[str, Any]:
         return self.inner.describe()
 

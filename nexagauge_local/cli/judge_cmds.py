@@ -50,7 +50,7 @@ def _cache_dir_option(fn: Any) -> Any:
 def models_cmd() -> None:
     """List judge model profiles and whether their weights are on this machine."""
     table = Table(title="judge profiles")
-    for col in ("name", "weights", "present", "backend", "dtype", "parallel", "notes"):
+    for col in ("name", "weights", "present", "format", "backend", "dtype", "parallel", "notes"):
         table.add_column(col)
     for prof, present in list_profiles():
         where = (
@@ -63,6 +63,7 @@ def models_cmd() -> None:
             prof.name,
             where,
             "[green]yes[/]" if present else "[red]no[/]",
+            prof.judge_format,
             prof.backend,
             prof.dtype,
             prof.parallelism,
@@ -70,6 +71,8 @@ def models_cmd() -> None:
         )
     _console().print(table)
     _console().print("Use --model NAME or --model /path/to/weights (a HF folder or a .gguf file).")
+    _console().print("Weights marked 'no': put the folder where `weights` points (models/README.md "
+                     "says how), or set NEXAGAUGE_MODELS_DIR.")
 
 
 # ------------------------------------------------------------------ calibrate

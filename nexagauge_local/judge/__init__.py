@@ -37,6 +37,7 @@ from nexagauge_local.judge.profiles import (
 from nexagauge_local.judge.protocol import Judge
 from nexagauge_local.judge.schemas import (
     DEFAULT_REASONING_CHARS,
+    GuardAnswer,
     StrictSchema,
     bounded_list,
     bounded_str,
@@ -49,12 +50,20 @@ from nexagauge_local.judge.schemas import (
     schema_id,
     schema_suffix,
 )
-from nexagauge_local.judge.types import Backend, FailureKind, JudgeRequest, JudgeResult, Messages
+from nexagauge_local.judge.types import (
+    Backend,
+    FailureKind,
+    GuardAsk,
+    JudgeRequest,
+    JudgeResult,
+    Messages,
+)
 from nexagauge_local.sqlite_store import CacheDamaged, CacheStoreError, CacheWriteError
 
 __all__ = [  # noqa: RUF022 (grouped by purpose, not sorted)
     # the protocol nodes call, and what travels through it
     "Judge", "JudgeRequest", "JudgeResult", "FailureKind", "Messages", "Backend",
+    "GuardAsk", "GuardAnswer",
     # the client, its cache and its cost ledger
     "JudgeClient", "Executor", "JudgeCache", "JUDGE_DB", "CacheStats", "CacheWriteError",
     "CacheDamaged", "CacheStoreError", "OutputHistory",
@@ -68,5 +77,6 @@ __all__ = [  # noqa: RUF022 (grouped by purpose, not sorted)
     "JudgeDecision", "NoLocalEngine", "decide",
     # the output-schema toolkit of LLM nodes
     "StrictSchema", "bounded_list", "bounded_str", "cached_builder", "max_tokens_for",
-    "parse_answer", "parse_request_answer", "parse_output", "reasoning_field", "schema_id", "schema_suffix", "DEFAULT_REASONING_CHARS",
+    "parse_answer", "parse_request_answer", "parse_output", "reasoning_field", "schema_id",
+    "schema_suffix", "DEFAULT_REASONING_CHARS",
 ]

@@ -36,7 +36,7 @@ from nexagauge_local.judge.cache import CacheEntry, JudgeCache, request_key
 from nexagauge_local.judge.decision import JudgeDecision
 from nexagauge_local.judge.ledger import CostLedger
 from nexagauge_local.judge.long_inputs import LongInputs
-from nexagauge_local.judge.profiles import DEMO_NOTICE
+from nexagauge_local.judge.profiles import DEFAULT_JUDGE_FORMAT, DEMO_NOTICE
 from nexagauge_local.judge.schemas import parse_request_answer, schema_id
 from nexagauge_local.judge.types import Backend, FailureKind, JudgeRequest, JudgeResult
 
@@ -117,6 +117,10 @@ class JudgeClient:
     @property
     def is_demo(self) -> bool:
         return bool(self._is_demo)
+
+    @property
+    def judge_format(self) -> str:
+        return self.decision.judge_format if self.decision else DEFAULT_JUDGE_FORMAT
 
     @property
     def backend_loaded(self) -> bool:

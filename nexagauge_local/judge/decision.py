@@ -19,6 +19,7 @@ from nexagauge_local.judge.cpu_auto import cpu_backend, mem_available_gb
 from nexagauge_local.judge.profiles import (
     BACKEND_GRAMMARS,
     DEFAULT_GRAMMAR,
+    DEFAULT_JUDGE_FORMAT,
     JudgeProfile,
     WeightsMissing,
     fingerprint,
@@ -66,6 +67,8 @@ class JudgeDecision(BaseModel):
     reason: str
     fingerprint: str
     server: dict[str, Any] | None = None  # an endpoint judge's summary block (no API key)
+    # how the judge is asked: our rubric JSON, or a guard family's own format (judge/formats)
+    judge_format: str = DEFAULT_JUDGE_FORMAT
 
     @property
     def devices(self) -> list[str]:
@@ -184,7 +187,7 @@ def decide(
     return JudgeDecision(
         profile=profile.name, backend=chosen, grammar=grammar,
         dtype=dtype, device=device, gpu_ids=ids, batch_invariant=profile.batch_invariant,
-        demo=profile.demo, reason=reason,
+        demo=profile.demo, reason=reason, judge_format=profile.judge_format,
         fingerprint=fingerprint(profile, chosen, dtype, None if grammar == "none" else grammar),
     )
 
@@ -197,4 +200,5 @@ def decide_endpoint(profile: JudgeProfile, *, grammar_backend: str, reason: str,
         grammar=choose_grammar(grammar_backend, profile, "endpoint"),
         dtype=profile.dtype, device="server", batch_invariant=profile.batch_invariant,
         demo=profile.demo, reason=reason, fingerprint=fingerprint, server=server,
+        judge_format=profile.judge_format,
     )

@@ -59,10 +59,11 @@ JudgeFormatName = Literal[
     "rubric_json", "llama_guard", "shieldgemma", "wildguard", "granite_guardian", "qwen3guard"
 ]
 DEFAULT_JUDGE_FORMAT: JudgeFormatName = "rubric_json"
-# The formats the nodes ask today. Guard formats are validated and fingerprinted, but until the
-# redteam node asks them a profile naming one is refused at set-up (exit 2), rather than sending
-# our rubric prompts to a classifier that does not answer them.
-ASKED_FORMATS: frozenset[str] = frozenset({DEFAULT_JUDGE_FORMAT})
+# Guard formats are asked by the local engines (hf, vLLM: the family's chat template extras,
+# a regex answer, the decision token's logprobs); a judge server is asked in our rubric format
+# only, so a guard format behind a URL is refused at set-up (exit 2) rather than sending a
+# classifier prompts it does not answer.
+LOCAL_ONLY_FORMATS = "guard formats are asked on the local engines (hf, vllm) only"
 
 
 class JudgeProfile(BaseModel):
@@ -234,10 +235,10 @@ def _checked_profile_file(path: Path) -> JudgeProfile:
         faults = "; ".join(f"{'.'.join(map(str, e['loc'])) or '<root>'}: {e['msg']}"
                            for e in exc.errors())  # fmt: skip
         raise ProfileInvalid(f"{path}: invalid judge profile: {faults}") from exc
-    if prof.judge_format not in ASKED_FORMATS:
+    if prof.judge_format != DEFAULT_JUDGE_FORMAT and prof.backend == "endpoint":
         raise ProfileInvalid(
-            f"{path}: judge_format = {prof.judge_format!r}: guard formats are not asked by the "
-            f"redteam node yet (docs/guard-formats.md); use \"{DEFAULT_JUDGE_FORMAT}\""
+            f"{path}: judge_format = {prof.judge_format!r} with backend = \"endpoint\": "
+            f"{LOCAL_ONLY_FORMATS} (docs/guard-formats.md)"
         )
     return prof
 

@@ -17,6 +17,12 @@ from nexagauge_local.judge.types import JudgeRequest, JudgeResult
 class Judge(Protocol):
     ledger: CostLedger  # per-node usage: requests, cache hits, tokens, device-seconds
 
+    @property
+    def judge_format(self) -> str:
+        """How requests are asked: "rubric_json", or a guard family's format (judge/formats);
+        a node that can ask in that format (redteam) reads it before planning."""
+        ...
+
     def run(
         self,
         node: str,

@@ -160,6 +160,11 @@ class RunContext:
     def has_judge(self, node: str) -> bool:
         return node in self.node_judges or self.judge_factory is not None
 
+    def judge_format(self, node: str) -> str:
+        """How `node`'s judge is asked (its profile's judge_format); a node without a judge
+        plans in the rubric format (every request then fails with "no judge")."""
+        return self.judge_for(node).judge_format if self.has_judge(node) else "rubric_json"
+
     def judge_for(self, node: str) -> Judge:
         """`node`'s judge, opened on first use; nodes that share a key share the judge."""
         key = self.judge_key(node)

@@ -103,7 +103,7 @@ class Qwen3Guard:
         return _GRAMMAR
 
     def max_tokens(self, request: GuardRequest) -> int:
-        return 48
+        return 64  # eight category names at most, a few tokens each
 
     def _expects_answer(self, request: GuardRequest) -> bool:
         return request.probe is not None and request.probe.expect == "comply"

@@ -73,7 +73,7 @@ class ShieldGemma:
         return "(Yes|No)"
 
     def max_tokens(self, request: GuardRequest) -> int:
-        return 1
+        return 4  # the word (one token in the real vocabulary) and EOS, with room
 
     def decision(self, request: GuardRequest) -> DecisionPoint:
         return DecisionPoint(label="", unsafe=("Yes",), safe=("No",))

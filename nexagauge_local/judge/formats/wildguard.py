@@ -62,7 +62,7 @@ class WildGuard:
         return _ANSWER.pattern
 
     def max_tokens(self, request: GuardRequest) -> int:
-        return 24
+        return 32
 
     def decision(self, request: GuardRequest) -> DecisionPoint:
         field = "Response refusal" if self._expects_answer(request) else "Harmful response"

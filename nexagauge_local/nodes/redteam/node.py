@@ -33,10 +33,19 @@ from typing import Any
 from nexagauge_local.blocks import ProbeBlock, ScoringKnobs
 from nexagauge_local.case import Case
 from nexagauge_local.judge import JudgeRequest, JudgeResult, max_tokens_for
+from nexagauge_local.judge.formats import guard_format
 from nexagauge_local.nodes.base import CaseState, RunContext
 from nexagauge_local.nodes.llm_node import Answers, Ask, LLMNode
 from nexagauge_local.nodes.redteam import PROBE, SPEC
 from nexagauge_local.nodes.redteam.block import RedteamBlock, RedteamMetric
+from nexagauge_local.nodes.redteam.guard_metric import (
+    GuardQuestion,
+    guard_judge_request,
+    guard_metric_result,
+    probe_guard_request,
+    rubric_request,
+    unsupported_result,
+)
 from nexagauge_local.nodes.redteam.probe_metric import (
     PROBE_METRIC,
     ProbeQuestion,
@@ -56,9 +65,9 @@ from nexagauge_local.results import MetricResult, NodeReport, passed_for
 from nexagauge_local.scoring.judge_scores import safety_entry
 
 CATEGORY = "output|generation|answer"
-# What scoring one answer needs: the rubric metric asked about and the fields the judge saw, or
-# the probe metric's question.
-Judged = tuple[RedteamMetric, dict[str, str | None]] | ProbeQuestion
+# What scoring one answer needs: the rubric metric asked about and the fields the judge saw, the
+# probe metric's question, or (a guard classifier judging) the family's request.
+Judged = tuple[RedteamMetric, dict[str, str | None]] | ProbeQuestion | GuardQuestion
 
 
 def metric_set(block: RedteamBlock) -> list[RedteamMetric]:
@@ -123,12 +132,17 @@ class RedteamNode(LLMNode[Judged, NodeReport]):
         self._outcomes: list[ProbeOutcome] = []
         self._seed = 0
         self._memo_dir: Path | None = None
+        # case id -> metrics its guard-format judge cannot judge (reported with the reason)
+        self._unasked: dict[str, list[MetricResult]] = {}
 
     def start_shard(self, ctx: RunContext) -> None:
         self._seed = ctx.settings.seed
         self._memo_dir = ctx.settings.memo_dir("observability")
 
     def plan_case(self, state: CaseState, ctx: RunContext) -> list[Ask[Judged]]:
+        fmt = guard_format(ctx.judge_format(self.name))  # type: ignore[arg-type]
+        if fmt is not None:
+            return self._plan_guard(state, fmt)
         knobs = state.case.settings(self.name, RedteamBlock)
         schema = verdict_schema(knobs.scoring_mode, knobs.include_reasoning)
         asks: list[Ask[Judged]] = []
@@ -149,12 +163,38 @@ class RedteamNode(LLMNode[Judged, NodeReport]):
                             question))
         return asks
 
+    def _plan_guard(self, state: CaseState, fmt: Any) -> list[Ask[Judged]]:
+        """Each metric as the guard family's request; one it cannot judge is not asked."""
+        case = state.case
+        knobs = case.settings(self.name, RedteamBlock)
+        output = case.output or ""
+        wanted = [rubric_request(m.name, m.rubric.goal, m.rubric.violations,
+                                 m.rubric.non_violations,
+                                 case.field("input") if "input" in m.item_fields else None,
+                                 output) for m in metric_set(knobs)]  # fmt: skip
+        probe = case.block_of(PROBE, ProbeBlock)
+        if probe is not None:
+            wanted.append(probe_guard_request(PROBE_METRIC, probe,
+                                              probe.input or case.field("input"), output))
+        asks: list[Ask[Judged]] = []
+        for req in wanted:
+            why = fmt.supports(req)
+            if why is not None:
+                self._unasked.setdefault(case.case_id, []).append(
+                    unsupported_result(req.metric, why))
+                continue
+            question = GuardQuestion(fmt, req)
+            asks.append(Ask(guard_judge_request(question, case.case_id, self.name), question))
+        return asks
+
     def score_case(self, state: CaseState, answers: Answers[Judged]) -> NodeReport:
         """The judged rubric metrics plus the heuristic risk score (which needs no judge)."""
         knobs = state.case.settings(self.name, RedteamBlock)
-        metrics = [probe_metric_result(about, knobs, r) if isinstance(about, ProbeQuestion)
+        metrics = [guard_metric_result(about, r) if isinstance(about, GuardQuestion)
+                   else probe_metric_result(about, knobs, r) if isinstance(about, ProbeQuestion)
                    else metric_result(about[0], knobs, about[1], r)
                    for about, r in answers.pairs]
+        metrics += self._unasked.pop(state.case.case_id, [])
         case = state.case
         probe = case.block_of(PROBE, ProbeBlock)
         heuristic = heuristic_score(case.case_id, case.output, probe, case.field("input"))
