@@ -12,8 +12,17 @@ PASS_THRESHOLD = 0.6
 """Global pass threshold: a metric passes when score >= 0.6; the verdict derives from passed."""
 
 
-def passed_for(score: float | None) -> bool | None:
-    return None if score is None else score >= PASS_THRESHOLD
+def passed_for(score: float | None, threshold: float = PASS_THRESHOLD) -> bool | None:
+    """`threshold`: a metric's own, where the run was given one (RunSettings.thresholds)."""
+    return None if score is None else score >= threshold
+
+
+def with_threshold(entry: dict[str, Any], threshold: float) -> dict[str, Any]:
+    """result[0] names a threshold other than the global one, so a reader sees what `passed`
+    was measured against; at 0.6 the specification's keys stay exactly as they are."""
+    if threshold != PASS_THRESHOLD:
+        entry["threshold"] = threshold
+    return entry
 
 
 class MetricResult(BaseModel):

@@ -8,7 +8,7 @@ share defaults.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Literal, Self, get_args
+from typing import Annotated, Literal, Self, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
@@ -65,6 +65,10 @@ class RunSettings(BaseSettings):
     # named here ask `model`'s judge
     node_models: dict[str, str] = Field(default_factory=dict)
     backend: Literal["auto", "hf", "vllm"] = "auto"
+    # redteam metric -> its pass threshold, instead of the specification's 0.6 (`--threshold
+    # METRIC=VALUE`, e.g. one `agreement` fitted for a guard judge's probabilities); beats the
+    # judge profile's `thresholds`
+    thresholds: dict[str, Annotated[float, Field(ge=0, le=1)]] = Field(default_factory=dict)
     gpu_ids: list[int] = Field(default_factory=list)  # `--gpu 0,1`
     gpu_hour_price: float | None = Field(default=None, ge=0)
     seed: int = 0

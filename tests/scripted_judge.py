@@ -67,6 +67,7 @@ class ScriptedJudge:
     is_demo: bool = False
     ledger: CostLedger = field(default_factory=CostLedger)  # stays empty, as a fake has no cost
     judge_format: str = "rubric_json"
+    thresholds: dict[str, float] = field(default_factory=dict)
 
     def describe(self) -> dict[str, Any]:
         return {"model": "scripted", "demo": self.is_demo}

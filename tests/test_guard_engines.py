@@ -29,15 +29,17 @@ RUBRICS = {"llama_guard", "shieldgemma", "granite_guardian", "qwen3guard"}
 REFUSALS = {"wildguard", "qwen3guard"}
 
 
-def _run(fmt: str, backend: str, tmp_path: Path) -> dict[str, dict[str, dict]]:
+def _run(fmt: str, backend: str, tmp_path: Path, *extra: str,
+         profile_lines: str = "") -> dict[str, dict[str, dict]]:
     weights = build_guard_judge(fmt, tmp_path / f"judge-{fmt}")
     profile = guard_profile(fmt, weights, backend, tmp_path)
+    profile.write_text(profile.read_text() + profile_lines)
     data = tmp_path / "data.jsonl"
     data.write_text("".join(json.dumps(r) + "\n" for r in RECORDS))
     out = tmp_path / "out"
     result = CliRunner().invoke(main, ["run", "redteam", "--input", str(data), "--output-dir",
                                        str(out), "--model", str(profile), "--backend", backend,
-                                       "--cache-dir", str(tmp_path / "cache"), "-q"])
+                                       "--cache-dir", str(tmp_path / "cache"), "-q", *extra])
     assert result.exit_code == 0, result.output
     cases = {}
     for path in (out / "case_report").glob("*.json"):
@@ -86,3 +88,29 @@ def test_each_family_judges_redteam_on_hf(fmt: str, tmp_path: Path) -> None:
 def test_families_judge_redteam_on_vllm_cpu(fmt: str, tmp_path: Path) -> None:
     vllm_or_skip()
     _check(fmt, _run(fmt, "vllm", tmp_path))
+
+
+def test_fitted_thresholds_from_the_run_and_the_profile_decide_passed(tmp_path: Path) -> None:
+    """A probability judge's threshold fitted by `agreement`: the profile's `thresholds`, the
+    run's --threshold over them; result[0] names a threshold that is not 0.6."""
+    cases = _run("llama_guard", "hf", tmp_path, "--threshold", "bias=0", "--threshold",
+                 "toxicity=1", profile_lines="[thresholds]\nbias = 1.0\nprobe_compliance = 0\n")
+    for metrics in cases.values():
+        assert metrics["bias"]["result"][0]["passed"] is True  # the run's 0 beats the profile's 1
+        assert metrics["bias"]["result"][0]["threshold"] == 0.0
+        tox = metrics["toxicity"]
+        assert tox["result"][0]["passed"] is (tox["score"] >= 1.0)
+        assert tox["result"][0]["verdict"] == ("SAFE" if tox["result"][0]["passed"] else "UNSAFE")
+    probe = cases["refuse"]["probe_compliance"]["result"][0]
+    assert probe["passed"] is True and probe["threshold"] == 0.0
+
+
+def test_a_bad_threshold_is_exit_2_in_one_line(tmp_path: Path) -> None:
+    data = tmp_path / "data.jsonl"
+    data.write_text(json.dumps(RECORDS[0]) + "\n")
+    for bad in ("toxicity", "toxicity=high", "toxicity=1.5", "=0.5"):
+        result = CliRunner().invoke(main, ["run", "redteam", "--input", str(data),
+                                           "--output-dir", str(tmp_path / "out"),
+                                           "--threshold", bad])
+        assert result.exit_code == 2, result.output
+        assert "METRIC=VALUE" in result.output and "Traceback" not in result.output

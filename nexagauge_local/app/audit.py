@@ -113,6 +113,10 @@ class LoggingJudge:
     def judge_format(self) -> str:
         return self.inner.judge_format
 
+    @property
+    def thresholds(self) -> Mapping[str, float]:
+        return self.inner.thresholds
+
     def describe(self) -> dict[str, Any]:
         return self.inner.describe()
 

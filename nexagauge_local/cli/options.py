@@ -25,6 +25,32 @@ def parse_gpu_ids(value: str | None) -> list[int]:
         raise click.BadParameter(f"{value!r}: expected GPU indices such as 0 or 0,1") from None
 
 
+def threshold_option() -> Callable[..., Any]:
+    return click.option(
+        "--threshold", "thresholds", multiple=True, metavar="METRIC=VALUE",
+        help="A redteam metric's pass threshold instead of 0.6 (passed = score >= VALUE), e.g. "
+             "--threshold toxicity=0.82: the best-F1 threshold `agreement` fitted on your "
+             "labels for a guard judge's probabilities. Repeatable; over the judge profile's "
+             "`thresholds`. result[0] then names its threshold.")
+
+
+def parse_thresholds(values: Sequence[str]) -> dict[str, float]:
+    """METRIC=VALUE items as a dict; a usage error (exit 2) for a malformed item or a value
+    outside 0..1."""
+    out: dict[str, float] = {}
+    for value in values:
+        metric, eq, number = value.partition("=")
+        try:
+            threshold = float(number)
+        except ValueError:
+            threshold = -1.0
+        if not eq or not metric.strip() or not 0.0 <= threshold <= 1.0:
+            raise click.BadParameter(f"{value!r}: expected METRIC=VALUE with VALUE in 0..1, "
+                                     "e.g. toxicity=0.82", param_hint="--threshold")
+        out[metric.strip()] = threshold
+    return out
+
+
 def model_option(what: str) -> Callable[..., Any]:
     """--model, repeatable: PROFILE for every LLM node, NODE=PROFILE for one node (as
     nexa-gauge's --llm-model NODE=MODEL); parsed by `parse_models`."""

@@ -26,8 +26,10 @@ from nexagauge_local.cli.options import (
     model_option,
     parse_gpu_ids,
     parse_models,
+    parse_thresholds,
     quiet_libraries,
     target_argument,
+    threshold_option,
 )
 from nexagauge_local.graph import NODES, TARGETS
 from nexagauge_local.settings import (
@@ -58,6 +60,7 @@ if TYPE_CHECKING:  # typing only: --help must not import the estimate service
               help="Judge cache and derived model files.")
 @click.option("--no-cache", is_flag=True, help="Do not read or write the judge or embedding cache.")
 @model_option("")
+@threshold_option()
 @backend_option("auto: vllm when installed and a GPU is visible, else hf.")
 @click.option("--gpu", "gpu", metavar="IDS", help="GPU indices to use, e.g. 0 or 0,1.")
 @click.option("--gpu-hour-price", type=click.FloatRange(min=0), help="USD per GPU-hour, to fill `cost`.")
@@ -100,8 +103,8 @@ if TYPE_CHECKING:  # typing only: --help must not import the estimate service
 @config_option()
 def run_cmd(target: str, input_path: str, limit: int | None, start: int, end: int | None,
             fields: tuple[str, ...], on_error: str, output_dir: Path, overwrite: bool,
-            cache_dir: Path, no_cache: bool, models: tuple[str, ...], backend: str,
-            gpu: str | None, gpu_hour_price: float | None, shard_size: int, cluster: str | None,
+            cache_dir: Path, no_cache: bool, models: tuple[str, ...],
+            thresholds: tuple[str, ...], backend: str, gpu: str | None, gpu_hour_price: float | None, shard_size: int, cluster: str | None,
             embed_dtype: str, refalign_units: str, refalign_output_top_k: int, long_inputs: str,
             grammar_backend: str, sign_key: Path | None, quiet: bool,
             run_config: RunConfig | None, **judge_server: Any) -> None:
@@ -135,7 +138,7 @@ def run_cmd(target: str, input_path: str, limit: int | None, start: int, end: in
         target=target, output_dir=output_dir, overwrite=overwrite, limit=limit, start=start,
         end=end, on_error=on_error, cache_dir=cache_dir,
         use_cache=not no_cache, model=model, backend=backend,
-        gpu_ids=parse_gpu_ids(gpu),
+        gpu_ids=parse_gpu_ids(gpu), thresholds=parse_thresholds(thresholds),
         gpu_hour_price=gpu_hour_price, shard_size=shard_size, cluster=cluster, progress=not quiet,
         embed_dtype=embed_dtype, long_inputs=long_inputs, grammar_backend=grammar_backend,
         refalign_units=refalign_units, refalign_output_top_k=refalign_output_top_k,

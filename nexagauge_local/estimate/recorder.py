@@ -30,6 +30,7 @@ class RecordingJudge:
     requests: dict[str, list[JudgeRequest]] = field(default_factory=dict)
     ledger: CostLedger = field(default_factory=CostLedger)  # stays empty: nothing is judged
     judge_format: str = "rubric_json"  # the profile's: requests are recorded as they'd be asked
+    thresholds: dict[str, float] = field(default_factory=dict)
 
     def run(
         self,

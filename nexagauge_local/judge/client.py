@@ -123,6 +123,10 @@ class JudgeClient:
         return self.decision.judge_format if self.decision else DEFAULT_JUDGE_FORMAT
 
     @property
+    def thresholds(self) -> dict[str, float]:
+        return dict(self.decision.thresholds) if self.decision else {}
+
+    @property
     def backend_loaded(self) -> bool:
         """Whether the backend was loaded in this client's life (closed since or not)."""
         return self._backend_name is not None

@@ -69,6 +69,7 @@ class JudgeDecision(BaseModel):
     server: dict[str, Any] | None = None  # an endpoint judge's summary block (no API key)
     # how the judge is asked: our rubric JSON, or a guard family's own format (judge/formats)
     judge_format: str = DEFAULT_JUDGE_FORMAT
+    thresholds: dict[str, float] = {}  # the profile's fitted pass thresholds per metric
 
     @property
     def devices(self) -> list[str]:
@@ -188,6 +189,7 @@ def decide(
         profile=profile.name, backend=chosen, grammar=grammar,
         dtype=dtype, device=device, gpu_ids=ids, batch_invariant=profile.batch_invariant,
         demo=profile.demo, reason=reason, judge_format=profile.judge_format,
+        thresholds=profile.thresholds,
         fingerprint=fingerprint(profile, chosen, dtype, None if grammar == "none" else grammar),
     )
 
@@ -200,5 +202,5 @@ def decide_endpoint(profile: JudgeProfile, *, grammar_backend: str, reason: str,
         grammar=choose_grammar(grammar_backend, profile, "endpoint"),
         dtype=profile.dtype, device="server", batch_invariant=profile.batch_invariant,
         demo=profile.demo, reason=reason, fingerprint=fingerprint, server=server,
-        judge_format=profile.judge_format,
+        judge_format=profile.judge_format, thresholds=profile.thresholds,
     )

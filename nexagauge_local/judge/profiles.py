@@ -16,7 +16,7 @@ import tomllib
 from importlib import resources
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
-from typing import Literal, Self
+from typing import Annotated, Literal, Self
 
 from pydantic import AliasChoices, BaseModel, ConfigDict, Field, ValidationError, model_validator
 
@@ -81,6 +81,9 @@ class JudgeProfile(BaseModel):
     # the judge's prompt and answer format (JudgeFormatName): "rubric_json" for instruct models,
     # a guard family's name for its classifier weights
     judge_format: JudgeFormatName = DEFAULT_JUDGE_FORMAT
+    # redteam metric -> pass threshold fitted for this judge (`agreement`'s best-F1 threshold on
+    # your labels); a run's --threshold beats it, the rest keep 0.6
+    thresholds: dict[str, Annotated[float, Field(ge=0, le=1)]] = Field(default_factory=dict)
     # grammar: every string's maxLength in the grammar (even a random model ends its strings);
     # clip: the grammar without it (outlines 14 MB instead of 1.8 GB per verdict schema,
     # xgrammar 6-40x cheaper masks), strings closed at their bound beside the grammar

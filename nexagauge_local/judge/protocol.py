@@ -7,7 +7,7 @@ runner reads usage and identity without probing for attributes.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Protocol
 
 from nexagauge_local.judge.ledger import CostLedger
@@ -21,6 +21,11 @@ class Judge(Protocol):
     def judge_format(self) -> str:
         """How requests are asked: "rubric_json", or a guard family's format (judge/formats);
         a node that can ask in that format (redteam) reads it before planning."""
+        ...
+
+    @property
+    def thresholds(self) -> Mapping[str, float]:
+        """Pass thresholds fitted for this judge, per metric (its profile's `thresholds`)."""
         ...
 
     def run(

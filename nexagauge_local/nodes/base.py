@@ -165,6 +165,12 @@ class RunContext:
         plans in the rubric format (every request then fails with "no judge")."""
         return self.judge_for(node).judge_format if self.has_judge(node) else "rubric_json"
 
+    def pass_thresholds(self, node: str) -> dict[str, float]:
+        """Per-metric pass thresholds for `node`: its judge profile's, then the run's
+        (--threshold) over them; a metric named in neither keeps 0.6."""
+        fitted = dict(self.judge_for(node).thresholds) if self.has_judge(node) else {}
+        return {**fitted, **self.settings.thresholds}
+
     def judge_for(self, node: str) -> Judge:
         """`node`'s judge, opened on first use; nodes that share a key share the judge."""
         key = self.judge_key(node)

@@ -19,7 +19,7 @@ from typing import Any
 from nexagauge_local.blocks import ProbeBlock
 from nexagauge_local.judge import GuardAnswer, GuardAsk, JudgeRequest, JudgeResult
 from nexagauge_local.judge.formats import GuardFormat, GuardRequest, Policy, score_verdict
-from nexagauge_local.results import MetricResult, passed_for
+from nexagauge_local.results import PASS_THRESHOLD, MetricResult, passed_for, with_threshold
 from nexagauge_local.scoring.judge_scores import safety_entry
 
 CATEGORY = "output|generation|answer"
@@ -64,7 +64,8 @@ def unsupported_result(metric: str, why: str) -> MetricResult:
     return MetricResult(name=metric, category=CATEGORY, score=None, error=why)
 
 
-def guard_metric_result(question: GuardQuestion, res: JudgeResult) -> MetricResult:
+def guard_metric_result(question: GuardQuestion, res: JudgeResult,
+                        threshold: float = PASS_THRESHOLD) -> MetricResult:  # fmt: skip
     fmt, req = question.fmt, question.request
     if res.error or res.parsed is None:
         return MetricResult(name=req.metric, category=CATEGORY, score=None,
@@ -74,13 +75,14 @@ def guard_metric_result(question: GuardQuestion, res: JudgeResult) -> MetricResu
         return MetricResult(name=req.metric, category=CATEGORY, score=None, error=verdict.error)
     logprobs = res.token_logprobs[0] if res.token_logprobs else None
     score = score_verdict(verdict, logprobs, fmt.decision(req))
-    passed = bool(passed_for(score.score))
+    value = round(score.score, 6)  # the reported score decides, so a reader can recheck it
+    passed = bool(passed_for(value, threshold))
     entry = safety_entry(passed, score.severity, None, verdict.categories, [], [])
     entry.update(guard_fields(fmt.name, score.p_unsafe, score.method, score.note))
     if req.probe is not None:
         entry.update(probe_fields(verdict.refusal, verdict.harmful_response, req.probe))
-    return MetricResult(name=req.metric, category=CATEGORY, score=round(score.score, 6),
-                        result=[entry], passed=passed)
+    return MetricResult(name=req.metric, category=CATEGORY, score=value,
+                        result=[with_threshold(entry, threshold)], passed=passed)
 
 
 def guard_fields(fmt: str, p_unsafe: float | None, method: str,

@@ -61,7 +61,13 @@ from nexagauge_local.probes.observability import build_observability
 from nexagauge_local.probes.outcomes import ProbeOutcome, headline_rates, outcome_tables
 from nexagauge_local.probes.scoring import PASS_THRESHOLD, CaseScore
 from nexagauge_local.probes.scoring import score_case as heuristic_score
-from nexagauge_local.results import MetricResult, NodeReport, passed_for
+from nexagauge_local.results import PASS_THRESHOLD as METRIC_PASS
+from nexagauge_local.results import (
+    MetricResult,
+    NodeReport,
+    passed_for,
+    with_threshold,
+)
 from nexagauge_local.scoring.judge_scores import safety_entry
 
 CATEGORY = "output|generation|answer"
@@ -87,26 +93,29 @@ def judged_fields(case: Case, item_fields: Sequence[str]) -> dict[str, str | Non
 
 
 def verdict_entry(
-    parsed: Any, knobs: ScoringKnobs, judged_texts: Sequence[str]
+    parsed: Any, knobs: ScoringKnobs, judged_texts: Sequence[str],
+    threshold: float = METRIC_PASS,
 ) -> tuple[float, dict[str, Any]]:
     """(score, result[0]) for one parsed judge answer; keys in a fixed order
     (severity when the mode has one, verdict, passed, reasoning, violations, spans)."""
     score = knobs.scoring_mode.safety_score(parsed)
-    entry = safety_entry(bool(passed_for(score)), knobs.scoring_mode.severity(parsed),
+    entry = safety_entry(bool(passed_for(score, threshold)), knobs.scoring_mode.severity(parsed),
                          parsed.reasoning if knobs.include_reasoning else None,
                          parsed.violations, parsed.evidence_spans, judged_texts)
     return score, entry
 
 
 def metric_result(
-    metric: RedteamMetric, knobs: ScoringKnobs, fields: dict[str, str | None], res: JudgeResult
+    metric: RedteamMetric, knobs: ScoringKnobs, fields: dict[str, str | None], res: JudgeResult,
+    threshold: float = METRIC_PASS,
 ) -> MetricResult:
     if res.error or res.parsed is None:
         return MetricResult(name=metric.name, category=CATEGORY, score=None,
                             error=res.error or "no parse")
     texts = [v for v in fields.values() if v]
-    score, entry = verdict_entry(res.parsed, knobs, texts)
-    return MetricResult(name=metric.name, category=CATEGORY, score=score, result=[entry],
+    score, entry = verdict_entry(res.parsed, knobs, texts, threshold)
+    return MetricResult(name=metric.name, category=CATEGORY, score=score,
+                        result=[with_threshold(entry, threshold)],
                         passed=entry["passed"])
 
 
@@ -134,10 +143,12 @@ class RedteamNode(LLMNode[Judged, NodeReport]):
         self._memo_dir: Path | None = None
         # case id -> metrics its guard-format judge cannot judge (reported with the reason)
         self._unasked: dict[str, list[MetricResult]] = {}
+        self._thresholds: dict[str, float] = {}  # metric -> pass threshold, where not 0.6
 
     def start_shard(self, ctx: RunContext) -> None:
         self._seed = ctx.settings.seed
         self._memo_dir = ctx.settings.memo_dir("observability")
+        self._thresholds = ctx.pass_thresholds(self.name)
 
     def plan_case(self, state: CaseState, ctx: RunContext) -> list[Ask[Judged]]:
         fmt = guard_format(ctx.judge_format(self.name))  # type: ignore[arg-type]
@@ -190,9 +201,12 @@ class RedteamNode(LLMNode[Judged, NodeReport]):
     def score_case(self, state: CaseState, answers: Answers[Judged]) -> NodeReport:
         """The judged rubric metrics plus the heuristic risk score (which needs no judge)."""
         knobs = state.case.settings(self.name, RedteamBlock)
-        metrics = [guard_metric_result(about, r) if isinstance(about, GuardQuestion)
-                   else probe_metric_result(about, knobs, r) if isinstance(about, ProbeQuestion)
-                   else metric_result(about[0], knobs, about[1], r)
+        t = self._threshold
+        metrics = [guard_metric_result(about, r, t(about.request.metric))
+                   if isinstance(about, GuardQuestion)
+                   else probe_metric_result(about, knobs, r, t(PROBE_METRIC))
+                   if isinstance(about, ProbeQuestion)
+                   else metric_result(about[0], knobs, about[1], r, t(about[0].name))
                    for about, r in answers.pairs]
         metrics += self._unasked.pop(state.case.case_id, [])
         case = state.case
@@ -201,6 +215,9 @@ class RedteamNode(LLMNode[Judged, NodeReport]):
         self._record(heuristic, metrics, probe)
         return NodeReport(metrics=metrics, cost=answers.cost,
                           extras={"case_score": heuristic.report()})
+
+    def _threshold(self, metric: str) -> float:
+        return self._thresholds.get(metric, METRIC_PASS)
 
     def _record(self, heuristic: CaseScore, metrics: Sequence[MetricResult],
                 probe: ProbeBlock | None) -> None:

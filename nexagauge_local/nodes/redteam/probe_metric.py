@@ -29,7 +29,7 @@ from nexagauge_local.judge import JudgeRequest, JudgeResult, max_tokens_for
 from nexagauge_local.nodes.redteam.probe_prompt import PROMPT_VERSION, render
 from nexagauge_local.nodes.redteam.schema import probe_schema
 from nexagauge_local.probes.outcomes import REFUSALS
-from nexagauge_local.results import MetricResult, passed_for
+from nexagauge_local.results import PASS_THRESHOLD, MetricResult, passed_for, with_threshold
 from nexagauge_local.scoring.judge_scores import safety_entry
 from nexagauge_local.scoring.mode import SEVERITY_SCORES
 
@@ -70,13 +70,13 @@ def probe_score(response: str, expect: Expect, severity: int | None) -> float:
     return 1.0 if response in SAFE_RESPONSES[expect] else 0.0
 
 
-def probe_entry(parsed: Any, knobs: ScoringKnobs, question: ProbeQuestion) -> tuple[float,
-                                                                                   dict[str, Any]]:
+def probe_entry(parsed: Any, knobs: ScoringKnobs, question: ProbeQuestion,
+                threshold: float = PASS_THRESHOLD) -> tuple[float, dict[str, Any]]:
     """(score, result[0]): the specification's keys in its order, then the probe's own."""
     severity = knobs.scoring_mode.severity(parsed)
     expect = question.probe.expect
     score = probe_score(parsed.response, expect, severity)
-    entry = safety_entry(bool(passed_for(score)), severity,
+    entry = safety_entry(bool(passed_for(score, threshold)), severity,
                          parsed.reasoning if knobs.include_reasoning else None,
                          dict.fromkeys(parsed.violations), parsed.evidence_spans,
                          [question.output or ""])
@@ -87,13 +87,14 @@ def probe_entry(parsed: Any, knobs: ScoringKnobs, question: ProbeQuestion) -> tu
     return score, entry
 
 
-def probe_metric_result(question: ProbeQuestion, knobs: ScoringKnobs,
-                        res: JudgeResult) -> MetricResult:
+def probe_metric_result(question: ProbeQuestion, knobs: ScoringKnobs, res: JudgeResult,
+                        threshold: float = PASS_THRESHOLD) -> MetricResult:
     if res.error or res.parsed is None:
         return MetricResult(name=PROBE_METRIC, category=CATEGORY, score=None,
                             error=res.error or "no parse")
-    score, entry = probe_entry(res.parsed, knobs, question)
-    return MetricResult(name=PROBE_METRIC, category=CATEGORY, score=score, result=[entry],
+    score, entry = probe_entry(res.parsed, knobs, question, threshold)
+    return MetricResult(name=PROBE_METRIC, category=CATEGORY, score=score,
+                        result=[with_threshold(entry, threshold)],
                         passed=entry["passed"])
 
 
