@@ -139,11 +139,23 @@ def test_micro_batches_respect_token_budget(tiny_backend, monkeypatch) -> None:
     assert max(r.extra["batch_size"] for r in results) < 9
 
 
-def test_default_token_budget_keeps_float32_cpu_runs_smaller() -> None:
-    from nexagauge_local.judge.batch_plan import default_token_budget
+def test_default_token_budget_follows_the_kv_cache_size_on_cpu(tiny_backend) -> None:
+    from types import SimpleNamespace
 
-    assert default_token_budget(False, "float32") < default_token_budget(False, "bfloat16")
-    assert default_token_budget(True, "float32") == default_token_budget(True, "bfloat16") == 65536
+    from nexagauge_local.judge.batch_plan import default_token_budget, kv_bytes_per_token
+
+    small = SimpleNamespace(num_hidden_layers=30, num_key_value_heads=3, num_attention_heads=9,
+                            hidden_size=576, head_dim=None)  # the demo judge's shape
+    large = SimpleNamespace(num_hidden_layers=32, num_key_value_heads=32, num_attention_heads=32,
+                            hidden_size=4096, head_dim=128)  # a 7B without grouped KV
+    assert kv_bytes_per_token(small, 4) == 30 * 3 * 64 * 2 * 4
+    assert kv_bytes_per_token(large, 2) * 2 == kv_bytes_per_token(large, 4)
+    assert default_token_budget(False, kv_bytes_per_token(small, 4)) > 16384  # a rubric's rows
+    assert default_token_budget(False, kv_bytes_per_token(large, 4)) == 2048  # 1 GiB of KV
+    assert default_token_budget(False, 10**12) == 1024
+    assert default_token_budget(True, 1) == 65536
+    assert tiny_backend.token_budget == default_token_budget(
+        False, kv_bytes_per_token(tiny_backend.model.config, 4))
 
 
 def test_answers_stream_to_on_batch_as_each_micro_batch_ends(tiny_backend, monkeypatch) -> None:

@@ -101,10 +101,10 @@ class JudgeProfile(BaseModel):
     # batch-invariant kernels (VLLM_BATCH_INVARIANT=1, prefix cache off) on a GPU host. Part of
     # the fingerprint: answers of the shared-batch mode never serve a batch-invariant run.
     batch_invariant: bool = False
-    # hf backend micro-batches (None = hf/batches.default_token_budget: on CPU KV-cache tokens,
-    # 24576 in bfloat16 and 3072 in float32; on a GPU 65536 prompt tokens; 64 rows on CPU, 256
-    # on a GPU): smaller ones hold less memory, larger ones batch more (answers reach the cache
-    # row by row either way)
+    # hf backend micro-batches (None = judge/batch_plan.default_token_budget: on CPU the tokens
+    # whose KV cache fits 1 GiB, on a GPU 65536 prompt tokens; 64 rows on CPU, 256 on a GPU):
+    # smaller ones hold less memory, larger ones batch more (answers reach the cache as each
+    # micro-batch ends either way)
     hf_token_budget: int | None = Field(default=None, ge=256)
     hf_max_batch: int | None = Field(default=None, ge=1)
     # GPUs per engine (a count; `--gpu` gives ids). `gpus`, the older key, is still read.

@@ -3,9 +3,8 @@ processor (hf/grammar.py), on CPU or CUDA: the fallback where vLLM (the engine t
 does not run, built from library parts only, so it follows torch and transformers releases.
 
 - Requests are grouped by (schema, max_tokens) and cut into micro-batches (judge/batch_plan.py)
-  in the order of their token ids, so prompts of one rubric share a micro-batch: their common
-  first ids are prefilled once (a KV cache repeated per row), each row's own part left-padded
-  after them. batch_invariant: every request alone.
+  of one rubric's rows: their common first ids are prefilled once (a KV cache repeated per
+  row), each row's own part left-padded after them. batch_invariant: every request alone.
 - Each micro-batch's answers go to `on_batch` as it ends, so the client caches them and a
   killed run loses only the micro-batch in flight. A request whose prompt + max_tokens exceeds
   the profile's max_model_len is answered at once with a context error (judge/long_inputs.py).
@@ -19,7 +18,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from nexagauge_local.judge.batch_plan import default_token_budget, micro_batches, shared_prefix
+from nexagauge_local.judge import batch_plan as plan
 from nexagauge_local.judge.hf.grammar import Grammars
 from nexagauge_local.judge.hf.processors import AlignedEos, CapStrings, Processor, eos_aliases
 from nexagauge_local.judge.long_inputs import refusal
@@ -74,7 +73,6 @@ class HFBackend:
         self.dtype = resolve_dtype(dtype or profile.dtype, self.device)
         on_gpu = self.device.startswith("cuda")
         self.gpu_count = 1 if on_gpu else 0
-        self.token_budget = token_budget or default_token_budget(on_gpu, self.dtype)
         self.max_batch = 1 if profile.batch_invariant else max_batch or (256 if on_gpu else 64)
         self.threads = threads
         self.grammar = grammar
@@ -86,6 +84,8 @@ class HFBackend:
         self.model.generation_config = GenerationConfig()  # type: ignore[no-untyped-call]
         self.load_seconds = time.perf_counter() - started
         self._vocab = int(self.model.get_output_embeddings().weight.shape[0])
+        kv = plan.kv_bytes_per_token(self.model.config, 4 if self.dtype == "float32" else 2)
+        self.token_budget = token_budget or plan.default_token_budget(on_gpu, kv)
         self._grammars: dict[str, Grammars] = {}
         self._caps: dict[str, StringCaps] = {}
         self._token_texts: list[str] | None = None  # each id's text, built on first clip use
@@ -169,8 +169,8 @@ class HFBackend:
         if refused and on_batch:
             on_batch(list(refused), list(refused.values()))
         for idxs in groups.values():
-            order = sorted(idxs, key=lambda i: token_ids[i])
-            for batch in micro_batches(order, lengths, self.token_budget, self.max_batch):
+            order = sorted(idxs, key=lambda i: token_ids[i])  # a rubric's rows side by side
+            for batch in plan.micro_batches(order, lengths, self.token_budget, self.max_batch, token_ids):
                 done = self._run_batch([requests[i] for i in batch], [token_ids[i] for i in batch])
                 for i, res in zip(batch, done):
                     results[i] = res
@@ -187,7 +187,7 @@ class HFBackend:
         pad = self.tokenizer.pad_token_id
         pad = pad if pad is not None else min(self._eos_ids)
         width, dev = max(len(p) for p in ids), self.model.device
-        shared = shared_prefix(ids)
+        shared = plan.shared_prefix(ids)
         head = ids[0][:shared]  # every row's first `shared` ids; the rest is left-padded
         input_ids = torch.tensor([head + [pad] * (width - len(p)) + p[shared:] for p in ids],
                                  device=dev)  # fmt: skip
