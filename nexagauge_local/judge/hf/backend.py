@@ -19,27 +19,14 @@ from pathlib import Path
 from typing import Any
 
 from nexagauge_local.judge import batch_plan as plan
+from nexagauge_local.judge import runtime as rt
+from nexagauge_local.judge import schemas
+from nexagauge_local.judge.hf import processors as hp
 from nexagauge_local.judge.hf.grammar import Grammars
-from nexagauge_local.judge.hf.processors import AlignedEos, CapStrings, Processor, eos_aliases
 from nexagauge_local.judge.long_inputs import refusal
 from nexagauge_local.judge.profiles import DEFAULT_GRAMMAR, JudgeProfile, fingerprint
-from nexagauge_local.judge.runtime import (
-    count_prompt_tokens,
-    eos_token_ids,
-    load_model,
-    request_prompt,
-    resolve_dtype,
-    token_pieces,
-)
-from nexagauge_local.judge.schemas import engine_schema_json, parse_request_answer, schema_id
 from nexagauge_local.judge.string_caps import StringCaps, token_texts
-from nexagauge_local.judge.types import (
-    JudgeRequest,
-    JudgeResult,
-    Messages,
-    OnBatch,
-    decision_step,
-)
+from nexagauge_local.judge.types import JudgeRequest, JudgeResult, Messages, OnBatch, decision_step
 
 TOP_LOGPROBS = 5
 LOGPROB_SOURCE = "hf_constrained_top5"
@@ -70,7 +57,7 @@ class HFBackend:
 
         self.profile = profile
         self.device = device or ("cuda" if torch.cuda.is_available() else "cpu")
-        self.dtype = resolve_dtype(dtype or profile.dtype, self.device)
+        self.dtype = rt.resolve_dtype(dtype or profile.dtype, self.device)
         on_gpu = self.device.startswith("cuda")
         self.gpu_count = 1 if on_gpu else 0
         self.max_batch = 1 if profile.batch_invariant else max_batch or (256 if on_gpu else 64)
@@ -78,8 +65,8 @@ class HFBackend:
         self.grammar = grammar
         self.fingerprint = fingerprint(profile, self.name, self.dtype, grammar)
         started = time.perf_counter()
-        self.model, self.tokenizer = load_model(profile, cache_dir, self.dtype, self.device)
-        self._eos_ids = eos_token_ids(self.model, self.tokenizer)
+        self.model, self.tokenizer = rt.load_model(profile, cache_dir, self.dtype, self.device)
+        self._eos_ids = rt.eos_token_ids(self.model, self.tokenizer)
         # plain greedy: no sampling or penalty defaults of the weights' generation_config
         self.model.generation_config = GenerationConfig()  # type: ignore[no-untyped-call]
         self.load_seconds = time.perf_counter() - started
@@ -91,7 +78,7 @@ class HFBackend:
         self._token_texts: list[str] | None = None  # each id's text, built on first clip use
 
     def count_tokens(self, messages: Messages) -> int:
-        return count_prompt_tokens(self.tokenizer, messages)
+        return rt.count_prompt_tokens(self.tokenizer, messages)
 
     def generate(
         self, requests: Sequence[JudgeRequest], on_batch: OnBatch | None = None
@@ -119,14 +106,14 @@ class HFBackend:
         """string_bounds = "clip": the string caps for this schema, else None."""
         if self.profile.string_bounds != "clip":
             return None
-        key = schema_id(schema)
+        key = schemas.schema_id(schema)
         if key not in self._caps:
             if self._token_texts is None:
                 self._token_texts = token_texts(self.tokenizer, self._vocab)
             self._caps[key] = StringCaps(schema.model_json_schema(), self._token_texts)
         return self._caps[key]
 
-    def processors(self, schema: Any, rows: int, regex: str | None = None) -> list[Processor]:
+    def processors(self, schema: Any, rows: int, regex: str | None = None) -> list[hp.Processor]:
         """A micro-batch's logits processors, in order: the grammar (`regex`: a guard
         format's answer, else the schema) with every EOS id aligned to the grammar's, then
         the string caps (JSON answers only)."""
@@ -135,11 +122,11 @@ class HFBackend:
         else:
             grammar = self._engine().processor(self._engine_json(schema), rows, self._eos_ids)
         eos = self.tokenizer.eos_token_id
-        procs: list[Processor] = [AlignedEos(grammar, eos, eos_aliases(self._eos_ids, eos,
+        procs: list[hp.Processor] = [hp.AlignedEos(grammar, eos, hp.eos_aliases(self._eos_ids, eos,
                                                                        self._vocab))]  # fmt: skip
         caps = self.caps_for(schema) if regex is None else None
         if caps is not None:
-            procs.append(CapStrings(caps, rows, self._eos_ids))
+            procs.append(hp.CapStrings(caps, rows, self._eos_ids))
         return procs
 
     def _engine(self) -> Grammars:
@@ -149,13 +136,13 @@ class HFBackend:
         return self._grammars[self.grammar]
 
     def _engine_json(self, schema: Any) -> str:
-        return engine_schema_json(schema, self.profile.string_bounds == "clip")
+        return schemas.engine_schema_json(schema, self.profile.string_bounds == "clip")
 
     def _generate(
         self, requests: Sequence[JudgeRequest], on_batch: OnBatch | None
     ) -> list[JudgeResult]:
         results: list[JudgeResult | None] = [None] * len(requests)
-        prompts = [request_prompt(self.tokenizer, r) for r in requests]
+        prompts = [rt.request_prompt(self.tokenizer, r) for r in requests]
         token_ids: list[list[int]] = self.tokenizer(prompts, add_special_tokens=False)["input_ids"]
         lengths = [len(ids) for ids in token_ids]
         refused: dict[int, JudgeResult] = {}
@@ -165,7 +152,7 @@ class HFBackend:
             if answer is not None:
                 results[i] = refused[i] = answer
             else:
-                groups.setdefault((grammar_key(r), r.max_tokens), []).append(i)
+                groups.setdefault((schemas.grammar_key(r), r.max_tokens), []).append(i)
         if refused and on_batch:
             on_batch(list(refused), list(refused.values()))
         for idxs in groups.values():
@@ -193,28 +180,27 @@ class HFBackend:
                                  device=dev)  # fmt: skip
         mask = torch.tensor([[1] * shared + [0] * (width - len(p)) + [1] * (len(p) - shared)
                              for p in ids], device=dev)  # fmt: skip
-        want_lp = any(r.want_logprobs for r in reqs)
         config = GenerationConfig(  # type: ignore[no-untyped-call]
             max_new_tokens=reqs[0].max_tokens, do_sample=False, num_beams=1, pad_token_id=pad,
-            eos_token_id=sorted(self._eos_ids), output_scores=want_lp, return_dict_in_generate=True)
+            eos_token_id=sorted(self._eos_ids))  # fmt: skip
         guard = reqs[0].guard
-        procs = LogitsProcessorList(self.processors(reqs[0].schema, len(ids),
-                                                    guard.regex if guard else None))  # fmt: skip
+        procs = self.processors(reqs[0].schema, len(ids), guard.regex if guard else None)
+        top = None
+        if any(r.want_logprobs for r in reqs):  # the last processor sees the final scores
+            top = hp.TopLogprobs(max([TOP_LOGPROBS] + [r.guard.top_logprobs for r in reqs if r.guard]))
+            procs.append(top)
         started = time.perf_counter()
         with torch.inference_mode():
             cache = self._prefix_cache(head, len(ids)) if shared else None
             out = self.model.generate(input_ids=input_ids, attention_mask=mask,
-                                      generation_config=config, logits_processor=procs,
-                                      past_key_values=cache)  # fmt: skip
+                                      generation_config=config, past_key_values=cache,
+                                      logits_processor=LogitsProcessorList(procs))  # fmt: skip
         seconds = time.perf_counter() - started
-        rows = [self._until_eos(row) for row in out.sequences[:, width:].tolist()]
-        top_k = max([TOP_LOGPROBS] + [r.guard.top_logprobs for r in reqs if r.guard])
-        steps = [torch.log_softmax(s.float(), dim=-1).topk(top_k, dim=-1)
-                 for s in out.scores] if want_lp else []  # fmt: skip
+        rows = [self._until_eos(row) for row in out[:, width:].tolist()]
+        steps = top.steps if top else []
         tokens = sum(len(p) + len(row) for p, (row, _) in zip(ids, rows))
         return [self._result(req, len(p), row, stopped, seconds * (len(p) + len(row)) / tokens,
-                             len(ids), [(s.values[j].tolist(), s.indices[j].tolist())
-                                        for s in steps[: len(row)]])
+                             len(ids), [(v[j].tolist(), i[j].tolist()) for v, i in steps[: len(row)]])
                 for j, (req, p, (row, stopped)) in enumerate(zip(reqs, ids, rows))]  # fmt: skip
 
     def _prefix_cache(self, head: list[int], rows: int) -> Any:
@@ -243,7 +229,7 @@ class HFBackend:
                 ) -> JudgeResult:  # fmt: skip
         text = self.tokenizer.decode(token_ids[:-1] if stopped else token_ids,
                                      skip_special_tokens=True)  # fmt: skip
-        parsed, error, failure = parse_request_answer(req, text, hit_max_tokens=not stopped)
+        parsed, error, failure = schemas.parse_request_answer(req, text, hit_max_tokens=not stopped)
         res = JudgeResult(parsed=parsed, raw_text=text, prompt_tokens=prompt_tokens,
                           output_tokens=len(token_ids), error=error, failure=failure,
                           gpu_seconds=seconds * max(self.gpu_count, 1),  # on CPU: one device
@@ -252,7 +238,7 @@ class HFBackend:
             steps = [self._alternatives(values, indices) for values, indices in top]
             if req.guard is not None:  # the decision token's alternatives alone
                 k = req.guard.top_logprobs
-                steps = decision_step(token_pieces(self.tokenizer, token_ids), steps,
+                steps = decision_step(rt.token_pieces(self.tokenizer, token_ids), steps,
                                       req.guard.decision_label, k)  # fmt: skip
             res.token_logprobs = steps
             res.extra["logprob_source"] = LOGPROB_SOURCE
@@ -266,8 +252,3 @@ class HFBackend:
                 text = self.tokenizer.decode([tid])
                 alts[text] = max(lp, alts.get(text, float("-inf")))
         return alts
-
-
-def grammar_key(request: JudgeRequest) -> str:
-    """What a micro-batch shares: one schema, or one guard format's answer regex."""
-    return f"regex:{request.guard.regex}" if request.guard else schema_id(request.schema)

@@ -6,6 +6,8 @@
   while a grammar knows the tokenizer's only; an extra EOS id that is an ordinary token would
   end an answer inside a JSON string, so each is allowed exactly where the grammar's EOS is.
 - `CapStrings`: under string_bounds = "clip" (judge/string_caps.py) closes a string at its bound.
+- `TopLogprobs`: each step's top log-probabilities as the processors before it left the scores
+  (what `generate`'s `output_scores` holds, without every step's whole vocabulary per row).
 """
 
 from __future__ import annotations
@@ -63,6 +65,19 @@ class CapStrings(RowProcessor):
         if capped:
             closing = self.caps.closing_mask(scores.shape[1], scores.device)
             close_strings_(scores, torch.tensor(capped, device=scores.device), closing)
+        return scores
+
+
+class TopLogprobs(LogitsProcessor):
+    """Records (values, ids) of each step's top `k` log-probabilities; changes nothing."""
+
+    def __init__(self, k: int) -> None:
+        self.k = k
+        self.steps: list[tuple[torch.Tensor, torch.Tensor]] = []
+
+    def __call__(self, input_ids: torch.LongTensor, scores: torch.FloatTensor) -> torch.FloatTensor:
+        top = torch.log_softmax(scores.float(), dim=-1).topk(self.k, dim=-1)
+        self.steps.append((top.values.cpu(), top.indices.cpu()))
         return scores
 
 
