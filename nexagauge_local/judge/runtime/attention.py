@@ -13,8 +13,8 @@ from __future__ import annotations
 from typing import Any
 
 import torch
-from transformers import AttentionInterface
-from transformers.masking_utils import AttentionMaskInterface, sdpa_mask
+from transformers import AttentionInterface, AttentionMaskInterface
+from transformers.masking_utils import sdpa_mask
 
 NAME = "sdpa_grouped"
 
