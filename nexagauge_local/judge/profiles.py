@@ -87,7 +87,7 @@ class JudgeProfile(BaseModel):
     # grammar: every string's maxLength in the grammar (even a random model ends its strings);
     # clip: the grammar without it (outlines 14 MB instead of 1.8 GB per verdict schema,
     # xgrammar 6-40x cheaper masks), strings closed at their bound beside the grammar
-    # (judge/string_caps.py: the hf decode loop, vLLM's logits processor) and clipped when
+    # (judge/string_caps.py: a logits processor on either engine) and clipped when
     # parsed. `string_bounds` is the hf backend's, `vllm_string_bounds` vLLM's, "clip" by
     # default: xgrammar's mask fill 1/3.6 (real answers) to 1/38 (random ones) of the time per
     # token, the same answer lengths (scripts/bench_vllm_host.py, models/README.md)
