@@ -18,11 +18,17 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from nexagauge_local.judge import batch_plan as plan
-from nexagauge_local.judge import runtime as rt
-from nexagauge_local.judge import schemas
-from nexagauge_local.judge.hf import processors as hp
+import nexagauge_local.judge.batch_plan as plan
+import nexagauge_local.judge.runtime as rt
+import nexagauge_local.judge.schemas as sc
 from nexagauge_local.judge.hf.grammar import Grammars
+from nexagauge_local.judge.hf.processors import (
+    AlignedEos,
+    CapStrings,
+    Processor,
+    TopLogprobs,
+    eos_aliases,
+)
 from nexagauge_local.judge.long_inputs import refusal
 from nexagauge_local.judge.profiles import DEFAULT_GRAMMAR, JudgeProfile, fingerprint
 from nexagauge_local.judge.string_caps import StringCaps, token_texts
@@ -106,14 +112,14 @@ class HFBackend:
         """string_bounds = "clip": the string caps for this schema, else None."""
         if self.profile.string_bounds != "clip":
             return None
-        key = schemas.schema_id(schema)
+        key = sc.schema_id(schema)
         if key not in self._caps:
             if self._token_texts is None:
                 self._token_texts = token_texts(self.tokenizer, self._vocab)
             self._caps[key] = StringCaps(schema.model_json_schema(), self._token_texts)
         return self._caps[key]
 
-    def processors(self, schema: Any, rows: int, regex: str | None = None) -> list[hp.Processor]:
+    def processors(self, schema: Any, rows: int, regex: str | None = None) -> list[Processor]:
         """A micro-batch's logits processors, in order: the grammar (`regex`: a guard
         format's answer, else the schema) with every EOS id aligned to the grammar's, then
         the string caps (JSON answers only)."""
@@ -122,11 +128,11 @@ class HFBackend:
         else:
             grammar = self._engine().processor(self._engine_json(schema), rows, self._eos_ids)
         eos = self.tokenizer.eos_token_id
-        procs: list[hp.Processor] = [hp.AlignedEos(grammar, eos, hp.eos_aliases(self._eos_ids, eos,
+        procs: list[Processor] = [AlignedEos(grammar, eos, eos_aliases(self._eos_ids, eos,
                                                                        self._vocab))]  # fmt: skip
         caps = self.caps_for(schema) if regex is None else None
         if caps is not None:
-            procs.append(hp.CapStrings(caps, rows, self._eos_ids))
+            procs.append(CapStrings(caps, rows, self._eos_ids))
         return procs
 
     def _engine(self) -> Grammars:
@@ -136,7 +142,7 @@ class HFBackend:
         return self._grammars[self.grammar]
 
     def _engine_json(self, schema: Any) -> str:
-        return schemas.engine_schema_json(schema, self.profile.string_bounds == "clip")
+        return sc.engine_schema_json(schema, self.profile.string_bounds == "clip")
 
     def _generate(
         self, requests: Sequence[JudgeRequest], on_batch: OnBatch | None
@@ -152,7 +158,7 @@ class HFBackend:
             if answer is not None:
                 results[i] = refused[i] = answer
             else:
-                groups.setdefault((schemas.grammar_key(r), r.max_tokens), []).append(i)
+                groups.setdefault((sc.grammar_key(r), r.max_tokens), []).append(i)
         if refused and on_batch:
             on_batch(list(refused), list(refused.values()))
         for idxs in groups.values():
@@ -187,7 +193,7 @@ class HFBackend:
         procs = self.processors(reqs[0].schema, len(ids), guard.regex if guard else None)
         top = None
         if any(r.want_logprobs for r in reqs):  # the last processor sees the final scores
-            top = hp.TopLogprobs(max([TOP_LOGPROBS] + [r.guard.top_logprobs for r in reqs if r.guard]))
+            top = TopLogprobs(max([TOP_LOGPROBS] + [r.guard.top_logprobs for r in reqs if r.guard]))
             procs.append(top)
         started = time.perf_counter()
         with torch.inference_mode():
@@ -229,7 +235,7 @@ class HFBackend:
                 ) -> JudgeResult:  # fmt: skip
         text = self.tokenizer.decode(token_ids[:-1] if stopped else token_ids,
                                      skip_special_tokens=True)  # fmt: skip
-        parsed, error, failure = schemas.parse_request_answer(req, text, hit_max_tokens=not stopped)
+        parsed, error, failure = sc.parse_request_answer(req, text, hit_max_tokens=not stopped)
         res = JudgeResult(parsed=parsed, raw_text=text, prompt_tokens=prompt_tokens,
                           output_tokens=len(token_ids), error=error, failure=failure,
                           gpu_seconds=seconds * max(self.gpu_count, 1),  # on CPU: one device
