@@ -119,7 +119,7 @@ def main() -> None:
     )
 
     t0 = time.perf_counter()
-    backend.generator_for(reqs[0].schema)  # once per schema and process, reused afterwards
+    backend.grammar_for(reqs[0].schema)  # once per schema and process, reused afterwards
     print(f"schema:  compiled the constrained-decoding index in {time.perf_counter() - t0:.1f} s")
     backend.generate(reqs[:2])  # warm-up, not measured
 

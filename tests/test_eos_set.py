@@ -1,4 +1,4 @@
-"""One EOS set for the grammar and the decode loop.
+"""One EOS set for the grammar and the stopping rule of the hf backend.
 
 A model whose generation config names several EOS ids (Llama-3.1: `<|eot_id|>` and
 `<|end_of_text|>`) stops on any of them, while an outlines grammar knows only the tokenizer's.
@@ -13,10 +13,10 @@ from pathlib import Path
 
 import pytest
 
-from nexagauge_local.judge.hf.decode import constrained_greedy, eos_aliases
-from nexagauge_local.judge.hf.grammar import OutlinesGrammar, guidance_grammar
+from nexagauge_local.judge.hf.grammar import Grammars
+from nexagauge_local.judge.hf.processors import eos_aliases
 from nexagauge_local.judge.runtime import eos_set, eos_token_ids
-from nexagauge_local.judge.schemas import schema_json
+from nexagauge_local.judge.schemas import engine_schema_json
 from nexagauge_local.judge.types import JudgeRequest
 from nexagauge_local.nodes.redteam import verdict_schema
 from tests.judge_fixtures import redteam_messages
@@ -61,7 +61,7 @@ def two_eos_backend(tiny_profile, tmp_path: Path):
 def test_every_eos_id_is_allowed_only_where_the_answer_is_complete(
     two_eos_backend, engine: str
 ) -> None:
-    """Both engines know one EOS id; the loop aligns the others to it, so no answer stops
+    """Both engines know one EOS id; the backend aligns the others to it, so no answer stops
     inside a string."""
     backend, extra = two_eos_backend
     backend.grammar = engine
@@ -76,42 +76,25 @@ def test_every_eos_id_is_allowed_only_where_the_answer_is_complete(
 def test_without_the_shared_set_the_extra_eos_ends_answers_inside_a_string(
     two_eos_backend, engine: str
 ) -> None:
-    """The failure the shared set prevents (proves the test above can fail). llguidance is
-    even told that the extra id is an EOS: it still allows it inside a string."""
-    backend, extra = two_eos_backend
-    if engine == "outlines":
-        grammar = OutlinesGrammar(backend.generator_for(SCHEMA).logits_processor.index, None)
-    else:
-        import llguidance.hf
+    """The failure the shared set prevents (proves the test above can fail): the grammar's
+    own processor alone, under transformers' generate stopping on every EOS id."""
+    import torch
+    from transformers import GenerationConfig, LogitsProcessorList
 
-        vocab = backend.model.get_output_embeddings().weight.shape[0]
-        ll_tok = llguidance.hf.from_tokenizer(backend.tokenizer, n_vocab=vocab,
-                                              eos_token=sorted(backend._eos_ids))  # fmt: skip
-        grammar = guidance_grammar(ll_tok, schema_json(SCHEMA), None)
-    ids = backend.tokenizer(
-        [backend.tokenizer.apply_chat_template(redteam_messages(0), tokenize=False,
-                                               add_generation_prompt=True)],
-        add_special_tokens=False,
-    )["input_ids"]
-    pad = backend.tokenizer.pad_token_id
-    [dec] = constrained_greedy(backend.model, grammar, ids, max_new_tokens=120,
-                               eos_ids=backend._eos_ids, pad_id=pad)
-    assert dec.stopped and dec.token_ids[-1] == extra
-    text = backend.tokenizer.decode(dec.token_ids[:-1], skip_special_tokens=True)
+    backend, extra = two_eos_backend
+    tok, model = backend.tokenizer, backend.model
+    vocab = model.get_output_embeddings().weight.shape[0]
+    grammar = Grammars(engine, model, tok, vocab).processor(
+        engine_schema_json(SCHEMA, False), 1, backend._eos_ids)
+    prompt = tok.apply_chat_template(redteam_messages(0), tokenize=False,
+                                     add_generation_prompt=True)  # fmt: skip
+    ids = torch.tensor([tok(prompt, add_special_tokens=False)["input_ids"]])
+    config = GenerationConfig(max_new_tokens=120, do_sample=False,
+                              eos_token_id=sorted(backend._eos_ids), pad_token_id=tok.pad_token_id)
+    out = model.generate(input_ids=ids, attention_mask=torch.ones_like(ids),
+                         generation_config=config, logits_processor=LogitsProcessorList([grammar]))
+    generated = out[0, ids.shape[1]:].tolist()
+    assert generated[-1] == extra and tok.eos_token_id not in generated
+    text = tok.decode(generated[:-1], skip_special_tokens=True)
     with pytest.raises(ValueError):
         SCHEMA.model_validate_json(text)
-
-
-def test_decode_passes_the_cache_under_the_forwards_own_name() -> None:
-    """transformers 5.x names it `cache` (past_key_values warns on every run); 4.x needs the
-    old name."""
-    from nexagauge_local.judge.hf.decode import cache_keyword
-
-    class New:
-        def forward(self, input_ids=None, cache=None, use_cache=None): ...
-
-    class Old:
-        def forward(self, input_ids=None, past_key_values=None, use_cache=None): ...
-
-    assert cache_keyword(New) == "cache"
-    assert cache_keyword(Old) == "past_key_values"

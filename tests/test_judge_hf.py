@@ -123,16 +123,15 @@ def test_mixed_schemas_in_one_call_come_back_in_order(tiny_backend) -> None:
 
 
 def test_micro_batches_respect_token_budget(tiny_backend, monkeypatch) -> None:
+    from nexagauge_local.judge.batch_plan import micro_batches
+
     lengths = [10, 50, 20, 40, 30, 60]
     idxs = sorted(range(len(lengths)), key=lambda i: lengths[i])
-    monkeypatch.setattr(tiny_backend, "token_budget", 100)
-    batches = tiny_backend._micro_batches(idxs, lengths)
+    batches = micro_batches(idxs, lengths, 100, tiny_backend.max_batch)
     assert sorted(i for b in batches for i in b) == list(range(len(lengths)))
     for b in batches:
         assert len(b) * max(lengths[i] for i in b) <= 100 or len(b) == 1
-    # and a real call with a tiny budget still returns everything, aligned (the GPU path's
-    # batches: on CPU prefixes are held once and hf/batches.py cuts the batches)
-    monkeypatch.setattr(tiny_backend, "shared_prefix", False)
+    # and a real call with a tiny budget still returns everything, aligned
     monkeypatch.setattr(tiny_backend, "token_budget", 200)
     schema = SCHEMAS["geval-scale"]
     results = tiny_backend.generate(_requests(schema, 9))
@@ -140,25 +139,48 @@ def test_micro_batches_respect_token_budget(tiny_backend, monkeypatch) -> None:
     assert max(r.extra["batch_size"] for r in results) < 9
 
 
-def test_default_token_budget_keeps_float32_cpu_runs_smaller() -> None:
-    from nexagauge_local.judge.hf.batches import default_token_budget
+def test_default_token_budget_follows_the_kv_cache_size_on_cpu(tiny_backend) -> None:
+    from types import SimpleNamespace
 
-    assert default_token_budget(False, "bfloat16") == 24576  # 1.33 GB on the peer sample
-    assert default_token_budget(False, "float32") == 3072  # 1.43 GB instead of 1.64 GB
-    assert default_token_budget(True, "float32") == default_token_budget(True, "bfloat16") == 65536
+    from nexagauge_local.judge.batch_plan import default_token_budget, kv_bytes_per_token
+
+    small = SimpleNamespace(num_hidden_layers=30, num_key_value_heads=3, num_attention_heads=9,
+                            hidden_size=576, head_dim=None)  # the demo judge's shape
+    large = SimpleNamespace(num_hidden_layers=32, num_key_value_heads=32, num_attention_heads=32,
+                            hidden_size=4096, head_dim=128)  # a 7B without grouped KV
+    assert kv_bytes_per_token(small, 4) == 30 * 3 * 64 * 2 * 4
+    assert kv_bytes_per_token(large, 2) * 2 == kv_bytes_per_token(large, 4)
+    assert default_token_budget(False, kv_bytes_per_token(small, 4)) == (1 << 28) // (30 * 3 * 64 * 8)
+    assert default_token_budget(False, kv_bytes_per_token(large, 4)) == 1024  # the floor
+    assert default_token_budget(False, 10**12) == 1024
+    assert default_token_budget(True, 1) == 65536
+    assert tiny_backend.token_budget == default_token_budget(
+        False, kv_bytes_per_token(tiny_backend.model.config, 4))
 
 
-def test_micro_batches_hold_one_prefix_family(tiny_backend) -> None:
-    """Two rubrics in one schema group: no micro-batch mixes them, so each shares its rubric."""
-    rubric_a, rubric_b = list(range(10, 60)), list(range(100, 150))
-    token_ids = [[1, 2] + (rubric_a if i % 2 else rubric_b) + [500 + i] * (3 + i) for i in range(12)]
-    lengths = [len(t) for t in token_ids]
-    batches = [b for f in tiny_backend._families(list(range(12)), token_ids, lengths)
-               for b in tiny_backend._micro_batches(f, lengths)]  # fmt: skip
-    assert sorted(i for b in batches for i in b) == list(range(12))
-    for b in batches:
-        assert len({i % 2 for i in b}) == 1
-        assert [lengths[i] for i in b] == sorted(lengths[i] for i in b)
+def test_answers_stream_to_on_batch_as_each_micro_batch_ends(tiny_backend, monkeypatch) -> None:
+    """Every answer is handed over once, with its position, before the call returns; with a
+    small budget that is several hand-overs (a killed run loses only the batch in flight)."""
+    monkeypatch.setattr(tiny_backend, "token_budget", 200)
+    reqs = _requests(SCHEMAS["geval-scale"], 7)
+    handed: list[tuple[list[int], list[object]]] = []
+    results = tiny_backend.generate(reqs, on_batch=lambda pos, res: handed.append((pos, res)))
+    assert len(handed) > 1
+    assert sorted(i for pos, _ in handed for i in pos) == list(range(7))
+    for pos, res in handed:
+        assert [results[i] for i in pos] == res
+
+
+def test_bfloat16_answers_parse(tiny_profile, tmp_path: Path) -> None:
+    from nexagauge_local.judge.hf.backend import HFBackend
+
+    backend = HFBackend(tiny_profile, cache_dir=tmp_path, device="cpu", dtype="bfloat16",
+                        threads=1)  # fmt: skip
+    assert backend.dtype == "bfloat16" and "/bfloat16/" in backend.fingerprint
+    schema = SCHEMAS["redteam-binary-reasoning"]
+    results = backend.generate(_requests(schema, 6))
+    assert [r.error for r in results] == [None] * 6
+    assert all(isinstance(r.parsed, schema) for r in results)
 
 
 def test_decoding_does_not_warn_about_the_cache_keyword(tiny_backend) -> None:
@@ -170,18 +192,19 @@ def test_decoding_does_not_warn_about_the_cache_keyword(tiny_backend) -> None:
     assert not [w for w in caught if "past_key_values" in str(w.message)]
 
 
-def test_generator_is_built_once_per_schema(tiny_backend) -> None:
+def test_grammar_is_compiled_once_per_schema(tiny_backend) -> None:
     schema = SCHEMAS["geval-scale"]
-    gen = tiny_backend.generator_for(schema)
+    compiled = tiny_backend.grammar_for(schema)
     tiny_backend.generate(_requests(schema, 3))
-    assert tiny_backend.generator_for(schema) is gen
-    assert tiny_backend.generator_for(geval_schema("scale_1_5", False)) is gen
+    assert tiny_backend.grammar_for(schema) is compiled
+    assert tiny_backend.grammar_for(geval_schema("scale_1_5", False)) is compiled
 
 
 def test_fingerprint_names_model_weights_dtype_and_versions(tiny_backend) -> None:
     fp = tiny_backend.fingerprint
     assert fp.startswith("tiny@")
-    assert "/float32/hf/transformers==" in fp and "/outlines==" in fp  # the default engine
+    # the default engine, and the decoding loop's tag (answers of an older loop stay apart)
+    assert "/float32/hf/generate/transformers==" in fp and "/outlines==" in fp
     assert tiny_backend.load_seconds > 0
 
 
@@ -232,3 +255,67 @@ def test_demo_gguf_dequantised_once_quietly_then_fast(tmp_path: Path) -> None:
     )
     assert res.error is None, res.raw_text
     assert res.parsed.verdict in {"SAFE", "UNSAFE"}  # type: ignore[union-attr]
+
+
+def test_shared_prefix_counts_common_ids_short_of_each_rows_last() -> None:
+    from nexagauge_local.judge.batch_plan import MIN_SHARED_PREFIX as M
+    from nexagauge_local.judge.batch_plan import shared_prefix
+
+    head = list(range(100, 100 + M))
+    assert shared_prefix([head + [1, 2], head + [1, 3], head + [1]]) == M  # one id each stays
+    assert shared_prefix([head + [1, 2, 3], head + [1, 2, 3, 4]]) == M + 2
+    assert shared_prefix([head[:-2] + [1, 2], head[:-2] + [1, 3]]) == 0  # M - 1: too short to pay
+    assert shared_prefix([[7, 1], [8, 1]]) == 0
+    assert shared_prefix([head + [1]]) == 0
+
+
+def test_rows_sharing_a_prefix_answer_as_each_does_alone(tiny_backend, monkeypatch) -> None:
+    """A micro-batch reuses one KV cache of its rows' common first ids (the system prompt and
+    rubric); each answer and its logprobs must be what the request gets alone."""
+    from nexagauge_local.judge.batch_plan import MIN_SHARED_PREFIX
+    from nexagauge_local.judge.hf import backend as hf
+
+    schema = SCHEMAS["redteam-binary-reasoning"]
+    reqs = _requests(schema, 6, want_logprobs=True)
+    prefixes: list[int] = []
+    real = hf.HFBackend._prefix_cache
+
+    def spy(self, head, rows):  # type: ignore[no-untyped-def]
+        prefixes.append(len(head))
+        return real(self, head, rows)
+
+    monkeypatch.setattr(hf.HFBackend, "_prefix_cache", spy)
+    batched = tiny_backend.generate(reqs)
+    assert prefixes and min(prefixes) >= MIN_SHARED_PREFIX
+    assert max(r.extra["batch_size"] for r in batched) > 1
+    monkeypatch.setattr(tiny_backend, "max_batch", 1)
+    alone = [tiny_backend.generate([r])[0] for r in reqs]
+    for b, a in zip(batched, alone):
+        assert b.raw_text == a.raw_text
+        assert b.prompt_tokens == a.prompt_tokens
+        for step_b, step_a in zip(b.token_logprobs or [], a.token_logprobs or []):
+            assert step_b.keys() == step_a.keys()
+            for tok, lp in step_b.items():
+                assert lp == pytest.approx(step_a[tok], abs=1e-3)
+
+
+def test_grouped_attention_equals_transformers_sdpa_on_a_padded_batch(tiny_backend) -> None:
+    """The backend's model runs `sdpa_grouped` (K/V heads not copied per query head); the
+    tiny judge has 2 KV heads for 4 query heads, so the grouping is exercised."""
+    import torch
+
+    from nexagauge_local.judge.runtime.attention import NAME
+
+    model = tiny_backend.model
+    assert model.config.num_key_value_heads < model.config.num_attention_heads
+    ids = torch.tensor([[0, 0, 5, 6, 7, 8], [3, 4, 5, 6, 7, 8]])
+    mask = torch.tensor([[0, 0, 1, 1, 1, 1], [1, 1, 1, 1, 1, 1]])
+    with torch.inference_mode():
+        grouped = model(input_ids=ids, attention_mask=mask).logits
+        model.set_attn_implementation("sdpa")
+        try:
+            plain = model(input_ids=ids, attention_mask=mask).logits
+        finally:
+            model.set_attn_implementation(NAME)
+    assert torch.allclose(grouped[:, 2:], plain[:, 2:], atol=1e-5)
+    assert not torch.equal(grouped[0, -1], grouped[1, -1])  # the mask is honoured

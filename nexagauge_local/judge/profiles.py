@@ -50,6 +50,7 @@ BACKEND_GRAMMARS = {"hf": ("guidance", "outlines"), "vllm": ("xgrammar", "guidan
                     "endpoint": ("server",)}
 DEFAULT_GRAMMAR = {"vllm": "xgrammar", "hf": "outlines", "endpoint": "server"}
 GRAMMAR_PACKAGE = {"guidance": "llguidance", "outlines": "outlines"}  # hf fingerprint part
+HF_ENGINE = "generate"  # the hf decoding loop, in the fingerprint
 
 # How the judge is asked and answers (judge/formats/): our rubric prompts and JSON schemas, or a
 # guard classifier family's own prompt and short answer. Kept beside the profile because it is a
@@ -86,7 +87,7 @@ class JudgeProfile(BaseModel):
     # grammar: every string's maxLength in the grammar (even a random model ends its strings);
     # clip: the grammar without it (outlines 14 MB instead of 1.8 GB per verdict schema,
     # xgrammar 6-40x cheaper masks), strings closed at their bound beside the grammar
-    # (judge/string_caps.py: the hf decode loop, vLLM's logits processor) and clipped when
+    # (judge/string_caps.py: a logits processor on either engine) and clipped when
     # parsed. `string_bounds` is the hf backend's, `vllm_string_bounds` vLLM's, "clip" by
     # default: xgrammar's mask fill 1/3.6 (real answers) to 1/38 (random ones) of the time per
     # token, the same answer lengths (scripts/bench_vllm_host.py, models/README.md)
@@ -101,10 +102,10 @@ class JudgeProfile(BaseModel):
     # batch-invariant kernels (VLLM_BATCH_INVARIANT=1, prefix cache off) on a GPU host. Part of
     # the fingerprint: answers of the shared-batch mode never serve a batch-invariant run.
     batch_invariant: bool = False
-    # hf backend micro-batches (None = hf/batches.default_token_budget: on CPU KV-cache tokens,
-    # 24576 in bfloat16 and 3072 in float32; on a GPU 65536 prompt tokens; 64 rows on CPU, 256
-    # on a GPU): smaller ones hold less memory, larger ones batch more (answers reach the cache
-    # row by row either way)
+    # hf backend micro-batches (None = judge/batch_plan.default_token_budget: on CPU the tokens
+    # whose KV cache fits 256 MiB, on a GPU 65536 prompt tokens; 64 rows on CPU, 256 on a GPU):
+    # smaller ones hold less memory, larger ones batch more (answers reach the cache as each
+    # micro-batch ends either way)
     hf_token_budget: int | None = Field(default=None, ge=256)
     hf_max_batch: int | None = Field(default=None, ge=1)
     # GPUs per engine (a count; `--gpu` gives ids). `gpus`, the older key, is still read.
@@ -328,7 +329,10 @@ def backend_version(backend: str, grammar: str | None = None) -> str:
         dist, ver = vllm_distribution() or ("vllm", "absent")
         return f"vllm/{dist}=={ver}"
     package = GRAMMAR_PACKAGE[grammar or DEFAULT_GRAMMAR["hf"]]
-    return f"hf/transformers=={_pkg_version('transformers')}/{package}=={_pkg_version(package)}"
+    # "generate": answers of transformers' own generate loop, kept apart from those of the
+    # hand-built decode loop before it (padding and kernels may change an argmax)
+    transformers = _pkg_version("transformers")
+    return f"hf/{HF_ENGINE}/transformers=={transformers}/{package}=={_pkg_version(package)}"
 
 
 def fingerprint(profile: JudgeProfile, backend: str, dtype: str, grammar: str | None = None,

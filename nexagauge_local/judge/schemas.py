@@ -14,7 +14,7 @@ and 0.2 s without: scripts/bench_grammar_bounds.py) and xgrammar 1.4 ms per toke
 random model (0.1 ms without; 0.36 s per engine step at 400 requests on an H100). `max_tokens` is still sized from the bounds
 and `parse_output` clips a string that runs past its maxLength, so every parsed answer keeps the
 contract. What the grammar no longer does, ending a string at its bound, the engines do beside
-it (string_caps.py: the hf decode loop, vLLM's logits processor). Bounded
+it (string_caps.py: a logits processor on either engine). Bounded
 integers are `Literal[1, 2, 3, 4, 5]` because outlines drops `ge`/`le` on ints (measured when
 this was chosen: 1 of 30 answers valid with ge/le, 30 of 30 with Literal). Per-claim lists have exactly N items
 (min_length = max_length = N), so "verdict count != claim count" cannot happen.

@@ -7,8 +7,8 @@ grammar, not the model, set the pace. Without it nothing makes a small judge clo
 vLLM the demo judge wrote 8.5x the tokens and ran 48 of 256 answers to max_tokens). So the
 grammar leaves lengths open and this module watches each answer's JSON text: once a value
 string has as many characters as its field allows, only tokens that close it (text starting
-with `"`) stay allowed. `parse_output` clips what a longer last token added. The hf decode loop
-(hf/decode.py) and vLLM's logits processor (vllm/caps.py) both use it, so the two engines end a
+with `"`) stay allowed. `parse_output` clips what a longer last token added. The hf backend
+(hf/processors.py) and vLLM's logits processor (vllm/caps.py) both use it, so the two engines end a
 string at the same character.
 
 No library tracks "which field am I in and how long is this string" over a token stream for a

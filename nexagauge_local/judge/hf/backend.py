@@ -1,83 +1,45 @@
-"""The `hf` judge backend: transformers + constrained decoding (llguidance or outlines), CPU
-or CUDA.
+"""The `hf` judge backend: transformers' own greedy `generate` under a grammar engine's logits
+processor (hf/grammar.py), on CPU or CUDA: the fallback where vLLM (the engine tuned for speed)
+does not run, built from library parts only, so it follows torch and transformers releases.
 
-Why it looks like this:
-- One compiled grammar per schema (hf/grammar.py), built once and reused. outlines (the
-  default) precompiles an index that costs seconds and, for bounded strings, gigabytes;
-  llguidance (`--grammar-backend guidance`) compiles in milliseconds and computes masks per
-  step.
-- On CPU every request of a call is split into prefix families (prefix.split_families), each
-  family's prefix is computed once and held once (hf/cascade.py), and batches that may mix
-  families and schemas are cut by a KV-token budget (hf/batches.py), so memory stays bounded on
-  any node size. On a GPU requests are grouped by (schema, max_tokens), sorted by prompt length
-  and run in micro-batches bounded by a prompt-token budget.
-- Decoding is our own loop (hf/decode.py), not `model.generate`: exact output ids, the top-k
-  logprobs in the same pass, the shared rubric prefix prefilled once, finished rows dropped.
-  A guard format's request decodes under its answer regex, with its decision token's logprobs.
-- It streams: each row goes to `on_batch` the step it ends, so the client caches it at once
-  and a killed run loses only the rows still decoding. A request whose prompt + max_tokens
-  exceeds max_model_len is answered at once with a context error (judge/long_inputs.py).
+- Requests are grouped by (schema, max_tokens) and cut into micro-batches (judge/batch_plan.py)
+  of one rubric's rows: their common first ids are prefilled once (a KV cache repeated per
+  row), each row's own part left-padded after them. batch_invariant: every request alone.
+- Each micro-batch's answers go to `on_batch` as it ends, so the client caches them and a
+  killed run loses only the micro-batch in flight. A request whose prompt + max_tokens exceeds
+  the profile's max_model_len is answered at once with a context error (judge/long_inputs.py).
+- Logprobs: the top 5 of each step's constrained distribution (`generate`'s own scores).
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from nexagauge_local.judge.hf.batches import default_token_budget, last_use, shared_batches
-from nexagauge_local.judge.hf.cascade import install
-from nexagauge_local.judge.hf.decode import (
-    Decoded,
-    RowRule,
-    compute_prefix,
-    constrained_greedy,
+import nexagauge_local.judge.batch_plan as plan
+import nexagauge_local.judge.runtime as rt
+import nexagauge_local.judge.schemas as sc
+from nexagauge_local.judge.hf.grammar import Grammars
+from nexagauge_local.judge.hf.processors import (
+    AlignedEos,
+    CapStrings,
+    Processor,
+    TopLogprobs,
+    eos_aliases,
 )
-from nexagauge_local.judge.hf.families import common_prefix_len, prefix_families, split_families
-from nexagauge_local.judge.hf.grammar import (
-    CompiledGrammar,
-    OutlinesGrammar,
-    guidance_grammar,
-    guidance_regex,
-    guidance_tokenizer,
-    outlines_regex,
-)
-from nexagauge_local.judge.hf.kv_cache import SharedPrefix
 from nexagauge_local.judge.long_inputs import refusal
 from nexagauge_local.judge.profiles import DEFAULT_GRAMMAR, JudgeProfile, fingerprint
-from nexagauge_local.judge.runtime import (
-    count_prompt_tokens,
-    eos_token_ids,
-    load_model,
-    request_prompt,
-    resolve_dtype,
-    token_pieces,
-)
-from nexagauge_local.judge.schemas import (
-    engine_schema_json,
-    grammar_key,
-    parse_request_answer,
-    schema_id,
-)
 from nexagauge_local.judge.string_caps import StringCaps, token_texts
-from nexagauge_local.judge.types import (
-    JudgeRequest,
-    JudgeResult,
-    Messages,
-    OnBatch,
-    decision_step,
-)
+from nexagauge_local.judge.types import JudgeRequest, JudgeResult, Messages, OnBatch, decision_step
 
 TOP_LOGPROBS = 5
 LOGPROB_SOURCE = "hf_constrained_top5"
 
 
-# ------------------------------------------------------------------ backend
-
-
 class HFBackend:
-    """transformers + llguidance/outlines judge backend (the path CI tests)."""
+    """transformers `generate` + outlines/llguidance judge backend (the path CI tests)."""
 
     name = "hf"
 
@@ -97,42 +59,38 @@ class HFBackend:
         fastest for tiny models and on a host other jobs keep busy, where OpenMP threads
         spin-waiting on a descheduled peer make every op slow."""
         import torch
+        from transformers import GenerationConfig
 
         self.profile = profile
         self.device = device or ("cuda" if torch.cuda.is_available() else "cpu")
-        self.dtype = resolve_dtype(dtype or profile.dtype, self.device)
+        self.dtype = rt.resolve_dtype(dtype or profile.dtype, self.device)
         on_gpu = self.device.startswith("cuda")
         self.gpu_count = 1 if on_gpu else 0
-        self.token_budget = token_budget or default_token_budget(on_gpu, self.dtype)
-        # batch-invariant: every request decoded alone, its whole prompt computed at once
         self.max_batch = 1 if profile.batch_invariant else max_batch or (256 if on_gpu else 64)
         self.threads = threads
         self.grammar = grammar
         self.fingerprint = fingerprint(profile, self.name, self.dtype, grammar)
         started = time.perf_counter()
-        self.model, self.tokenizer = load_model(profile, cache_dir, self.dtype, self.device)
-        self._eos_ids = eos_token_ids(self.model, self.tokenizer)
-        # CPU: each family's prefix held once and attended by every row (hf/cascade.py).
-        self.shared_prefix = not on_gpu and not profile.batch_invariant and install(self.model)
-        self._om: Any = None  # outlines' model wrapper, built on first outlines use
-        self._ll_tokenizer: Any = None  # llguidance's tokenizer, built on first guidance use
+        self.model, self.tokenizer = rt.load_model(profile, cache_dir, self.dtype, self.device)
+        self._eos_ids = rt.eos_token_ids(self.model, self.tokenizer)
+        # plain greedy: no sampling or penalty defaults of the weights' generation_config
+        self.model.generation_config = GenerationConfig()  # type: ignore[no-untyped-call]
         self.load_seconds = time.perf_counter() - started
-        self._generators: dict[str, Any] = {}
-        self._grammars: dict[str, CompiledGrammar] = {}
+        self._vocab = int(self.model.get_output_embeddings().weight.shape[0])
+        kv = plan.kv_bytes_per_token(self.model.config, 4 if self.dtype == "float32" else 2)
+        self.token_budget = token_budget or plan.default_token_budget(on_gpu, kv)
+        self._grammars: dict[str, Grammars] = {}
         self._caps: dict[str, StringCaps] = {}
         self._token_texts: list[str] | None = None  # each id's text, built on first clip use
 
-    # -- protocol
-
     def count_tokens(self, messages: Messages) -> int:
-        return count_prompt_tokens(self.tokenizer, messages)
+        return rt.count_prompt_tokens(self.tokenizer, messages)
 
     def generate(
         self, requests: Sequence[JudgeRequest], on_batch: OnBatch | None = None
     ) -> list[JudgeResult]:
-        """Results aligned with `requests`; `on_batch(positions, results)` for each
-        answer, the step its row ends (and once at the start for requests refused for their
-        length)."""
+        """Results aligned with `requests`; `on_batch(positions, results)` once per
+        micro-batch as it ends (and once at the start for requests refused for length)."""
         import torch
 
         before = torch.get_num_threads()
@@ -143,259 +101,160 @@ class HFBackend:
         finally:
             torch.set_num_threads(before)
 
+    def close(self) -> None:
+        """Nothing to stop: no engine process; the weights go with the object."""
+
+    def grammar_for(self, schema: Any) -> Any:
+        """The schema compiled by this backend's grammar engine, on first use, then reused."""
+        return self._engine().compile(self._engine_json(schema))
+
+    def caps_for(self, schema: Any) -> StringCaps | None:
+        """string_bounds = "clip": the string caps for this schema, else None."""
+        if self.profile.string_bounds != "clip":
+            return None
+        key = sc.schema_id(schema)
+        if key not in self._caps:
+            if self._token_texts is None:
+                self._token_texts = token_texts(self.tokenizer, self._vocab)
+            self._caps[key] = StringCaps(schema.model_json_schema(), self._token_texts)
+        return self._caps[key]
+
+    def processors(self, schema: Any, rows: int, regex: str | None = None) -> list[Processor]:
+        """A micro-batch's logits processors, in order: the grammar (`regex`: a guard
+        format's answer, else the schema) with every EOS id aligned to the grammar's, then
+        the string caps (JSON answers only)."""
+        if regex is not None:
+            grammar = self._engine().processor(regex, rows, self._eos_ids, kind="regex")
+        else:
+            grammar = self._engine().processor(self._engine_json(schema), rows, self._eos_ids)
+        eos = self.tokenizer.eos_token_id
+        procs: list[Processor] = [AlignedEos(grammar, eos, eos_aliases(self._eos_ids, eos,
+                                                                       self._vocab))]  # fmt: skip
+        caps = self.caps_for(schema) if regex is None else None
+        if caps is not None:
+            procs.append(CapStrings(caps, rows, self._eos_ids))
+        return procs
+
+    def _engine(self) -> Grammars:
+        if self.grammar not in self._grammars:  # `grammar` may be switched after init
+            self._grammars[self.grammar] = Grammars(self.grammar, self.model, self.tokenizer,
+                                                    self._vocab)  # fmt: skip
+        return self._grammars[self.grammar]
+
+    def _engine_json(self, schema: Any) -> str:
+        return sc.engine_schema_json(schema, self.profile.string_bounds == "clip")
+
     def _generate(
         self, requests: Sequence[JudgeRequest], on_batch: OnBatch | None
     ) -> list[JudgeResult]:
         results: list[JudgeResult | None] = [None] * len(requests)
-        prompts = [request_prompt(self.tokenizer, r) for r in requests]
-        token_ids = self.tokenizer(prompts, add_special_tokens=False)["input_ids"]
+        prompts = [rt.request_prompt(self.tokenizer, r) for r in requests]
+        token_ids: list[list[int]] = self.tokenizer(prompts, add_special_tokens=False)["input_ids"]
         lengths = [len(ids) for ids in token_ids]
-        refused: dict[int, JudgeResult] = {}  # position -> the answer that refuses it
+        refused: dict[int, JudgeResult] = {}
         groups: dict[tuple[str, int], list[int]] = {}
         for i, r in enumerate(requests):
-            refused_result = refusal(r, lengths[i], self.profile.max_model_len)
-            if refused_result is not None:
-                results[i] = refused[i] = refused_result
+            answer = refusal(r, lengths[i], self.profile.max_model_len)
+            if answer is not None:
+                results[i] = refused[i] = answer
             else:
-                groups.setdefault((grammar_key(r), r.max_tokens), []).append(i)
+                groups.setdefault((sc.grammar_key(r), r.max_tokens), []).append(i)
         if refused and on_batch:
             on_batch(list(refused), list(refused.values()))
-        if self.shared_prefix:  # CPU: every schema in one pool, decoded together
-            pool = [i for idxs in groups.values() for i in idxs]
-            families = [sorted((pool[j] for j in f), key=lambda i: lengths[i])
-                        for f in split_families([token_ids[i] for i in pool])]  # fmt: skip
-            plain = self._run_shared(families, requests, token_ids, lengths, results, on_batch)
-            groups = {}
-            for i in (i for f in plain for i in f):
-                r = requests[i]
-                groups.setdefault((grammar_key(r), r.max_tokens), []).append(i)
-        for idxs in groups.values():  # GPU, or prompts with no prefix to share
-            for family in self._families(idxs, token_ids, lengths):
-                for batch in self._micro_batches(family, lengths):
-                    self._run_batch([requests[i] for i in batch], [token_ids[i] for i in batch],
-                                    _handover(batch, results, on_batch))  # fmt: skip
+        for idxs in groups.values():
+            order = sorted(idxs, key=lambda i: token_ids[i])  # a rubric's rows side by side
+            for batch in plan.micro_batches(order, lengths, self.token_budget, self.max_batch, token_ids):
+                done = self._run_batch([requests[i] for i in batch], [token_ids[i] for i in batch])
+                for i, res in zip(batch, done):
+                    results[i] = res
+                if on_batch:
+                    on_batch(batch, done)
         return [r for r in results if r is not None]
 
-    def close(self) -> None:
-        """Nothing to stop: no engine process; the weights go with the object."""
+    def _run_batch(self, reqs: list[JudgeRequest], ids: list[list[int]]) -> list[JudgeResult]:
+        """Greedy `generate` of one left-padded micro-batch (one schema, one max_tokens); its
+        seconds are split over its rows in proportion to their tokens."""
+        import torch
+        from transformers import GenerationConfig, LogitsProcessorList
 
-    # -- internals
-
-    def _families(
-        self, idxs: list[int], token_ids: list[list[int]], lengths: list[int]
-    ) -> list[list[int]]:
-        """Prefix families (hf/families.py), each length-sorted: one family's prompts share its
-        whole rubric (the peer sample's redteam prompts: 471 and 432 tokens, where the two
-        rubrics together share only 139)."""
-        return [sorted((idxs[j] for j in family), key=lambda i: lengths[i])
-                for family in prefix_families([token_ids[i] for i in idxs])]  # fmt: skip
-
-    def _run_shared(
-        self,
-        families: list[list[int]],
-        requests: Sequence[JudgeRequest],
-        token_ids: list[list[int]],
-        lengths: list[int],
-        results: list[JudgeResult | None],
-        on_batch: OnBatch | None,
-    ) -> list[list[int]]:
-        """Decode the families against their prefixes, each computed once (hf/cascade.py),
-        in batches that may hold several families (hf/batches.py). Returns the families that
-        share no prefix token (left to the plain path)."""
-        lens = [common_prefix_len([token_ids[i] for i in f]) for f in families]
-        plain = [f for f, n in zip(families, lens) if n == 0]
-        shared = [f for f, n in zip(families, lens) if n > 0]
-        plens = [n for n in lens if n > 0]
-        plan = shared_batches(shared, plens, lengths, self.token_budget, self.max_batch)
-        ending: dict[int, list[int]] = {}  # batch -> the families it is the last of
-        for f, end in last_use(plan).items():
-            ending.setdefault(end, []).append(f)
-        held: dict[int, tuple[SharedPrefix, float]] = {}
-        for b, batch in enumerate(plan):
-            for _, f in batch:
-                if f not in held:
-                    held[f] = self._prefix(token_ids[shared[f][0]][: plens[f]], len(shared[f]))
-            batch.sort(key=lambda row: lengths[row[0]] - plens[row[1]])  # row_cache buckets
-            idx = [i for i, _ in batch]
-            self._run_batch([requests[i] for i in idx], [token_ids[i] for i in idx],
-                            _handover(idx, results, on_batch), [held[f][0] for _, f in batch],
-                            [held[f][1] for _, f in batch])  # fmt: skip
-            for f in ending.get(b, []):
-                del held[f]
-        return plain
-
-    def _prefix(self, ids: list[int], members: int) -> tuple[SharedPrefix, float]:
-        """A family's prefix, and each member's share of the seconds it took."""
+        pad = self.tokenizer.pad_token_id
+        pad = pad if pad is not None else min(self._eos_ids)
+        width, dev = max(len(p) for p in ids), self.model.device
+        shared = plan.shared_prefix(ids)
+        head = ids[0][:shared]  # every row's first `shared` ids; the rest is left-padded
+        input_ids = torch.tensor([head + [pad] * (width - len(p)) + p[shared:] for p in ids],
+                                 device=dev)  # fmt: skip
+        mask = torch.tensor([[1] * shared + [0] * (width - len(p)) + [1] * (len(p) - shared)
+                             for p in ids], device=dev)  # fmt: skip
+        config = GenerationConfig(  # type: ignore[no-untyped-call]
+            max_new_tokens=reqs[0].max_tokens, do_sample=False, num_beams=1, pad_token_id=pad,
+            eos_token_id=sorted(self._eos_ids))  # fmt: skip
+        guard = reqs[0].guard
+        procs = self.processors(reqs[0].schema, len(ids), guard.regex if guard else None)
+        top = None
+        if any(r.want_logprobs for r in reqs):  # the last processor sees the final scores
+            top = TopLogprobs(max([TOP_LOGPROBS] + [r.guard.top_logprobs for r in reqs if r.guard]))
+            procs.append(top)
         started = time.perf_counter()
-        prefix = compute_prefix(self.model, ids)
-        return prefix, (time.perf_counter() - started) / members
+        with torch.inference_mode():
+            cache = self._prefix_cache(head, len(ids)) if shared else None
+            out = self.model.generate(input_ids=input_ids, attention_mask=mask,
+                                      generation_config=config, past_key_values=cache,
+                                      logits_processor=LogitsProcessorList(procs))  # fmt: skip
+        seconds = time.perf_counter() - started
+        rows = [self._until_eos(row) for row in out[:, width:].tolist()]
+        steps = top.steps if top else []
+        tokens = sum(len(p) + len(row) for p, (row, _) in zip(ids, rows))
+        return [self._result(req, len(p), row, stopped, seconds * (len(p) + len(row)) / tokens,
+                             len(ids), [(v[j].tolist(), i[j].tolist()) for v, i in steps[: len(row)]])
+                for j, (req, p, (row, stopped)) in enumerate(zip(reqs, ids, rows))]  # fmt: skip
 
-    def _micro_batches(self, idxs: list[int], lengths: list[int]) -> list[list[int]]:
-        """Cut length-sorted requests into batches with batch_size x longest prompt <= budget."""
-        batches: list[list[int]] = []
-        current: list[int] = []
-        for i in idxs:
-            longest = max([lengths[j] for j in current] + [lengths[i]])
-            if current and (
-                (len(current) + 1) * longest > self.token_budget or len(current) >= self.max_batch
-            ):
-                batches.append(current)
-                current = []
-            current.append(i)
-        if current:
-            batches.append(current)
-        return batches
+    def _prefix_cache(self, head: list[int], rows: int) -> Any:
+        """The KV cache of the rows' shared first ids, computed once and repeated per row:
+        `generate` then runs only what follows it (transformers' documented prompt reuse). A
+        node's prompts share the system prompt and rubric, often most of each prompt."""
+        import torch
+        from transformers import DynamicCache
 
-    def grammar_for_request(self, request: JudgeRequest) -> CompiledGrammar:
-        """A guard format's answer regex, or the request's schema, compiled once."""
-        if request.guard is None:
-            return self.grammar_for(request.schema)
-        return self._compiled(f"regex:{request.guard.regex}", request.guard.regex, None)
+        cache = DynamicCache(config=self.model.config)
+        ids = torch.tensor([head], device=self.model.device)
+        self.model(input_ids=ids, past_key_values=cache, use_cache=True)
+        cache.batch_repeat_interleave(rows)
+        return cache
 
-    def grammar_for(self, schema: Any) -> CompiledGrammar:
-        """The schema compiled by this backend's grammar engine, on first use, then reused."""
-        return self._compiled(schema_id(schema), None, schema)
+    def _until_eos(self, generated: list[int]) -> tuple[list[int], bool]:
+        """A row's ids up to and including its first EOS (padding follows), and whether it
+        had one (else it ran to max_tokens)."""
+        for n, token in enumerate(generated):
+            if token in self._eos_ids:
+                return generated[: n + 1], True
+        return generated, False
 
-    def _compiled(self, what: str, regex: str | None, schema: Any) -> CompiledGrammar:
-        """One cache and one engine choice for both kinds of grammar."""
-        key, eos = f"{self.grammar}:{what}", self.tokenizer.eos_token_id
-        if key in self._grammars:
-            return self._grammars[key]
-        if self.grammar == "outlines" and regex is not None:
-            self._om = self._om or _outlines_model(self.model, self.tokenizer)
-            self._grammars[key] = outlines_regex(self._om, regex, eos)
-        elif self.grammar == "outlines":
-            self._grammars[key] = OutlinesGrammar(
-                self.generator_for(schema).logits_processor.index, eos)
-        else:
-            if self._ll_tokenizer is None:
-                self._ll_tokenizer = guidance_tokenizer(self.tokenizer, self._vocab())
-            self._grammars[key] = (
-                guidance_regex(self._ll_tokenizer, regex, eos) if regex is not None
-                else guidance_grammar(self._ll_tokenizer, self._engine_json(schema), eos))
-        return self._grammars[key]
-
-    def _vocab(self) -> int:
-        """The model's logit width (may exceed the tokenizer's vocabulary)."""
-        return int(self.model.get_output_embeddings().weight.shape[0])
-
-    def _engine_json(self, schema: Any) -> str:
-        return engine_schema_json(schema, self.profile.string_bounds == "clip")
-
-    def generator_for(self, schema: Any) -> Any:
-        """The outlines generator for a schema, compiled on first use and then reused."""
-        if self._om is None:
-            self._om = _outlines_model(self.model, self.tokenizer)
-        key = schema_id(schema)
-        if key not in self._generators:
-            import outlines
-            from outlines.types import JsonSchema
-
-            # No free whitespace between JSON tokens: shorter outputs, and no whitespace loops.
-            term = JsonSchema(self._engine_json(schema), whitespace_pattern="")
-            self._generators[key] = outlines.Generator(self._om, term)
-        return self._generators[key]
-
-    def _run_batch(
-        self,
-        reqs: list[JudgeRequest],
-        ids: list[list[int]],
-        handover: Callable[[list[int], list[JudgeResult]], None],
-        prefixes: list[SharedPrefix] | None = None,
-        prefix_shares: list[float] | None = None,
-    ) -> None:
-        """Decode one micro-batch of tokenised prompts; each row goes to
-        `handover(batch positions, results)` the step it ends, charged its share of the
-        seconds its family prefix took (`prefix_shares`)."""
-        rules = [RowRule(self.grammar_for_request(r), r.max_tokens,
-                         None if r.guard else self.caps_for(r.schema)) for r in reqs]
-        want_lp = any(r.want_logprobs for r in reqs)
-        pad_id = self.tokenizer.pad_token_id
-
-        def finished(rows: list[int], decoded: list[Decoded]) -> None:
-            for r, dec in zip(rows, decoded):
-                dec.seconds += prefix_shares[r] if prefix_shares else 0.0
-            handover(rows, [self._to_result(reqs[r], len(ids[r]), dec, len(reqs))
-                            for r, dec in zip(rows, decoded)])  # fmt: skip
-
-        constrained_greedy(
-            self.model,
-            None,
-            ids,
-            eos_ids=self._eos_ids,
-            pad_id=pad_id if pad_id is not None else min(self._eos_ids),
-            top_k=max([TOP_LOGPROBS] + [r.guard.top_logprobs for r in reqs if r.guard])
-            if want_lp else 0,
-            on_finished=finished,
-            prefixes=prefixes,
-            rules=rules,
-        )
-
-    def caps_for(self, schema: Any) -> StringCaps | None:
-        """string_bounds = "clip": the loop's string caps for this schema, else None."""
-        if self.profile.string_bounds != "clip":
-            return None
-        key = schema_id(schema)
-        if key not in self._caps:
-            if self._token_texts is None:
-                self._token_texts = token_texts(self.tokenizer, self._vocab())
-            self._caps[key] = StringCaps(schema.model_json_schema(), self._token_texts)
-        return self._caps[key]
-
-    def _to_result(
-        self, req: JudgeRequest, prompt_tokens: int, dec: Decoded, batch_size: int
-    ) -> JudgeResult:
-        text_ids = dec.token_ids[:-1] if dec.stopped else dec.token_ids
-        text = self.tokenizer.decode(text_ids, skip_special_tokens=True)
-        parsed, error, failure = parse_request_answer(req, text, hit_max_tokens=not dec.stopped)
-        res = JudgeResult(
-            parsed=parsed,
-            raw_text=text,
-            prompt_tokens=prompt_tokens,
-            output_tokens=len(dec.token_ids),
-            gpu_seconds=dec.seconds * max(self.gpu_count, 1),  # on CPU: one device
-            error=error,
-            failure=failure,
-            extra={"batch_size": batch_size},
-        )
+    def _result(self, req: JudgeRequest, prompt_tokens: int, token_ids: list[int], stopped: bool,
+                seconds: float, batch_size: int, top: list[tuple[list[float], list[int]]]
+                ) -> JudgeResult:  # fmt: skip
+        text = self.tokenizer.decode(token_ids[:-1] if stopped else token_ids,
+                                     skip_special_tokens=True)  # fmt: skip
+        parsed, error, failure = sc.parse_request_answer(req, text, hit_max_tokens=not stopped)
+        res = JudgeResult(parsed=parsed, raw_text=text, prompt_tokens=prompt_tokens,
+                          output_tokens=len(token_ids), error=error, failure=failure,
+                          gpu_seconds=seconds * max(self.gpu_count, 1),  # on CPU: one device
+                          extra={"batch_size": batch_size})  # fmt: skip
         if req.want_logprobs:
-            steps = self._logprobs(dec)
+            steps = [self._alternatives(values, indices) for values, indices in top]
             if req.guard is not None:  # the decision token's alternatives alone
-                steps = decision_step(token_pieces(self.tokenizer, text_ids), steps,
-                                      req.guard.decision_label, req.guard.top_logprobs)
+                k = req.guard.top_logprobs
+                steps = decision_step(rt.token_pieces(self.tokenizer, token_ids), steps,
+                                      req.guard.decision_label, k)  # fmt: skip
             res.token_logprobs = steps
             res.extra["logprob_source"] = LOGPROB_SOURCE
         return res
 
-    def _logprobs(self, dec: Decoded) -> list[dict[str, float]]:
-        steps: list[dict[str, float]] = []
-        for values, indices in dec.top_logprobs:
-            alts: dict[str, float] = {}
-            for lp, tid in zip(values, indices):
-                if lp == float("-inf"):
-                    continue
+    def _alternatives(self, values: list[float], indices: list[int]) -> dict[str, float]:
+        """One step's top tokens by text (two ids of one text keep the larger logprob)."""
+        alts: dict[str, float] = {}
+        for lp, tid in zip(values, indices):
+            if lp != float("-inf"):
                 text = self.tokenizer.decode([tid])
                 alts[text] = max(lp, alts.get(text, float("-inf")))
-            steps.append(alts)
-        return steps
-
-
-def _handover(
-    batch: list[int], results: list[JudgeResult | None], on_batch: OnBatch | None
-) -> Callable[[list[int], list[JudgeResult]], None]:
-    """Where a micro-batch's finished rows go: their request's slot, then `on_batch`."""
-
-    def handover(local: list[int], done: list[JudgeResult]) -> None:
-        positions = [batch[j] for j in local]
-        for i, res in zip(positions, done):
-            results[i] = res
-        if on_batch:
-            on_batch(positions, done)
-
-    return handover
-
-
-def _outlines_model(model: Any, tokenizer: Any) -> Any:
-    import outlines
-
-    return outlines.from_transformers(model, tokenizer)
+        return alts

@@ -1,156 +1,110 @@
-"""Grammar engines for the hf backend's decode loop: one compiled grammar per schema, one
-matcher per row, both filling the same 32-bit token bitmask.
+"""The hf backend's two grammar engines, each through its library's public API, as logits
+processors for `generate`: one compiled grammar per schema for the process, one processor per
+micro-batch (all its rows have one schema).
 
-Why two engines:
-- `outlines` (outlines-core) precompiles the schema into an index of every DFA state's allowed
-  tokens. Bounded strings (the verdict schema's evidence spans are `maxLength` 160, eight of
-  them) unroll into thousands of states, each holding a large share of the vocabulary: the
-  redteam schema's index takes about 1.5 GB of memory and 10 s to build on the demo judge's
-  49k vocabulary (measured on the demo judge), once per schema and per process.
-- `guidance` (llguidance, the engine vLLM calls "guidance") computes each step's mask lazily
-  from a lexer + Earley parser, so a schema costs milliseconds and kilobytes to compile.
+- `outlines` (the default): `outlines.backends.get_json_schema_logits_processor` over
+  outlines-core, an index of every DFA state's allowed tokens built per schema (seconds; GBs
+  for bounded strings, hence string_bounds = "clip"); batch-wide and resettable.
+- `guidance` (llguidance): masks computed lazily per step by a lexer + Earley parser, so a
+  schema costs milliseconds; one `LLMatcher` per row, masks by `llguidance.torch`.
 
-Both know one EOS id, the tokenizer's. An extra EOS id of the model (weights.eos_set) that is
-an ordinary token of the vocabulary stays allowed inside strings even when llguidance is told
-it is an EOS (tested), so the decode loop aligns every extra id to the grammar's EOS bit for
-both engines (hf/decode.py).
-
-Both enforce the same schema with no free whitespace, but their token masks are not the same
-(outlines' index rejects some tokens llguidance allows), so greedy answers differ: on the demo
-judge, 64 of 64 in scripts/bench_grammar.py, guidance's about 4x longer (the small model fills
-the violation lists that outlines' masks steer it to close). outlines therefore stays the hf
-default (answers and caches unchanged); the engine is a profile setting and a
-`--grammar-backend` option, and the judge fingerprint names it.
+Both allow no free whitespace between JSON tokens (shorter answers, no whitespace loops) and
+know one EOS id, the tokenizer's (hf/processors.py aligns the model's other EOS ids to it).
 """
 
 from __future__ import annotations
 
-from typing import Any, Protocol
+from collections.abc import Iterable
+from typing import Any, Literal
 
 import torch
 
+from nexagauge_local.judge.hf.processors import Processor, RowProcessor
+
 HF_GRAMMARS = ("guidance", "outlines")
+GrammarKind = Literal["json", "regex"]
 
 
-class RowMatcher(Protocol):
-    """One row's grammar state."""
+class GuidanceMask(RowProcessor):
+    """llguidance's mask for each row of a micro-batch, one matcher a row."""
 
-    def fill(self, bitmask: torch.Tensor, row: int) -> None: ...
-    def advance(self, token: int) -> None: ...
-
-
-class CompiledGrammar(Protocol):
-    """A schema compiled for one tokenizer; `grammar_eos` is the EOS id it knows."""
-
-    grammar_eos: int | None
-
-    def matcher(self) -> RowMatcher: ...
-
-
-def bitmask_words(vocab: int) -> int:
-    return (vocab + 31) // 32
-
-
-# ------------------------------------------------------------------ outlines
-
-
-class _OutlinesRow:
-    def __init__(self, index: Any) -> None:
-        from outlines_core import Guide
-
-        self.guide = Guide(index)
-
-    def fill(self, bitmask: torch.Tensor, row: int) -> None:
-        from outlines_core.kernels.torch import fill_next_token_bitmask
-
-        fill_next_token_bitmask(self.guide, bitmask[row : row + 1])
-
-    def advance(self, token: int) -> None:
-        if not self.guide.is_finished():
-            self.guide.advance(token_id=token, return_tokens=False)
-
-
-class OutlinesGrammar:
-    def __init__(self, index: Any, grammar_eos: int | None) -> None:
-        self.index = index
-        self.grammar_eos = grammar_eos
-
-    def matcher(self) -> RowMatcher:
-        return _OutlinesRow(self.index)
-
-
-# ------------------------------------------------------------------ llguidance
-
-
-class _GuidanceRow:
-    def __init__(self, tokenizer: Any, grammar: str) -> None:
+    def __init__(self, ll_tokenizer: Any, grammar: str, rows: int, eos_ids: Iterable[int]) -> None:
         import llguidance
+        from llguidance.torch import allocate_token_bitmask
 
-        self.m = llguidance.LLMatcher(tokenizer, grammar)
+        super().__init__(rows, eos_ids)
+        self.matchers = [llguidance.LLMatcher(ll_tokenizer, grammar) for _ in range(rows)]
+        self.bitmask = allocate_token_bitmask(rows, ll_tokenizer.vocab_size)
 
-    def fill(self, bitmask: torch.Tensor, row: int) -> None:
-        from llguidance.torch import fill_next_token_bitmask
+    def consume(self, row: int, token: int) -> None:
+        if not self.matchers[row].consume_token(token):
+            raise RuntimeError(f"llguidance rejected token {token}: "
+                               f"{self.matchers[row].get_error()}")  # fmt: skip
 
-        fill_next_token_bitmask(self.m, bitmask, row)
+    def process(self, scores: torch.FloatTensor) -> torch.FloatTensor:
+        from llguidance.torch import apply_token_bitmask_inplace, fill_next_token_bitmask
 
-    def advance(self, token: int) -> None:
-        if not self.m.is_stopped():
-            self.m.consume_token(token)
-
-
-class GuidanceGrammar:
-    def __init__(self, tokenizer: Any, grammar: str, grammar_eos: int | None) -> None:
-        self.tokenizer = tokenizer
-        self.grammar = grammar
-        self.grammar_eos = grammar_eos
-
-    def matcher(self) -> RowMatcher:
-        return _GuidanceRow(self.tokenizer, self.grammar)
-
-
-def guidance_tokenizer(hf_tokenizer: Any, vocab: int) -> Any:
-    """llguidance's view of the tokenizer (its EOS: the tokenizer's), sized to the logits."""
-    import llguidance.hf
-
-    return llguidance.hf.from_tokenizer(hf_tokenizer, n_vocab=vocab)
+        for row, matcher in enumerate(self.matchers):
+            if self.done[row]:  # an ended row's token is padding: leave it unmasked
+                self.bitmask[row].fill_(-1)
+            else:
+                fill_next_token_bitmask(matcher, self.bitmask, row)
+        apply_token_bitmask_inplace(scores, self.bitmask.to(scores.device))
+        return scores
 
 
-def guidance_grammar(
-    ll_tokenizer: Any, schema_json: str, grammar_eos: int | None
-) -> GuidanceGrammar:
-    """No free whitespace between JSON tokens, as the outlines path (shorter answers, no
-    whitespace loops); a schema llguidance cannot compile raises ValueError here, not mid-run."""
-    import llguidance
+class Grammars:
+    """Compiled schemas of one engine over one tokenizer, each compiled on first use."""
 
-    grammar = llguidance.LLMatcher.grammar_from_json_schema(
-        schema_json, defaults={"whitespace_flexible": False}
-    )
-    return _validated(ll_tokenizer, grammar, grammar_eos, "the schema")
+    def __init__(self, engine: str, model: Any, tokenizer: Any, vocab: int) -> None:
+        if engine not in HF_GRAMMARS:
+            raise ValueError(f"the hf backend decodes with guidance or outlines, not {engine}")
+        self.engine = engine
+        self.model, self.tokenizer, self.vocab = model, tokenizer, vocab
+        self.compiled: dict[str, Any] = {}  # schema JSON -> outlines processor / llguidance grammar
+        self._outlines_model: Any = None
+        self._ll_tokenizer: Any = None
 
+    def compile(self, source: str, kind: GrammarKind = "json") -> Any:
+        """`source`: a JSON schema (our rubric answers) or a regular expression (a guard
+        format's short answer)."""
+        key = f"{kind}:{source}"
+        if key not in self.compiled:
+            self.compiled[key] = (self._outlines(source, kind) if self.engine == "outlines"
+                                  else self._guidance(source, kind))  # fmt: skip
+        return self.compiled[key]
 
-def guidance_regex(ll_tokenizer: Any, regex: str, grammar_eos: int | None) -> GuidanceGrammar:
-    """A guard format's short answer as an llguidance grammar."""
-    import llguidance
+    def processor(self, source: str, rows: int, eos_ids: Iterable[int],
+                  kind: GrammarKind = "json") -> Processor:  # fmt: skip
+        """A fresh processor for a micro-batch of `rows` rows of this grammar."""
+        compiled = self.compile(source, kind)
+        if self.engine == "outlines":
+            compiled.reset()
+            return compiled  # type: ignore[no-any-return]
+        return GuidanceMask(self._ll_tokenizer, compiled, rows, eos_ids)
 
-    grammar = llguidance.LLMatcher.grammar_from_regex(regex)
-    return _validated(ll_tokenizer, grammar, grammar_eos, "the answer pattern")
+    def _outlines(self, source: str, kind: GrammarKind) -> Any:
+        import outlines
+        from outlines.backends import get_json_schema_logits_processor, get_regex_logits_processor
 
+        if self._outlines_model is None:
+            self._outlines_model = outlines.from_transformers(self.model, self.tokenizer)
+        if kind == "regex":
+            return get_regex_logits_processor("outlines_core", self._outlines_model, source)
+        return get_json_schema_logits_processor("outlines_core", self._outlines_model,
+                                                source, whitespace_pattern="")  # fmt: skip
 
-def _validated(ll_tokenizer: Any, grammar: str, grammar_eos: int | None,
-               what: str) -> GuidanceGrammar:  # fmt: skip
-    import llguidance
+    def _guidance(self, source: str, kind: GrammarKind) -> str:
+        """A schema llguidance cannot compile raises ValueError here, not mid-run."""
+        import llguidance
+        import llguidance.hf
 
-    problem = llguidance.LLMatcher.validate_grammar(grammar, ll_tokenizer)
-    if problem and not problem.startswith("WARNING"):
-        raise ValueError(f"llguidance cannot compile {what}: {problem}")
-    return GuidanceGrammar(ll_tokenizer, grammar, grammar_eos)
-
-
-def outlines_regex(outlines_model: Any, regex: str, grammar_eos: int | None) -> OutlinesGrammar:
-    """A guard format's short answer as an outlines index (through outlines' Generator, as the
-    schemas are)."""
-    import outlines
-    from outlines.types import Regex
-
-    generator: Any = outlines.Generator(outlines_model, Regex(regex))
-    return OutlinesGrammar(generator.logits_processor.index, grammar_eos)
+        if self._ll_tokenizer is None:  # its EOS: the tokenizer's; sized to the logits
+            self._ll_tokenizer = llguidance.hf.from_tokenizer(self.tokenizer, n_vocab=self.vocab)
+        grammar: str = (llguidance.LLMatcher.grammar_from_regex(source) if kind == "regex"
+                        else llguidance.LLMatcher.grammar_from_json_schema(
+                            source, defaults={"whitespace_flexible": False}))  # fmt: skip
+        problem = llguidance.LLMatcher.validate_grammar(grammar, self._ll_tokenizer)
+        if problem and not problem.startswith("WARNING"):
+            raise ValueError(f"llguidance cannot compile the schema: {problem}")
+        return grammar

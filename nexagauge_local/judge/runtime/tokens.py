@@ -78,7 +78,7 @@ def count_prompt_tokens(tokenizer: Any, messages: Messages) -> int:
 
 def eos_set(tokenizer: Any, config_eos: int | list[int] | None) -> set[int]:
     """Every id that ends an answer: the tokenizer's EOS and the generation config's (Llama-3.1
-    has two there). One set for the hf decode loop (which aligns the grammar to it) and vLLM's
+    has two there). One set for the hf backend (which aligns the grammar to it) and vLLM's
     stop tokens, so both backends end answers on the same ids."""
     ids = {tokenizer.eos_token_id}
     ids.update(config_eos if isinstance(config_eos, list) else [config_eos])

@@ -84,6 +84,8 @@ def load_model(profile: JudgeProfile, cache_dir: Path, dtype: str, device: str) 
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
+    from nexagauge_local.judge.runtime.attention import use_grouped_attention
+
     path = profile.weights_path()
     if path.suffix.lower() == ".gguf":
         folder = dequantised_dir(path, cache_dir)
@@ -94,6 +96,7 @@ def load_model(profile: JudgeProfile, cache_dir: Path, dtype: str, device: str) 
     model = AutoModelForCausalLM.from_pretrained(path, dtype=getattr(torch, dtype))
     # transformers wraps `to` with functools.wraps, so its annotation loses the bound self
     model.to(device).eval()  # type: ignore[arg-type]
+    use_grouped_attention(model)
     return model, AutoTokenizer.from_pretrained(path)
 
 

@@ -3,7 +3,7 @@
 Why: with each string's maxLength in the grammar, xgrammar compiles a counted repetition whose
 masks cost 80-200 us per token (the grammar, not the GPU, then sets an 8B judge's pace); without
 it nothing ends a small judge's strings. This processor keeps the bound beside the grammar, as
-the hf decode loop does, with the same tracker (judge/string_caps.py). In a V1 step the grammar
+the hf backend does, with the same tracker (judge/string_caps.py). In a V1 step the grammar
 bitmask is applied first, then logit_bias, then custom processors, then greedy argmax: a row at
 its bound keeps only the closing tokens the grammar already allows, and a row where the grammar
 allows none is left alone.
