@@ -29,6 +29,8 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+from benchlib.prefix import prefix_stats
+
 from nexagauge_local.app.judge import open_client
 from nexagauge_local.dataset import Dataset
 from nexagauge_local.judge.client import JudgeClient
@@ -36,7 +38,6 @@ from nexagauge_local.judge.runtime import prompt_ids
 from nexagauge_local.judge.types import JudgeRequest, JudgeResult
 from nexagauge_local.runner import Runner
 from nexagauge_local.settings import RunSettings, default_cache_dir
-from scripts.benchlib.prefix import prefix_stats
 
 SAMPLE = Path(__file__).resolve().parents[1] / "nexagauge_local" / "data" / "sample.jsonl"
 

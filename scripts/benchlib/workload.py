@@ -15,13 +15,13 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from benchlib.prefix import common_prefix
 from nexagauge_local.case import Case
 from nexagauge_local.estimate.recorder import RecordingJudge
 from nexagauge_local.judge.types import JudgeRequest
 from nexagauge_local.nodes.base import CaseState, RunContext
 from nexagauge_local.nodes.redteam.node import RedteamNode
 from nexagauge_local.settings import RunSettings
-from scripts.benchlib.prefix import common_prefix
 
 VLLM_BLOCK = 16  # vLLM's default KV block size: prefix-cache hits come in whole blocks
 
