@@ -62,16 +62,9 @@ print(json.dumps({
 
 def dequantise_once(cache: Path) -> None:
     from nexagauge_local.judge.profiles import resolve_profile
-    from nexagauge_local.judge.runtime.weights import (
-        dequantise_gguf,
-        dequantised_dir,
-        dequantised_ready,
-    )
+    from nexagauge_local.judge.runtime import ensure_dequantised
 
-    gguf = resolve_profile("demo").weights_path()
-    target = dequantised_dir(gguf, cache)
-    if not dequantised_ready(target):
-        dequantise_gguf(gguf, target)
+    ensure_dequantised(resolve_profile("demo").weights_path(), cache)
 
 
 def run_side(tree: Path, cache: Path, args: argparse.Namespace) -> dict[str, Any]:
