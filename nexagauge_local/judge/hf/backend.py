@@ -16,14 +16,26 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any
 
-import nexagauge_local.judge.batch_plan as plan
-import nexagauge_local.judge.runtime as rt
-import nexagauge_local.judge.schemas as sc
+from nexagauge_local.judge.batch_plan import (
+    default_token_budget,
+    grouped_batches,
+    kv_bytes_per_token,
+    left_padded,
+)
 from nexagauge_local.judge.hf.grammar import Grammars
 from nexagauge_local.judge.hf.processors import TopLogprobs, TopSteps, batch_processors
 from nexagauge_local.judge.ledger import split_device_seconds
 from nexagauge_local.judge.long_inputs import refusal
 from nexagauge_local.judge.profiles import DEFAULT_GRAMMAR, JudgeProfile, fingerprint
+from nexagauge_local.judge.runtime import (
+    count_prompt_tokens,
+    eos_token_ids,
+    load_model,
+    request_prompt,
+    resolve_dtype,
+    token_pieces,
+)
+from nexagauge_local.judge.schemas import engine_schema_json, parse_request_answer, schema_id
 from nexagauge_local.judge.string_caps import StringCaps, token_texts
 from nexagauge_local.judge.types import JudgeRequest, JudgeResult, Messages, OnBatch, decision_step
 
@@ -56,7 +68,7 @@ class HFBackend:
 
         self.profile = profile
         self.device = device or ("cuda" if torch.cuda.is_available() else "cpu")
-        self.dtype = rt.resolve_dtype(dtype or profile.dtype, self.device)
+        self.dtype = resolve_dtype(dtype or profile.dtype, self.device)
         on_gpu = self.device.startswith("cuda")
         self.gpu_count = 1 if on_gpu else 0
         self.max_batch = 1 if profile.batch_invariant else max_batch or (256 if on_gpu else 64)
@@ -64,22 +76,23 @@ class HFBackend:
         self.grammar = grammar
         self.fingerprint = fingerprint(profile, self.name, self.dtype, grammar)
         started = time.perf_counter()
-        self.model, self.tokenizer = rt.load_model(profile, cache_dir, self.dtype, self.device)
-        self._eos_ids = rt.eos_token_ids(self.model, self.tokenizer)
+        self.model, self.tokenizer = load_model(profile, cache_dir, self.dtype, self.device)
+        self._eos_ids = eos_token_ids(self.model, self.tokenizer)
         pad = self.tokenizer.pad_token_id
         self._pad: int = pad if pad is not None else min(self._eos_ids)
         # plain greedy: none of the sampling or penalty defaults of the weights' own config
         self.model.generation_config = GenerationConfig(  # type: ignore[no-untyped-call]
-            do_sample=False, num_beams=1, pad_token_id=self._pad, eos_token_id=sorted(self._eos_ids))
+            do_sample=False, num_beams=1, pad_token_id=self._pad,
+            eos_token_id=sorted(self._eos_ids))  # fmt: skip
         self.load_seconds = time.perf_counter() - started
         self._vocab = int(self.model.get_output_embeddings().weight.shape[0])
-        kv = plan.kv_bytes_per_token(self.model.config, 4 if self.dtype == "float32" else 2)
-        self.token_budget = token_budget or plan.default_token_budget(on_gpu, kv)
+        kv = kv_bytes_per_token(self.model.config, 4 if self.dtype == "float32" else 2)
+        self.token_budget = token_budget or default_token_budget(on_gpu, kv)
         self._grammars: dict[str, Grammars] = {}
         self._caps: dict[str, StringCaps] = {}
 
     def count_tokens(self, messages: Messages) -> int:
-        return rt.count_prompt_tokens(self.tokenizer, messages)
+        return count_prompt_tokens(self.tokenizer, messages)
 
     def generate(
         self, requests: Sequence[JudgeRequest], on_batch: OnBatch | None = None
@@ -88,19 +101,17 @@ class HFBackend:
         micro-batch as it ends (and once at the start for requests refused for length)."""
         import torch
 
-        prompts = [rt.request_prompt(self.tokenizer, r) for r in requests]
+        prompts = [request_prompt(self.tokenizer, r) for r in requests]
         ids: list[list[int]] = self.tokenizer(prompts, add_special_tokens=False)["input_ids"]
-        limit = self.profile.max_model_len
-        refused = {i: refusal(r, len(ids[i]), limit) for i, r in enumerate(requests)}
-        results = {i: answer for i, answer in refused.items() if answer is not None}
+        results = {i: refused for i, r in enumerate(requests)  # too long for the context window
+                   if (refused := refusal(r, len(ids[i]), self.profile.max_model_len)) is not None}
         if results and on_batch:
             on_batch(list(results), list(results.values()))
         todo = [i for i in range(len(requests)) if i not in results]
         before = torch.get_num_threads()
         torch.set_num_threads(self.threads or before)
         try:
-            for batch in plan.grouped_batches(requests, ids, todo, self.token_budget,
-                                              self.max_batch):  # fmt: skip
+            for batch in grouped_batches(requests, ids, todo, self.token_budget, self.max_batch):
                 done = self._run_batch([requests[i] for i in batch], [ids[i] for i in batch])
                 results.update(zip(batch, done))
                 if on_batch:
@@ -120,7 +131,7 @@ class HFBackend:
         """string_bounds = "clip": the string caps for this schema, else None."""
         if self.profile.string_bounds != "clip":
             return None
-        key = sc.schema_id(schema)
+        key = schema_id(schema)
         if key not in self._caps:
             self._caps[key] = StringCaps(schema.model_json_schema(), self._token_texts)
         return self._caps[key]
@@ -137,7 +148,7 @@ class HFBackend:
         return self._grammars[self.grammar]
 
     def _engine_json(self, schema: Any) -> str:
-        return sc.engine_schema_json(schema, self.profile.string_bounds == "clip")
+        return engine_schema_json(schema, self.profile.string_bounds == "clip")
 
     def _run_batch(self, reqs: list[JudgeRequest], ids: list[list[int]]) -> list[JudgeResult]:
         """Greedy `generate` of one micro-batch (one schema, one max_tokens); its seconds are
@@ -145,7 +156,7 @@ class HFBackend:
         import torch
         from transformers import LogitsProcessorList
 
-        shared, rows, mask = plan.left_padded(ids, self._pad)
+        shared, rows, mask = left_padded(ids, self._pad)
         guard, engine = reqs[0].guard, self._engine()
         if guard is not None:  # a guard format's short answer: its regex, no string caps
             grammar, caps = engine.processor(guard.regex, len(ids), self._eos_ids, "regex"), None
@@ -190,14 +201,14 @@ class HFBackend:
         end = next((n for n, token in enumerate(generated) if token in self._eos_ids), None)
         token_ids = generated if end is None else generated[: end + 1]
         text = self.tokenizer.decode(generated[:end], skip_special_tokens=True)
-        parsed, error, failure = sc.parse_request_answer(req, text, hit_max_tokens=end is None)
+        parsed, error, failure = parse_request_answer(req, text, hit_max_tokens=end is None)
         res = JudgeResult(parsed=parsed, raw_text=text, prompt_tokens=prompt_tokens,
                           output_tokens=len(token_ids), gpu_seconds=0.0, error=error,
                           failure=failure, extra={"batch_size": batch_size})  # fmt: skip
         if req.want_logprobs:
             alternatives = [self._alternatives(v[row], i[row]) for v, i in steps[: len(token_ids)]]
             if req.guard is not None:  # the decision token's alternatives alone
-                alternatives = decision_step(rt.token_pieces(self.tokenizer, token_ids),
+                alternatives = decision_step(token_pieces(self.tokenizer, token_ids),
                                              alternatives, req.guard.decision_label,
                                              req.guard.top_logprobs)  # fmt: skip
             res.token_logprobs = alternatives

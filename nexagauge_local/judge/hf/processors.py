@@ -95,7 +95,8 @@ class AlignedEos(LogitsProcessor):
 
 
 def batch_processors(grammar: Processor, eos_ids: Collection[int], grammar_eos: int | None,
-                     vocab: int, caps: StringCaps | None, rows: int) -> list[Processor]:  # fmt: skip
+                     vocab: int, caps: StringCaps | None, rows: int
+                     ) -> list[Processor]:  # fmt: skip
     """A micro-batch's logits processors, in order: `grammar` with every other EOS id aligned
     to its own (`grammar_eos`, the tokenizer's), then the string caps if any."""
     aliases = eos_aliases(eos_ids, grammar_eos, vocab)
