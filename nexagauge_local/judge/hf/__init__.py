@@ -2,6 +2,4 @@
 the fallback where vLLM does not run. Importing this package loads torch.
 """
 
-from nexagauge_local.judge.hf.backend import HFBackend
-
-__all__ = ["HFBackend"]
+from nexagauge_local.judge.hf.backend import HFBackend as HFBackend

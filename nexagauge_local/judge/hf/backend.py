@@ -2,35 +2,40 @@
 processor (hf/grammar.py), on CPU or CUDA: the fallback where vLLM (the engine tuned for speed)
 does not run, built from library parts only, so it follows torch and transformers releases.
 
-- Requests are grouped by (schema, max_tokens) and cut into micro-batches (judge/batch_plan.py)
-  of one rubric's rows: their common first ids are prefilled once (a KV cache repeated per
-  row), each row's own part left-padded after them. batch_invariant: every request alone.
-- Each micro-batch's answers go to `on_batch` as it ends, so the client caches them and a
-  killed run loses only the micro-batch in flight. A request whose prompt + max_tokens exceeds
-  the profile's max_model_len is answered at once with a context error (judge/long_inputs.py).
-- Logprobs: the top 5 of each step's constrained distribution (`generate`'s own scores).
+Requests are cut into micro-batches by judge/batch_plan.py (batch_invariant: each alone). Each
+micro-batch's answers go to `on_batch` as it ends, so the client caches them and a killed run
+loses only the micro-batch in flight. A request whose prompt + max_tokens exceeds the profile's
+max_model_len is answered at once with a context error (judge/long_inputs.py).
 """
 
 from __future__ import annotations
 
 import time
 from collections.abc import Sequence
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
-import nexagauge_local.judge.batch_plan as plan
-import nexagauge_local.judge.runtime as rt
-import nexagauge_local.judge.schemas as sc
-from nexagauge_local.judge.hf.grammar import Grammars
-from nexagauge_local.judge.hf.processors import (
-    AlignedEos,
-    CapStrings,
-    Processor,
-    TopLogprobs,
-    eos_aliases,
+from nexagauge_local.judge.batch_plan import (
+    default_token_budget,
+    grouped_batches,
+    kv_bytes_per_token,
+    left_padded,
 )
+from nexagauge_local.judge.hf.grammar import Grammars
+from nexagauge_local.judge.hf.processors import TopLogprobs, TopSteps, batch_processors
+from nexagauge_local.judge.ledger import split_device_seconds
 from nexagauge_local.judge.long_inputs import refusal
 from nexagauge_local.judge.profiles import DEFAULT_GRAMMAR, JudgeProfile, fingerprint
+from nexagauge_local.judge.runtime import (
+    count_prompt_tokens,
+    eos_token_ids,
+    load_model,
+    request_prompt,
+    resolve_dtype,
+    token_pieces,
+)
+from nexagauge_local.judge.schemas import engine_schema_json, parse_request_answer, schema_id
 from nexagauge_local.judge.string_caps import StringCaps, token_texts
 from nexagauge_local.judge.types import JudgeRequest, JudgeResult, Messages, OnBatch, decision_step
 
@@ -63,7 +68,7 @@ class HFBackend:
 
         self.profile = profile
         self.device = device or ("cuda" if torch.cuda.is_available() else "cpu")
-        self.dtype = rt.resolve_dtype(dtype or profile.dtype, self.device)
+        self.dtype = resolve_dtype(dtype or profile.dtype, self.device)
         on_gpu = self.device.startswith("cuda")
         self.gpu_count = 1 if on_gpu else 0
         self.max_batch = 1 if profile.batch_invariant else max_batch or (256 if on_gpu else 64)
@@ -71,20 +76,23 @@ class HFBackend:
         self.grammar = grammar
         self.fingerprint = fingerprint(profile, self.name, self.dtype, grammar)
         started = time.perf_counter()
-        self.model, self.tokenizer = rt.load_model(profile, cache_dir, self.dtype, self.device)
-        self._eos_ids = rt.eos_token_ids(self.model, self.tokenizer)
-        # plain greedy: no sampling or penalty defaults of the weights' generation_config
-        self.model.generation_config = GenerationConfig()  # type: ignore[no-untyped-call]
+        self.model, self.tokenizer = load_model(profile, cache_dir, self.dtype, self.device)
+        self._eos_ids = eos_token_ids(self.model, self.tokenizer)
+        pad = self.tokenizer.pad_token_id
+        self._pad: int = pad if pad is not None else min(self._eos_ids)
+        # plain greedy: none of the sampling or penalty defaults of the weights' own config
+        self.model.generation_config = GenerationConfig(  # type: ignore[no-untyped-call]
+            do_sample=False, num_beams=1, pad_token_id=self._pad,
+            eos_token_id=sorted(self._eos_ids))  # fmt: skip
         self.load_seconds = time.perf_counter() - started
         self._vocab = int(self.model.get_output_embeddings().weight.shape[0])
-        kv = plan.kv_bytes_per_token(self.model.config, 4 if self.dtype == "float32" else 2)
-        self.token_budget = token_budget or plan.default_token_budget(on_gpu, kv)
+        kv = kv_bytes_per_token(self.model.config, 4 if self.dtype == "float32" else 2)
+        self.token_budget = token_budget or default_token_budget(on_gpu, kv)
         self._grammars: dict[str, Grammars] = {}
         self._caps: dict[str, StringCaps] = {}
-        self._token_texts: list[str] | None = None  # each id's text, built on first clip use
 
     def count_tokens(self, messages: Messages) -> int:
-        return rt.count_prompt_tokens(self.tokenizer, messages)
+        return count_prompt_tokens(self.tokenizer, messages)
 
     def generate(
         self, requests: Sequence[JudgeRequest], on_batch: OnBatch | None = None
@@ -93,13 +101,24 @@ class HFBackend:
         micro-batch as it ends (and once at the start for requests refused for length)."""
         import torch
 
+        prompts = [request_prompt(self.tokenizer, r) for r in requests]
+        ids: list[list[int]] = self.tokenizer(prompts, add_special_tokens=False)["input_ids"]
+        results = {i: refused for i, r in enumerate(requests)  # too long for the context window
+                   if (refused := refusal(r, len(ids[i]), self.profile.max_model_len)) is not None}
+        if results and on_batch:
+            on_batch(list(results), list(results.values()))
+        todo = [i for i in range(len(requests)) if i not in results]
         before = torch.get_num_threads()
-        if self.threads:
-            torch.set_num_threads(self.threads)
+        torch.set_num_threads(self.threads or before)
         try:
-            return self._generate(requests, on_batch)
+            for batch in grouped_batches(requests, ids, todo, self.token_budget, self.max_batch):
+                done = self._run_batch([requests[i] for i in batch], [ids[i] for i in batch])
+                results.update(zip(batch, done))
+                if on_batch:
+                    on_batch(batch, done)
         finally:
             torch.set_num_threads(before)
+        return [results[i] for i in range(len(requests))]
 
     def close(self) -> None:
         """Nothing to stop: no engine process; the weights go with the object."""
@@ -112,28 +131,15 @@ class HFBackend:
         """string_bounds = "clip": the string caps for this schema, else None."""
         if self.profile.string_bounds != "clip":
             return None
-        key = sc.schema_id(schema)
+        key = schema_id(schema)
         if key not in self._caps:
-            if self._token_texts is None:
-                self._token_texts = token_texts(self.tokenizer, self._vocab)
             self._caps[key] = StringCaps(schema.model_json_schema(), self._token_texts)
         return self._caps[key]
 
-    def processors(self, schema: Any, rows: int, regex: str | None = None) -> list[Processor]:
-        """A micro-batch's logits processors, in order: the grammar (`regex`: a guard
-        format's answer, else the schema) with every EOS id aligned to the grammar's, then
-        the string caps (JSON answers only)."""
-        if regex is not None:
-            grammar = self._engine().processor(regex, rows, self._eos_ids, kind="regex")
-        else:
-            grammar = self._engine().processor(self._engine_json(schema), rows, self._eos_ids)
-        eos = self.tokenizer.eos_token_id
-        procs: list[Processor] = [AlignedEos(grammar, eos, eos_aliases(self._eos_ids, eos,
-                                                                       self._vocab))]  # fmt: skip
-        caps = self.caps_for(schema) if regex is None else None
-        if caps is not None:
-            procs.append(CapStrings(caps, rows, self._eos_ids))
-        return procs
+    @cached_property
+    def _token_texts(self) -> list[str]:
+        """Each id's text, for the string caps; built on their first use."""
+        return token_texts(self.tokenizer, self._vocab)
 
     def _engine(self) -> Grammars:
         if self.grammar not in self._grammars:  # `grammar` may be switched after init
@@ -142,72 +148,38 @@ class HFBackend:
         return self._grammars[self.grammar]
 
     def _engine_json(self, schema: Any) -> str:
-        return sc.engine_schema_json(schema, self.profile.string_bounds == "clip")
-
-    def _generate(
-        self, requests: Sequence[JudgeRequest], on_batch: OnBatch | None
-    ) -> list[JudgeResult]:
-        results: list[JudgeResult | None] = [None] * len(requests)
-        prompts = [rt.request_prompt(self.tokenizer, r) for r in requests]
-        token_ids: list[list[int]] = self.tokenizer(prompts, add_special_tokens=False)["input_ids"]
-        lengths = [len(ids) for ids in token_ids]
-        refused: dict[int, JudgeResult] = {}
-        groups: dict[tuple[str, int], list[int]] = {}
-        for i, r in enumerate(requests):
-            answer = refusal(r, lengths[i], self.profile.max_model_len)
-            if answer is not None:
-                results[i] = refused[i] = answer
-            else:
-                groups.setdefault((sc.grammar_key(r), r.max_tokens), []).append(i)
-        if refused and on_batch:
-            on_batch(list(refused), list(refused.values()))
-        for idxs in groups.values():
-            order = sorted(idxs, key=lambda i: token_ids[i])  # a rubric's rows side by side
-            for batch in plan.micro_batches(order, lengths, self.token_budget, self.max_batch, token_ids):
-                done = self._run_batch([requests[i] for i in batch], [token_ids[i] for i in batch])
-                for i, res in zip(batch, done):
-                    results[i] = res
-                if on_batch:
-                    on_batch(batch, done)
-        return [r for r in results if r is not None]
+        return engine_schema_json(schema, self.profile.string_bounds == "clip")
 
     def _run_batch(self, reqs: list[JudgeRequest], ids: list[list[int]]) -> list[JudgeResult]:
-        """Greedy `generate` of one left-padded micro-batch (one schema, one max_tokens); its
-        seconds are split over its rows in proportion to their tokens."""
+        """Greedy `generate` of one micro-batch (one schema, one max_tokens); its seconds are
+        split over its rows in proportion to their tokens."""
         import torch
-        from transformers import GenerationConfig, LogitsProcessorList
+        from transformers import LogitsProcessorList
 
-        pad = self.tokenizer.pad_token_id
-        pad = pad if pad is not None else min(self._eos_ids)
-        width, dev = max(len(p) for p in ids), self.model.device
-        shared = plan.shared_prefix(ids)
-        head = ids[0][:shared]  # every row's first `shared` ids; the rest is left-padded
-        input_ids = torch.tensor([head + [pad] * (width - len(p)) + p[shared:] for p in ids],
-                                 device=dev)  # fmt: skip
-        mask = torch.tensor([[1] * shared + [0] * (width - len(p)) + [1] * (len(p) - shared)
-                             for p in ids], device=dev)  # fmt: skip
-        config = GenerationConfig(  # type: ignore[no-untyped-call]
-            max_new_tokens=reqs[0].max_tokens, do_sample=False, num_beams=1, pad_token_id=pad,
-            eos_token_id=sorted(self._eos_ids))  # fmt: skip
-        guard = reqs[0].guard
-        procs = self.processors(reqs[0].schema, len(ids), guard.regex if guard else None)
-        top = None
+        shared, rows, mask = left_padded(ids, self._pad)
+        guard, engine = reqs[0].guard, self._engine()
+        if guard is not None:  # a guard format's short answer: its regex, no string caps
+            grammar, caps = engine.processor(guard.regex, len(ids), self._eos_ids, "regex"), None
+        else:
+            grammar = engine.processor(self._engine_json(reqs[0].schema), len(ids), self._eos_ids)
+            caps = self.caps_for(reqs[0].schema)
+        procs = batch_processors(grammar, self._eos_ids, self.tokenizer.eos_token_id, self._vocab,
+                                 caps, len(ids))  # fmt: skip
+        top = TopLogprobs(max([TOP_LOGPROBS] + [r.guard.top_logprobs for r in reqs if r.guard]))
         if any(r.want_logprobs for r in reqs):  # the last processor sees the final scores
-            top = TopLogprobs(max([TOP_LOGPROBS] + [r.guard.top_logprobs for r in reqs if r.guard]))
             procs.append(top)
         started = time.perf_counter()
         with torch.inference_mode():
-            cache = self._prefix_cache(head, len(ids)) if shared else None
-            out = self.model.generate(input_ids=input_ids, attention_mask=mask,
-                                      generation_config=config, past_key_values=cache,
+            cache = self._prefix_cache(ids[0][:shared], len(ids)) if shared else None
+            out = self.model.generate(input_ids=torch.tensor(rows, device=self.model.device),
+                                      attention_mask=torch.tensor(mask, device=self.model.device),
+                                      max_new_tokens=reqs[0].max_tokens, past_key_values=cache,
                                       logits_processor=LogitsProcessorList(procs))  # fmt: skip
-        seconds = time.perf_counter() - started
-        rows = [self._until_eos(row) for row in out[:, width:].tolist()]
-        steps = top.steps if top else []
-        tokens = sum(len(p) + len(row) for p, (row, _) in zip(ids, rows))
-        return [self._result(req, len(p), row, stopped, seconds * (len(p) + len(row)) / tokens,
-                             len(ids), [(v[j].tolist(), i[j].tolist()) for v, i in steps[: len(row)]])
-                for j, (req, p, (row, stopped)) in enumerate(zip(reqs, ids, rows))]  # fmt: skip
+        new = out[:, len(rows[0]) :].tolist()  # each row's generated ids, padding after its EOS
+        done = [self._result(req, len(p), new[j], len(ids), top.steps, j)
+                for j, (req, p) in enumerate(zip(reqs, ids))]  # fmt: skip
+        split_device_seconds(done, time.perf_counter() - started, self.gpu_count)
+        return done
 
     def _prefix_cache(self, head: list[int], rows: int) -> Any:
         """The KV cache of the rows' shared first ids, computed once and repeated per row:
@@ -222,39 +194,31 @@ class HFBackend:
         cache.batch_repeat_interleave(rows)
         return cache
 
-    def _until_eos(self, generated: list[int]) -> tuple[list[int], bool]:
-        """A row's ids up to and including its first EOS (padding follows), and whether it
-        had one (else it ran to max_tokens)."""
-        for n, token in enumerate(generated):
-            if token in self._eos_ids:
-                return generated[: n + 1], True
-        return generated, False
-
-    def _result(self, req: JudgeRequest, prompt_tokens: int, token_ids: list[int], stopped: bool,
-                seconds: float, batch_size: int, top: list[tuple[list[float], list[int]]]
-                ) -> JudgeResult:  # fmt: skip
-        text = self.tokenizer.decode(token_ids[:-1] if stopped else token_ids,
-                                     skip_special_tokens=True)  # fmt: skip
-        parsed, error, failure = sc.parse_request_answer(req, text, hit_max_tokens=not stopped)
+    def _result(self, req: JudgeRequest, prompt_tokens: int, generated: list[int], batch_size: int,
+                steps: list[TopSteps], row: int) -> JudgeResult:  # fmt: skip
+        """Row `row`'s answer: its ids up to and including its first EOS (padding follows), or
+        all of them where it has none (it ran to max_tokens)."""
+        end = next((n for n, token in enumerate(generated) if token in self._eos_ids), None)
+        token_ids = generated if end is None else generated[: end + 1]
+        text = self.tokenizer.decode(generated[:end], skip_special_tokens=True)
+        parsed, error, failure = parse_request_answer(req, text, hit_max_tokens=end is None)
         res = JudgeResult(parsed=parsed, raw_text=text, prompt_tokens=prompt_tokens,
-                          output_tokens=len(token_ids), error=error, failure=failure,
-                          gpu_seconds=seconds * max(self.gpu_count, 1),  # on CPU: one device
-                          extra={"batch_size": batch_size})  # fmt: skip
+                          output_tokens=len(token_ids), gpu_seconds=0.0, error=error,
+                          failure=failure, extra={"batch_size": batch_size})  # fmt: skip
         if req.want_logprobs:
-            steps = [self._alternatives(values, indices) for values, indices in top]
+            alternatives = [self._alternatives(v[row], i[row]) for v, i in steps[: len(token_ids)]]
             if req.guard is not None:  # the decision token's alternatives alone
-                k = req.guard.top_logprobs
-                steps = decision_step(rt.token_pieces(self.tokenizer, token_ids), steps,
-                                      req.guard.decision_label, k)  # fmt: skip
-            res.token_logprobs = steps
+                alternatives = decision_step(token_pieces(self.tokenizer, token_ids),
+                                             alternatives, req.guard.decision_label,
+                                             req.guard.top_logprobs)  # fmt: skip
+            res.token_logprobs = alternatives
             res.extra["logprob_source"] = LOGPROB_SOURCE
         return res
 
     def _alternatives(self, values: list[float], indices: list[int]) -> dict[str, float]:
         """One step's top tokens by text (two ids of one text keep the larger logprob)."""
         alts: dict[str, float] = {}
-        for lp, tid in zip(values, indices):
+        for lp, text in zip(values, self.tokenizer.batch_decode([[i] for i in indices])):
             if lp != float("-inf"):
-                text = self.tokenizer.decode([tid])
                 alts[text] = max(lp, alts.get(text, float("-inf")))
         return alts

@@ -1,15 +1,11 @@
-"""The hf backend's two grammar engines, each through its library's public API, as logits
-processors for `generate`: one compiled grammar per schema for the process, one processor per
-micro-batch (all its rows have one schema).
+"""The hf backend's two grammar engines as logits processors for `generate`, each through its
+library's public API; neither allows free whitespace between JSON tokens (shorter answers, no
+whitespace loops).
 
 - `outlines` (the default): `outlines.backends.get_json_schema_logits_processor` over
   outlines-core, an index of every DFA state's allowed tokens built per schema (seconds; GBs
   for bounded strings, hence string_bounds = "clip"); batch-wide and resettable.
-- `guidance` (llguidance): masks computed lazily per step by a lexer + Earley parser, so a
-  schema costs milliseconds; one `LLMatcher` per row, masks by `llguidance.torch`.
-
-Both allow no free whitespace between JSON tokens (shorter answers, no whitespace loops) and
-know one EOS id, the tokenizer's (hf/processors.py aligns the model's other EOS ids to it).
+- `guidance` (llguidance): `GuidanceMask`, a schema costs milliseconds.
 """
 
 from __future__ import annotations
@@ -26,7 +22,8 @@ GrammarKind = Literal["json", "regex"]
 
 
 class GuidanceMask(RowProcessor):
-    """llguidance's mask for each row of a micro-batch, one matcher a row."""
+    """llguidance's mask for each row of a micro-batch, one `LLMatcher` a row, computed lazily
+    per step by a lexer + Earley parser; masks applied by `llguidance.torch`."""
 
     def __init__(self, ll_tokenizer: Any, grammar: str, rows: int, eos_ids: Iterable[int]) -> None:
         import llguidance

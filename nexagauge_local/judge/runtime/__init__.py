@@ -27,17 +27,16 @@ from nexagauge_local.judge.runtime.tokens import (
 )
 from nexagauge_local.judge.runtime.weights import (
     cast_copy,
-    dequantise_gguf,
     dequantised_dir,
-    dequantised_ready,
     engine_model_path,
+    ensure_dequantised,
     load_model,
     load_tokenizer,
 )
 
 __all__ = [
     "TokenCounter", "WeightsUnusable", "cast_copy", "check_loadable", "count_prompt_tokens",
-    "dequantise_gguf", "dequantised_dir", "dequantised_ready", "engine_model_path", "eos_set",
+    "dequantised_dir", "engine_model_path", "ensure_dequantised", "eos_set",
     "eos_token_ids", "generation_eos_ids", "gpu_visible", "load_model", "load_tokenizer",
     "prompt_ids", "render_prompt", "request_prompt", "request_prompt_ids", "resolve_dtype",
     "token_pieces", "torch_device", "visible_device_ids",

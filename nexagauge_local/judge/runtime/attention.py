@@ -39,12 +39,14 @@ def sdpa_grouped(
     return out.transpose(1, 2).contiguous(), None
 
 
+# Registered once, when the first model load imports this module (transformers' documented way
+# to add an attention function); every model of the process may then be switched to it.
+AttentionInterface.register(NAME, sdpa_grouped)
+AttentionMaskInterface.register(NAME, sdpa_mask)
+
+
 def use_grouped_attention(model: Any) -> None:
     """Switches a loaded model to `sdpa_grouped` (sdpa's masks). A model whose attention
-    caps its logits (Gemma 2's softcapping, which SDPA has no room for) keeps its own.
-    Registering under one name is idempotent, so every load may call it."""
-    if getattr(model.config, "attn_logit_softcapping", None):
-        return
-    AttentionInterface.register(NAME, sdpa_grouped)
-    AttentionMaskInterface.register(NAME, sdpa_mask)
-    model.set_attn_implementation(NAME)
+    caps its logits (Gemma 2's softcapping, which SDPA has no room for) keeps its own."""
+    if not getattr(model.config, "attn_logit_softcapping", None):
+        model.set_attn_implementation(NAME)

@@ -29,6 +29,16 @@ def dequantised_ready(folder: Path) -> bool:
     return (folder / "config.json").exists() and any(folder.glob("*.safetensors"))
 
 
+def ensure_dequantised(gguf: Path, cache_dir: Path) -> Path:
+    """`gguf`'s float32 safetensors folder under `cache_dir`, dequantised on first use only:
+    the conversion takes a minute or more, and every later load reads the cached copy."""
+    folder = dequantised_dir(gguf, cache_dir)
+    if not dequantised_ready(folder):
+        log.info("dequantising %s once into %s", gguf.name, folder)
+        dequantise_gguf(gguf, folder)
+    return folder
+
+
 def load_tokenizer(profile: JudgeProfile, cache_dir: Path) -> Any:
     """The judge's tokenizer without its weights (for `estimate` and the cache key path)."""
     from transformers import AutoTokenizer
@@ -88,11 +98,7 @@ def load_model(profile: JudgeProfile, cache_dir: Path, dtype: str, device: str) 
 
     path = profile.weights_path()
     if path.suffix.lower() == ".gguf":
-        folder = dequantised_dir(path, cache_dir)
-        if not dequantised_ready(folder):
-            log.info("dequantising %s once into %s", path.name, folder)
-            dequantise_gguf(path, folder)
-        path = cast_copy(folder, dtype)
+        path = cast_copy(ensure_dequantised(path, cache_dir), dtype)
     model = AutoModelForCausalLM.from_pretrained(path, dtype=getattr(torch, dtype))
     # transformers wraps `to` with functools.wraps, so its annotation loses the bound self
     model.to(device).eval()  # type: ignore[arg-type]
@@ -126,7 +132,4 @@ def engine_model_path(profile: JudgeProfile, cache_dir: Path, dtype: str = "floa
     path = profile.weights_path()
     if path.suffix.lower() != ".gguf":
         return str(path)
-    folder = dequantised_dir(path, cache_dir)
-    if not dequantised_ready(folder):
-        dequantise_gguf(path, folder)
-    return str(cast_copy(folder, dtype))
+    return str(cast_copy(ensure_dequantised(path, cache_dir), dtype))
