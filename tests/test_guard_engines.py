@@ -1,8 +1,7 @@
 """Each guard family judges redteam through the CLI on a real engine, with a tiny random model
 carrying the family's chat template and special tokens: the prompt is rendered in the family's
 form, the answer decoded under its regex, the decision token's logprobs read, and the score is
-1 - P(unsafe) from them. hf runs every family; vLLM-CPU the family with policy extras in its
-template (Llama Guard) and the one without a template (WildGuard)."""
+1 - P(unsafe) from them. hf and vLLM-CPU run every family."""
 
 from __future__ import annotations
 
@@ -84,7 +83,7 @@ def test_each_family_judges_redteam_on_hf(fmt: str, tmp_path: Path) -> None:
 
 @pytest.mark.vllm
 @pytest.mark.slow
-@pytest.mark.parametrize("fmt", ["llama_guard", "wildguard"])
+@pytest.mark.parametrize("fmt", list(FAMILIES))
 def test_families_judge_redteam_on_vllm_cpu(fmt: str, tmp_path: Path) -> None:
     vllm_or_skip()
     _check(fmt, _run(fmt, "vllm", tmp_path))
