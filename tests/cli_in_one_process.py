@@ -2,8 +2,9 @@
 would start them (in-process vLLM engines): the second engine in a process starts in seconds,
 where each test-session engine is a spawned interpreter importing torch and vLLM again.
 
-Usage: python -m tests.cli_in_one_process RUNS.json, a list of argument lists; prints a JSON
-list of {"exit_code", "output"}, one per run, as the last line."""
+Usage: python -m tests.cli_in_one_process RUNS.json RESULTS.json: RUNS a list of argument
+lists; RESULTS gets a list of {"exit_code", "output"}, one per run (a file, not stdout, which
+the engine's own logging shares)."""
 
 from __future__ import annotations
 
@@ -25,4 +26,5 @@ def run_all(runs: list[list[str]]) -> list[dict[str, object]]:
 
 
 if __name__ == "__main__":
-    print(json.dumps(run_all(json.loads(Path(sys.argv[1]).read_text()))))
+    results = run_all(json.loads(Path(sys.argv[1]).read_text()))
+    Path(sys.argv[2]).write_text(json.dumps(results))

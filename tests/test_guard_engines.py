@@ -106,11 +106,12 @@ def test_every_family_judges_redteam_on_vllm_cpu(tmp_path: Path) -> None:
     runs = [_argv(fmt, "vllm", folder) for fmt, folder in folders.items()]
     plan = tmp_path / "runs.json"
     plan.write_text(json.dumps(runs))
-    done = subprocess.run([sys.executable, "-m", "tests.cli_in_one_process", str(plan)],
+    done = subprocess.run([sys.executable, "-m", "tests.cli_in_one_process", str(plan),
+                           str(tmp_path / "results.json")],
                           cwd=Path(__file__).parents[1], env=user_env(), check=False,
                           capture_output=True, text=True, timeout=1200)
     assert done.returncode == 0, done.stderr[-4000:]
-    results = json.loads(done.stdout.strip().splitlines()[-1])
+    results = json.loads((tmp_path / "results.json").read_text())
     for (fmt, folder), result in zip(folders.items(), results, strict=True):
         assert result["exit_code"] == 0, (fmt, result["output"])
         _check(fmt, _cases(folder / "out"))
