@@ -10,6 +10,10 @@ DEMO_OUT ?= out/demo
 # node in a few minutes. `make demo DEMO_LIMIT=` runs the whole bundled sample.
 DEMO_LIMIT ?= 8
 LINT_PATHS := nexagauge_local tests scripts
+# Most tests are single-threaded Python: two pytest-xdist workers share two cores well. The
+# tests that start vLLM's engine (marked `vllm`) run after them in one process, one at a time:
+# each engine binds its threads to every core, so two at once would fight over them.
+TEST_WORKERS ?= 2
 
 .PHONY: setup demo test bench lint clean
 
@@ -42,7 +46,8 @@ test: setup
 	$(VENV)/bin/ruff check $(LINT_PATHS)
 	$(VENV)/bin/mypy
 	command -v chromium >/dev/null || (apt-get update -q && apt-get install -y -q chromium)
-	NEXAGAUGE_REQUIRE_VLLM=1 $(VENV)/bin/pytest -q --durations=30
+	NEXAGAUGE_REQUIRE_VLLM=1 $(VENV)/bin/pytest -q -n $(TEST_WORKERS) -m "not vllm" --durations=20
+	NEXAGAUGE_REQUIRE_VLLM=1 $(VENV)/bin/pytest -q -m vllm --durations=20
 
 bench: setup
 	$(PY) scripts/bench_pipeline.py

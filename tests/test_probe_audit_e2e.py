@@ -46,7 +46,7 @@ def responses(tmp_path_factory: pytest.TempPathFactory, demo_cache_dir: Path) ->
     return out
 
 
-@pytest.mark.parametrize("backend", ["hf", "vllm"])
+@pytest.mark.parametrize("backend", ["hf", pytest.param("vllm", marks=pytest.mark.vllm)])
 def test_the_bundled_loop_judges_every_probe_on_both_engines(
     backend: str, responses: Path, tmp_path: Path, demo_cache: Path
 ) -> None:
