@@ -34,6 +34,7 @@ sys.path.insert(0, str(ROOT))  # the checkout's code, not an older installed cop
 from benchlib.openai_server import vllm_server
 from benchlib.workload import redteam_requests, synthetic_cases
 
+from nexagauge_local.audit.host import cpu_model
 from nexagauge_local.judge.endpoint import EndpointBackend, EndpointConfig
 from nexagauge_local.judge.profiles import JudgeProfile, resolve_profile
 from nexagauge_local.judge.types import Backend, JudgeRequest, JudgeResult
@@ -55,14 +56,7 @@ class Figures:
 
 
 def host() -> dict[str, Any]:
-    model = "unknown"
-    try:
-        with open("/proc/cpuinfo", encoding="utf-8", errors="replace") as fh:
-            model = next((ln.split(":", 1)[1].strip() for ln in fh
-                          if ln.lower().startswith("model name")), model)
-    except OSError:
-        pass
-    return {"cpu": model, "cores": len(os.sched_getaffinity(0)), "python": sys.version.split()[0]}
+    return {"cpu": cpu_model(), "cores": len(os.sched_getaffinity(0)), "python": sys.version.split()[0]}
 
 
 def profile_for(model: str | None, dtype: str, max_model_len: int, grammar: str) -> JudgeProfile:

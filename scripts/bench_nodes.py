@@ -25,41 +25,19 @@ import os
 import platform
 import tempfile
 import time
-from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
 
 from benchlib.prefix import prefix_stats
 
 from nexagauge_local.app.judge import open_client
 from nexagauge_local.dataset import Dataset
-from nexagauge_local.judge.client import JudgeClient
 from nexagauge_local.judge.runtime import prompt_ids
-from nexagauge_local.judge.types import JudgeRequest, JudgeResult
+from nexagauge_local.judge.tapped import TappedJudge
+from nexagauge_local.judge.types import JudgeRequest
 from nexagauge_local.runner import Runner
 from nexagauge_local.settings import RunSettings, default_cache_dir
 
 SAMPLE = Path(__file__).resolve().parents[1] / "nexagauge_local" / "data" / "sample.jsonl"
-
-
-class CapturingClient:
-    """The real JudgeClient, also keeping every request each node sent."""
-
-    def __init__(self, client: JudgeClient) -> None:
-        self._client = client
-        self.sent: dict[str, list[JudgeRequest]] = {}
-
-    def run(
-        self,
-        node: str,
-        requests: Sequence[JudgeRequest],
-        progress: Callable[[int], None] | None = None,
-    ) -> list[JudgeResult]:
-        self.sent.setdefault(node, []).extend(requests)
-        return self._client.run(node, requests, progress=progress)
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._client, name)
 
 
 def main() -> None:
@@ -84,13 +62,16 @@ def main() -> None:
             cache_dir=default_cache_dir(),
             progress=True,
         )
-        client = CapturingClient(open_client(settings))
+        # the real client, also keeping every request each node sent
+        base = open_client(settings)
+        sent: dict[str, list[JudgeRequest]] = {}
+        client = TappedJudge(base, lambda node, reqs: sent.setdefault(node, []).extend(reqs))
         started = time.perf_counter()
         outcome = Runner(settings, judge_factory=lambda: client).run(
             Dataset(args.input, {}, args.limit)
         )
         wall = time.perf_counter() - started
-        tokenizer = client.backend.tokenizer
+        tokenizer = base.backend.tokenizer
 
     judge = outcome.summary["judge"] or {}
     print(
@@ -108,10 +89,10 @@ def main() -> None:
     print(head)
     print("-" * len(head))
     for node, usage in outcome.summary["nodes"].items():
-        sent = client.sent.get(node)
-        if not sent:
+        node_sent = sent.get(node)
+        if not node_sent:
             continue
-        rows = [prompt_ids(tokenizer, r.messages) for r in sent]
+        rows = [prompt_ids(tokenizer, r.messages) for r in node_sent]
         st = prefix_stats(rows)
         print(
             f"{node:<12}{usage['requests']:>9}{usage['backend_calls']:>7}{usage['input_tokens']:>12}"

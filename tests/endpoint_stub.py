@@ -17,6 +17,8 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Self
 
+from nexagauge_local.judge.schemas import schema_value
+
 
 @dataclass
 class Reply:
@@ -42,21 +44,9 @@ class Call:
 Script = Callable[[int, dict[str, Any]], Reply]
 
 
-def value_for(node: dict[str, Any], defs: dict[str, Any]) -> Any:
-    """A minimal valid value of a JSON schema (the node schemas' subset)."""
-    if "$ref" in node:
-        node = defs[node["$ref"].rsplit("/", 1)[-1]]
-    if "anyOf" in node:
-        return value_for(node["anyOf"][0], defs)
-    if "enum" in node:
-        return node["enum"][0]
-    if "const" in node:
-        return node["const"]
+def _stub_leaf(node: dict[str, Any]) -> Any:
+    """The stub's value of a scalar schema node, inside its bounds."""
     kind = node.get("type")
-    if kind == "object":
-        return {k: value_for(v, defs) for k, v in node.get("properties", {}).items()}
-    if kind == "array":
-        return [value_for(node.get("items", {}), defs) for _ in range(node.get("minItems", 0))]
     if kind == "string":
         return "stub answer"[: node.get("maxLength", 11)].ljust(node.get("minLength", 0), "x")
     if kind == "integer":
@@ -66,6 +56,11 @@ def value_for(node: dict[str, Any], defs: dict[str, Any]) -> Any:
     if kind == "boolean":
         return True
     raise ValueError(f"no value for {node!r}")
+
+
+def value_for(node: dict[str, Any], defs: dict[str, Any]) -> Any:
+    """A minimal valid value of a JSON schema (the node schemas' subset)."""
+    return schema_value(node, defs, _stub_leaf)
 
 
 def answer_for(body: dict[str, Any]) -> str:

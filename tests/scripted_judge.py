@@ -16,32 +16,16 @@ from typing import Any
 from pydantic import BaseModel
 
 from nexagauge_local.judge.ledger import CostLedger
-from nexagauge_local.judge.schemas import resolve_ref
+from nexagauge_local.judge.schemas import schema_value
 from nexagauge_local.judge.types import JudgeRequest, JudgeResult
 
 Responder = Callable[[JudgeRequest], "dict[str, Any] | JudgeResult"]
 
 
-def _value(node: dict[str, Any], defs: dict[str, Any], overrides: dict[str, Any]) -> Any:
-    node = resolve_ref(node, defs)
-    if "anyOf" in node:
-        return _value(node["anyOf"][0], defs, overrides)
-    if "enum" in node:
-        return node["enum"][0]
-    if "const" in node:
-        return node["const"]
-    kind = node.get("type")
-    if kind == "object":
-        out = {}
-        for key, sub in node.get("properties", {}).items():
-            out[key] = overrides[key] if key in overrides else _value(sub, defs, overrides)
-        return out
-    if kind == "array":
-        return [_value(node.get("items", {}), defs, overrides)
-                for _ in range(node.get("minItems", 0))]
-    if kind == "string":
+def _canned(node: dict[str, Any]) -> Any:
+    if node.get("type") == "string":
         return "canned text"
-    if kind == "integer":
+    if node.get("type") == "integer":
         return 1
     raise ValueError(f"cannot build a value for {node!r}")
 
@@ -50,7 +34,7 @@ def payload_for(schema: type[BaseModel], **overrides: Any) -> dict[str, Any]:
     """A minimal valid payload for `schema`; keys named in `overrides` (at any depth) take the
     given value, e.g. payload_for(verdict_schema(), verdict="UNSAFE")."""
     js = schema.model_json_schema()
-    return _value(js, js.get("$defs", {}), overrides)
+    return schema_value(js, js.get("$defs", {}), _canned, overrides=overrides)
 
 
 def user_text(request: JudgeRequest) -> str:

@@ -22,6 +22,13 @@ def cli(*args: object) -> Result:
     return CliRunner().invoke(main, [str(a) for a in args], catch_exceptions=False)
 
 
+def verify_fails(out: Path, *args: object) -> str:
+    """`verify`'s output for a run that no longer matches its manifest (exit 1)."""
+    res = cli("verify", out, *args)
+    assert res.exit_code == 1, res.output
+    return res.output
+
+
 def run_refmatch(out: Path, cache: Path, data: Path = SAMPLE, *extra: object) -> Result:
     res = cli("run", "refmatch", "--input", data, "--output-dir", out, "--cache-dir", cache, "-q",
               *extra)
@@ -79,9 +86,7 @@ def test_tampered_case_report_fails_naming_the_file(run_copy: tuple[Path, Path])
     report = json.loads(case.read_text())
     report["input"]["output"] = "edited after the run"
     case.write_text(json.dumps(report))
-    res = cli("verify", out)
-    assert res.exit_code == 1
-    assert f"case_report/{case.name}: changed" in res.output
+    assert f"case_report/{case.name}: changed" in verify_fails(out)
 
 
 def test_changed_input_record_fails_naming_file_line_and_case(run_copy: tuple[Path, Path]) -> None:
@@ -91,9 +96,8 @@ def test_changed_input_record_fails_naming_file_line_and_case(run_copy: tuple[Pa
     record["output"] = "a different answer"
     lines[4] = json.dumps(record)
     data.write_text("\n".join(lines) + "\n")
-    res = cli("verify", out, "--input", data)
-    assert res.exit_code == 1
-    assert f"data.jsonl: record {record['case_id']} at line 5: changed" in res.output
+    assert (f"data.jsonl: record {record['case_id']} at line 5: changed"
+            in verify_fails(out, "--input", data))
 
 
 def test_changed_weight_file_fails_naming_the_file(
@@ -118,9 +122,7 @@ def test_changed_weight_file_fails_naming_the_file(
     blob = bytearray(target.read_bytes())
     blob[-1] ^= 0xFF
     target.write_bytes(bytes(blob))
-    res = cli("verify", out, "--model", weights)
-    assert res.exit_code == 1
-    assert f"{target.name} (weights): changed" in res.output
+    assert f"{target.name} (weights): changed" in verify_fails(out, "--model", weights)
 
 
 def test_a_node_judges_weights_are_checked_by_node(
@@ -147,8 +149,7 @@ def test_a_node_judges_weights_are_checked_by_node(
                  input=hash_input(data, into=out), judge=facts(default),
                  node_judges={"redteam": facts(guard)})
     assert cli("verify", out, "--model", default, "--model", f"redteam={guard}").exit_code == 0
-    res = cli("verify", out, "--model", f"redteam={default}")
-    assert res.exit_code == 1 and f"{target.name} (weights): changed" in res.output
+    assert f"{target.name} (weights): changed" in verify_fails(out, "--model", f"redteam={default}")
     res = cli("verify", out, "--model", f"geval={guard}")
     assert "records no judge of its own for node geval" in " ".join(res.output.split())
 
@@ -182,15 +183,13 @@ def test_bad_signature_fails_naming_the_signature(
     other = cli("keys", "new", "--out", tmp_path / "other")
     assert other.exit_code == 0
     assert cli("sign", out, "--key", tmp_path / "other" / "nexagauge.key").exit_code == 0
-    res = cli("verify", out, "--pubkey", pub)  # signed with another key
-    assert res.exit_code == 1
-    assert "manifest.json.sig: does not match manifest.json" in res.output
+    # signed with another key
+    assert "manifest.json.sig: does not match manifest.json" in verify_fails(out, "--pubkey", pub)
     assert cli("sign", out, "--key", key).exit_code == 0
     assert cli("verify", out, "--pubkey", pub).exit_code == 0
     manifest = out / "manifest.json"
     manifest.write_text(manifest.read_text().replace('"refmatch"', '"eval"', 1))
-    res = cli("verify", out, "--pubkey", pub)
-    assert res.exit_code == 1 and "manifest.json.sig: does not match" in res.output
+    assert "manifest.json.sig: does not match" in verify_fails(out, "--pubkey", pub)
 
 
 def test_run_sign_with_a_bad_key_is_a_setup_error(tmp_path: Path) -> None:
@@ -328,5 +327,4 @@ def test_compare_into_a_tampered_run_leaves_its_manifest(run_copy: tuple[Path, P
     res = CliRunner().invoke(main, ["compare", str(out_a), str(tmp_path / "b"), "-q"])
     assert res.exit_code == 0, res.output
     assert "warning:" in res.stderr and "manifest was not updated" in res.stderr
-    res = cli("verify", tmp_path / "b")
-    assert res.exit_code == 1 and victim.name in res.output
+    assert victim.name in verify_fails(tmp_path / "b")

@@ -361,6 +361,7 @@ def test_server_waited_for_then_stopped_with_its_process_group(tmp_path: Path) -
     import subprocess
 
     from benchlib import phases
+    from benchlib.openai_server import stop_server
 
     port = phases.free_port()
     server = subprocess.Popen([sys.executable, "-c", FAKE_SERVER, str(port)],
@@ -375,4 +376,4 @@ def test_server_waited_for_then_stopped_with_its_process_group(tmp_path: Path) -
     dead = subprocess.Popen([sys.executable, "-c", "raise SystemExit(3)"], start_new_session=True)
     with pytest.raises(RuntimeError, match="exited with 3"):
         phases._wait_healthy(phases.free_port(), dead, timeout_s=20)
-    phases._stop(dead)  # already gone: nothing to do
+    stop_server(dead, term_s=30.0, kill_s=10.0)  # already gone: nothing to do

@@ -1,16 +1,9 @@
-from nexagauge_local.nodes.chunk import chunk_text, sentences
+from nexagauge_local.nodes.chunk import chunk_text, group_sentences, sentences
 
 
 def _slow(text: str, max_chars: int) -> list[str]:
     """The grouping without the short-text shortcut."""
-    chunks, current = [], ""
-    for sent in sentences(text):
-        if current and len(current) + 1 + len(sent) > max_chars:
-            chunks.append(current)
-            current = sent
-        else:
-            current = f"{current} {sent}" if current else sent
-    return chunks + ([current] if current else [])
+    return group_sentences(sentences(text), max_chars)
 
 
 def test_short_text_is_one_chunk_equal_to_the_grouped_sentences() -> None:

@@ -8,9 +8,7 @@ from __future__ import annotations
 
 import json
 import os
-import signal
 import socket
-import sqlite3
 import subprocess
 import sys
 import time
@@ -22,6 +20,7 @@ from click.testing import CliRunner, Result
 from nexagauge_local.cli import main
 from nexagauge_local.judge.cache import DB_NAME
 from tests.endpoint_stub import Reply, StubServer
+from tests.kill_helpers import committed_count, kill_once_committed
 
 ROOT = Path(__file__).resolve().parents[1]
 SAMPLE = ROOT / "nexagauge_local" / "data" / "sample.jsonl"
@@ -119,7 +118,7 @@ def test_preflight_unreachable_server(tmp_path: Path) -> None:
     started = time.monotonic()
     one_line_exit_2(run(tmp_path, f"http://127.0.0.1:{free_port()}/v1"), "cannot reach")
     assert time.monotonic() - started < 30
-    assert committed(tmp_path / "cache" / DB_NAME) == 0
+    assert committed_count(tmp_path / "cache" / DB_NAME) == 0
 
 
 def test_preflight_unknown_model_lists_the_served_ones(tmp_path: Path) -> None:
@@ -158,16 +157,6 @@ def test_estimate_counts_tokens_with_the_server(tmp_path: Path) -> None:
 # ------------------------------------------------------------------ kill -9 and resume
 
 
-def committed(cache_db: Path) -> int:
-    if not cache_db.exists():
-        return 0
-    try:
-        with sqlite3.connect(f"file:{cache_db}?mode=ro", uri=True, timeout=1) as con:
-            return int(con.execute("SELECT COUNT(*) FROM entries").fetchone()[0])
-    except sqlite3.OperationalError:
-        return 0
-
-
 def test_sigkill_mid_run_then_resume_reuses_every_committed_answer(tmp_path: Path) -> None:
     data = redteam_records(tmp_path, 6)
     cache = tmp_path / "cache"
@@ -178,19 +167,8 @@ def test_sigkill_mid_run_then_resume_reuses_every_committed_answer(tmp_path: Pat
                 "--judge-url", stub.url, "--judge-concurrency", "1"]
         proc = subprocess.Popen(args, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                 text=True, env={**os.environ, "PYTHONPATH": str(ROOT)})
-        started = time.monotonic()
-        try:
-            while committed(cache / DB_NAME) < 2:
-                assert proc.poll() is None, proc.communicate()
-                assert time.monotonic() - started < 180, "nothing committed in time"
-                time.sleep(0.05)
-            os.kill(proc.pid, signal.SIGKILL)
-            proc.wait(timeout=30)
-        finally:
-            if proc.poll() is None:
-                proc.kill()
-        assert proc.returncode == -signal.SIGKILL
-        kept = committed(cache / DB_NAME)
+        kill_once_committed(proc, cache / DB_NAME, 2, timeout_s=180, poll_s=0.05)
+        kept = committed_count(cache / DB_NAME)
         total_requests = 2 * 6  # two redteam requests per record
         assert 2 <= kept < total_requests
         before = len(stub.chat_calls())
@@ -201,7 +179,7 @@ def test_sigkill_mid_run_then_resume_reuses_every_committed_answer(tmp_path: Pat
     usage = summary["nodes"]["redteam"]
     assert usage["cache_hits"] == kept  # every committed answer reused
     assert asked_again == usage["backend_requests"] == usage["requests"] - kept
-    assert committed(cache / DB_NAME) == usage["requests"]
+    assert committed_count(cache / DB_NAME) == usage["requests"]
 
 
 def test_calibrate_measures_the_server(tmp_path: Path) -> None:

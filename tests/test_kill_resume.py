@@ -12,8 +12,6 @@ it is cleaned up (app/output_folder.py).
 from __future__ import annotations
 
 import json
-import os
-import signal
 import sqlite3
 import subprocess
 import sys
@@ -21,21 +19,11 @@ import time
 from pathlib import Path
 
 from nexagauge_local.judge.cache import DB_NAME, JudgeCache
+from tests.kill_helpers import committed_count, kill_once_committed
 
 ROOT = Path(__file__).resolve().parents[1]
 SAMPLE = ROOT / "nexagauge_local" / "data" / "sample.jsonl"
 TIMEOUT_S = 600
-
-
-def committed_count(cache_db: Path) -> int:
-    """Answers in a judge cache, read-only, while a run may be writing it."""
-    if not cache_db.exists():
-        return 0
-    try:
-        with sqlite3.connect(f"file:{cache_db}?mode=ro", uri=True, timeout=1) as con:
-            return int(con.execute("SELECT COUNT(*) FROM entries").fetchone()[0])
-    except sqlite3.OperationalError:  # table not created yet, or a write in progress
-        return 0
 
 
 def _run(args: list[str]) -> subprocess.Popen[str]:
@@ -53,20 +41,8 @@ def test_sigkill_after_first_committed_answer_then_resume(tmp_path: Path,
 
     out = tmp_path / "out"
     args += ["--output-dir", str(out)]
-    started = time.monotonic()
     proc = _run(args)
-    try:
-        while committed_count(cache / DB_NAME) == 0:
-            assert proc.poll() is None, f"run ended before a commit: {proc.communicate()}"
-            assert time.monotonic() - started < TIMEOUT_S, "no micro-batch committed in time"
-            time.sleep(0.2)
-        first_commit_s = time.monotonic() - started
-        os.kill(proc.pid, signal.SIGKILL)
-        proc.wait(timeout=30)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-    assert proc.returncode == -signal.SIGKILL
+    first_commit_s = kill_once_committed(proc, cache / DB_NAME, 1, TIMEOUT_S, poll_s=0.2)
     committed = committed_count(cache / DB_NAME)
     assert 1 <= committed < 4, committed  # at least one answer, not the whole micro-batch
     assert not out.exists()  # no half run in the output folder: it is all in the staging folder

@@ -12,6 +12,7 @@ import json
 from collections import Counter
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import pytest
 from click.testing import CliRunner
@@ -25,6 +26,7 @@ from nexagauge_local.judge.ledger import CostLedger
 from nexagauge_local.judge.types import JudgeRequest, JudgeResult, OnBatch
 from nexagauge_local.runner import Runner
 from nexagauge_local.settings import RunSettings
+from tests.scripted_backend import ScriptedBackend
 from tests.scripted_judge import payload_for
 
 SAMPLE = Path(__file__).resolve().parents[1] / "nexagauge_local" / "data" / "sample.jsonl"
@@ -32,14 +34,12 @@ NEW_REDTEAM_VERSION = "redteam/v2-test"
 UNCHANGED = ("claims", "grounding", "relevance", "geval_steps", "geval")
 
 
-class CountingBackend:
+class CountingBackend(ScriptedBackend):
     """Schema-valid canned answers; counts generate() calls per node. Under the new redteam
     prompt version it answers UNSAFE (severity 5), so every redteam verdict flips."""
 
     name = "counting"
     fingerprint = "counting-judge@test"
-    gpu_count = 0
-    load_seconds = 0.0
 
     def __init__(self) -> None:
         self.calls: Counter[str] = Counter()
@@ -49,30 +49,14 @@ class CountingBackend:
     ) -> list[JudgeResult]:
         for node in {r.node for r in requests}:
             self.calls[node] += 1
-        out = []
-        for req in requests:
-            if req.node == "redteam" and req.prompt_version == NEW_REDTEAM_VERSION:
-                answer = payload_for(req.schema, verdict="UNSAFE", severity=5)
-            elif req.node == "claims":
-                answer = {"kind": "facts", "claims": ["The output states one checkable fact."]}
-            else:
-                answer = payload_for(req.schema)
-            out.append(
-                JudgeResult(
-                    parsed=req.schema.model_validate(answer),
-                    raw_text=json.dumps(answer),
-                    prompt_tokens=50,
-                    output_tokens=10,
-                    gpu_seconds=0.01,
-                )
-            )
-        return out
+        return super().generate(requests, on_batch)
 
-    def count_tokens(self, messages: object) -> int:
-        return 50
-
-    def close(self) -> None:
-        pass
+    def answer(self, request: JudgeRequest) -> dict[str, Any]:
+        if request.node == "redteam" and request.prompt_version == NEW_REDTEAM_VERSION:
+            return payload_for(request.schema, verdict="UNSAFE", severity=5)
+        if request.node == "claims":
+            return {"kind": "facts", "claims": ["The output states one checkable fact."]}
+        return payload_for(request.schema)
 
 
 def _run(out: Path, cache: Path, backend: CountingBackend) -> dict:

@@ -19,19 +19,19 @@ import os
 import re
 import subprocess
 import sys
-from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from nexagauge_local.app.judge import backend_factory, long_inputs_for
 from nexagauge_local.dataset import Dataset
 from nexagauge_local.events import NullEvents
-from nexagauge_local.judge import CostLedger, JudgeCache, JudgeClient, JudgeRequest, JudgeResult
+from nexagauge_local.judge import CostLedger, JudgeCache, JudgeClient, JudgeRequest
 from nexagauge_local.judge.runtime.devices import cuda_ruled_out
-from nexagauge_local.judge.types import OnBatch
 from nexagauge_local.runner import Runner
 from nexagauge_local.settings import RunSettings
+from tests.scripted_backend import ScriptedBackend
 from tests.scripted_judge import payload_for
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -50,32 +50,18 @@ RECORDS = [
 ]
 
 
-class CannedBackend:
+class CannedBackend(ScriptedBackend):
     """Schema-valid answers: every other case unsafe, so the tables have both outcomes."""
 
     name = "canned"
     fingerprint = "canned@test"  # the client is given the demo judge's instead
-    gpu_count = 0
-    load_seconds = 0.0
+    prompt_tokens = 40
+    output_tokens = 8
 
-    def generate(
-        self, requests: Sequence[JudgeRequest], on_batch: OnBatch | None = None
-    ) -> list[JudgeResult]:
-        out = []
-        for req in requests:
-            unsafe = int(str(req.case_id).rsplit("-", 1)[-1]) % 2 == 1
-            answer = payload_for(req.schema, verdict="UNSAFE" if unsafe else "SAFE",
-                                 severity=4 if unsafe else 1)
-            out.append(JudgeResult(parsed=req.schema.model_validate(answer),
-                                   raw_text=json.dumps(answer), prompt_tokens=40,
-                                   output_tokens=8, gpu_seconds=0.01))
-        return out
-
-    def count_tokens(self, messages: object) -> int:
-        return 40
-
-    def close(self) -> None:
-        pass
+    def answer(self, request: JudgeRequest) -> dict[str, Any]:
+        unsafe = int(str(request.case_id).rsplit("-", 1)[-1]) % 2 == 1
+        return payload_for(request.schema, verdict="UNSAFE" if unsafe else "SAFE",
+                           severity=4 if unsafe else 1)
 
 
 def imported(stderr: str) -> set[str]:

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import json
 from collections import Counter
-from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import pytest
 from click.testing import CliRunner
@@ -23,10 +23,11 @@ from nexagauge_local.graph import BLOCKS
 from nexagauge_local.judge.cache import JudgeCache
 from nexagauge_local.judge.client import JudgeClient
 from nexagauge_local.judge.ledger import CostLedger
-from nexagauge_local.judge.types import JudgeRequest, JudgeResult, OnBatch
+from nexagauge_local.judge.types import JudgeRequest
 from nexagauge_local.nodes.redteam import RedteamBlock
 from nexagauge_local.runner import Runner
 from nexagauge_local.settings import RunSettings
+from tests.scripted_backend import ScriptedBackend
 from tests.scripted_judge import payload_for, user_text
 
 SAMPLE = Path(__file__).resolve().parents[1] / "nexagauge_local" / "data" / "sample.jsonl"
@@ -236,35 +237,20 @@ def test_nodes_lists_the_configs_blocks(tmp_path: Path) -> None:
 # ---------------------------------------------------------------- a rubric change re-judges
 
 
-class CountingBackend:
+class CountingBackend(ScriptedBackend):
     """Schema-valid canned answers; every request it is asked for is noted by its rubric."""
 
     name = "counting"
     fingerprint = "counting-judge@test"
-    gpu_count = 0
-    load_seconds = 0.0
 
     def __init__(self) -> None:
         self.asked: Counter[str] = Counter()
 
-    def generate(self, requests: Sequence[JudgeRequest],
-                 on_batch: OnBatch | None = None) -> list[JudgeResult]:
-        out = []
-        for req in requests:
-            text = user_text(req) + req.messages[0]["content"]
-            self.asked[next((g for g in ("PRIVACY GOAL", "MEDICAL GOAL", "Own record goal")
-                             if g in text), req.metric or "default")] += 1
-            answer = payload_for(req.schema)
-            out.append(JudgeResult(parsed=req.schema.model_validate(answer),
-                                   raw_text=json.dumps(answer), prompt_tokens=50,
-                                   output_tokens=10, gpu_seconds=0.01))
-        return out
-
-    def count_tokens(self, messages: object) -> int:
-        return 50
-
-    def close(self) -> None:
-        pass
+    def answer(self, request: JudgeRequest) -> dict[str, Any]:
+        text = user_text(request) + request.messages[0]["content"]
+        self.asked[next((g for g in ("PRIVACY GOAL", "MEDICAL GOAL", "Own record goal")
+                         if g in text), request.metric or "default")] += 1
+        return payload_for(request.schema)
 
 
 def _judged(data: Path, config: Path, cache: Path) -> tuple[CountingBackend, dict]:

@@ -50,10 +50,9 @@ from nexagauge_local.dataset import Dataset, Duplicate
 from nexagauge_local.events import Notices
 from nexagauge_local.judge import (
     BackendFactory,
-    CostLedger,
     Judge,
     JudgeRequest,
-    JudgeResult,
+    TappedJudge,
     schema_id,
 )
 from nexagauge_local.report.charts_ahead import ChartsAhead, charts_ahead
@@ -90,38 +89,6 @@ class SchemaLog:
 
     def entries(self) -> list[SchemaEntry]:
         return [schema_entry(n, sid, js) for (n, sid), js in sorted(self.seen.items())]
-
-
-class LoggingJudge:
-    """A Judge that notes each request's schema, then hands the requests on unchanged."""
-
-    def __init__(self, inner: Judge, log: SchemaLog) -> None:
-        self.inner, self.log = inner, log
-        self.ledger: CostLedger = inner.ledger
-
-    def run(
-        self,
-        node: str,
-        requests: Sequence[JudgeRequest],
-        progress: Callable[[int], None] | None = None,
-    ) -> list[JudgeResult]:
-        for r in requests:
-            self.log.add(r.node or node, r.schema)
-        return self.inner.run(node, requests, progress)
-
-    @property
-    def judge_format(self) -> str:
-        return self.inner.judge_format
-
-    @property
-    def thresholds(self) -> Mapping[str, float]:
-        return self.inner.thresholds
-
-    def describe(self) -> dict[str, Any]:
-        return self.inner.describe()
-
-    def close(self) -> None:
-        self.inner.close()
 
 
 # ------------------------------------------------------------------ prompt templates
@@ -332,7 +299,11 @@ class AuditTrail:
 
     def wrap(self, factory: Callable[[], Judge]) -> Callable[[], Judge]:
         """The runner's judge factory, with every request's schema noted."""
-        return lambda: LoggingJudge(factory(), self.schemas)
+        def note(node: str, requests: Sequence[JudgeRequest]) -> None:
+            for r in requests:
+                self.schemas.add(r.node or node, r.schema)
+
+        return lambda: TappedJudge(factory(), note)
 
     def finish(self, dataset: Dataset, outcome: RunOutcome, notices: Notices,
                into: Path | None = None, judges: ResolvedJudges | None = None) -> Path | None:

@@ -50,6 +50,7 @@ from nexagauge_local.judge.schemas import (
     schema_id,
     schema_suffix,
 )
+from nexagauge_local.judge.tapped import TappedJudge
 from nexagauge_local.judge.types import (
     Backend,
     FailureKind,
@@ -62,7 +63,7 @@ from nexagauge_local.sqlite_store import CacheDamaged, CacheStoreError, CacheWri
 
 __all__ = [  # noqa: RUF022 (grouped by purpose, not sorted)
     # the protocol nodes call, and what travels through it
-    "Judge", "JudgeRequest", "JudgeResult", "FailureKind", "Messages", "Backend",
+    "Judge", "TappedJudge", "JudgeRequest", "JudgeResult", "FailureKind", "Messages", "Backend",
     "GuardAsk", "GuardAnswer",
     # the client, its cache and its cost ledger
     "JudgeClient", "Executor", "JudgeCache", "JUDGE_DB", "CacheStats", "CacheWriteError",

@@ -30,7 +30,7 @@ import hashlib
 import inspect
 import json
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from functools import lru_cache, wraps
 from typing import Annotated, Any, NamedTuple, TypeVar
 
@@ -137,6 +137,42 @@ def resolve_ref(node: dict[str, Any], defs: dict[str, Any]) -> dict[str, Any]:
     if ref:
         return resolve_ref(defs[ref.rsplit("/", 1)[-1]], defs)
     return node
+
+
+def schema_value(
+    node: dict[str, Any],
+    defs: dict[str, Any],
+    leaf: Callable[[dict[str, Any]], Any],
+    *,
+    overrides: Mapping[str, Any] | None = None,
+    required_only: bool = False,
+) -> Any:
+    """A value that fits the JSON schema `node`: the first choice of each anyOf, enum and const,
+    arrays at their minItems, objects with every property (only the required ones with
+    `required_only`), and `leaf(node)` for any other node (strings, numbers, booleans).
+    Properties named in `overrides`, at any depth, take the given value instead. Scripted
+    judges and dry runs answer every schema this way, so one walk serves them all."""
+    node = resolve_ref(node, defs)
+    if "anyOf" in node:
+        return schema_value(node["anyOf"][0], defs, leaf, overrides=overrides,
+                            required_only=required_only)
+    if "enum" in node:
+        return node["enum"][0]
+    if "const" in node:
+        return node["const"]
+    given = overrides or {}
+    kind = node.get("type")
+    if kind == "object":
+        props = node.get("properties", {})
+        keys = node.get("required", list(props)) if required_only else list(props)
+        return {k: given[k] if k in given else schema_value(
+                    props[k], defs, leaf, overrides=overrides, required_only=required_only)
+                for k in keys}
+    if kind == "array":
+        return [schema_value(node.get("items", {}), defs, leaf, overrides=overrides,
+                             required_only=required_only)
+                for _ in range(node.get("minItems", 0))]
+    return leaf(node)
 
 
 _LEAF_CHARS = {"integer": 20, "number": 32, "boolean": 5, "null": 4}

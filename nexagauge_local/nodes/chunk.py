@@ -7,7 +7,7 @@ a chunk never splits a sentence.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from functools import lru_cache
 
 import pysbd
@@ -41,9 +41,15 @@ def chunk_text(text: str, max_chars: int = MAX_CHARS) -> list[str]:
     if len(text) <= max_chars:
         joined = " ".join(line.strip() for line in text.split("\n") if line.strip())
         return [joined] if joined else []
+    return group_sentences(sentences(text), max_chars)
+
+
+def group_sentences(sents: Iterable[str], max_chars: int) -> list[str]:
+    """Consecutive sentences joined by spaces while they fit in max_chars; the grouping
+    itself, without chunk_text's short-text shortcut (its tests compare the two)."""
     chunks: list[str] = []
     current = ""
-    for sent in sentences(text):
+    for sent in sents:
         if current and len(current) + 1 + len(sent) > max_chars:
             chunks.append(current)
             current = sent

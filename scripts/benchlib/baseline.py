@@ -15,6 +15,7 @@ import time
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
+from nexagauge_local.judge.endpoint.wire import chat_body
 from nexagauge_local.judge.types import JudgeRequest
 
 SERVED_NAME = "judge"
@@ -22,22 +23,14 @@ DEFAULT_CONCURRENCY = 16
 
 
 def chat_payload(request: JudgeRequest, seed: int) -> dict[str, Any]:
-    """The body a per-request tool sends (OpenAI `json_schema` response format, greedy)."""
-    return {
-        "model": SERVED_NAME,
-        "messages": request.messages,
-        "temperature": 0.0,
-        "seed": seed,
-        "max_tokens": request.max_tokens,
-        "response_format": {
-            "type": "json_schema",
-            "json_schema": {
-                "name": request.schema.__name__,
-                "schema": request.schema.model_json_schema(),
-                "strict": True,
-            },
-        },
-    }
+    """The body a per-request tool sends: our endpoint client's greedy, seeded request, but with
+    the schema as pydantic writes it (no engine clipping) and no logprobs."""
+    body = chat_body(request, SERVED_NAME, seed)
+    body.pop("logprobs", None)
+    body.pop("top_logprobs", None)
+    body["response_format"]["json_schema"] |= {"name": request.schema.__name__,
+                                               "schema": request.schema.model_json_schema()}
+    return body
 
 
 def engine_cli_args(kwargs: dict[str, Any]) -> list[str]:

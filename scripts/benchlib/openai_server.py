@@ -84,10 +84,17 @@ def vllm_server(model_dir: str, log: Path, *, dtype: str = "float32", max_model_
             time.sleep(1.0)
         yield url
     finally:
-        if proc.poll() is None:
-            os.killpg(proc.pid, signal.SIGTERM)
-            try:
-                proc.wait(timeout=60)
-            except subprocess.TimeoutExpired:
-                os.killpg(proc.pid, signal.SIGKILL)
-                proc.wait(timeout=30)
+        stop_server(proc, term_s=60.0, kill_s=30.0)
+
+
+def stop_server(proc: subprocess.Popen[bytes], term_s: float, kill_s: float) -> None:
+    """SIGTERM the server's own process group (it was started in a new session), wait `term_s`
+    for it to drain, then KILL the group: vLLM's engine workers are children of the server."""
+    if proc.poll() is not None:
+        return
+    os.killpg(proc.pid, signal.SIGTERM)
+    try:
+        proc.wait(timeout=term_s)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait(timeout=kill_s)

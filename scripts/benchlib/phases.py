@@ -23,6 +23,7 @@ from typing import Any
 
 from benchlib import baseline as B
 from benchlib import floor, workload
+from benchlib.openai_server import stop_server
 from nexagauge_local.judge.profiles import JudgeProfile
 from nexagauge_local.judge.schemas import parse_output
 from nexagauge_local.judge.types import JudgeRequest
@@ -212,7 +213,7 @@ def phase_baseline(cfg: dict[str, Any]) -> dict[str, Any]:
         cfg = cfg | {"baseline_deadline_s": max(10.0, min(cfg["baseline_deadline_s"], left))}
         answers, wall = asyncio.run(_drive(port, reqs, warm, cfg))
     finally:
-        _stop(server)
+        stop_server(server, term_s=30.0, kill_s=10.0)
         log.close()
         (workdir / SERVER_PID).unlink(missing_ok=True)
     done = [(a, r) for a, r in zip(answers, reqs, strict=True) if a is not None]
@@ -260,18 +261,6 @@ def _wait_healthy(port: int, server: subprocess.Popen[bytes], timeout_s: float) 
             pass
         time.sleep(1.0)
     raise TimeoutError(f"vLLM server not healthy after {timeout_s:.0f} s (see server.log)")
-
-
-def _stop(server: subprocess.Popen[bytes]) -> None:
-    """SIGTERM the server's own process group (it was started in a new session), then KILL."""
-    if server.poll() is not None:
-        return
-    os.killpg(server.pid, signal.SIGTERM)
-    try:
-        server.wait(timeout=30)
-    except subprocess.TimeoutExpired:
-        os.killpg(server.pid, signal.SIGKILL)
-        server.wait(timeout=10)
 
 
 def reap_server(workdir: Path) -> None:

@@ -18,6 +18,7 @@ from typing import Any
 from benchlib.prefix import common_prefix
 from nexagauge_local.case import Case
 from nexagauge_local.estimate.recorder import RecordingJudge
+from nexagauge_local.judge.schemas import schema_value
 from nexagauge_local.judge.types import JudgeRequest
 from nexagauge_local.nodes.base import CaseState, RunContext
 from nexagauge_local.nodes.redteam.node import RedteamNode
@@ -108,34 +109,21 @@ def prefix_cache_estimate(seqs: Sequence[Sequence[int]], block: int = VLLM_BLOCK
     return total
 
 
+def _minimal_leaf(node: dict[str, Any]) -> Any:
+    kind = node.get("type")
+    if kind == "string":
+        return "x" * max(1, node.get("minLength", 1))
+    if kind == "integer":
+        return node.get("minimum", 0)
+    if kind == "boolean":
+        return False
+    raise ValueError(f"no minimal value for schema node {node!r}")
+
+
 def minimal_answer(schema: Any) -> dict[str, Any]:
     """The shortest valid answer of a judge schema (first enum value, empty or minimal lists,
-    minimal strings): a dry run's lower bound on answer length."""
+    minimal strings, required properties only): a dry run's lower bound on answer length."""
     js = schema.model_json_schema()
-    defs = js.get("$defs", {})
-
-    def value(node: dict[str, Any]) -> Any:
-        ref = node.get("$ref")
-        if ref:
-            return value(defs[ref.rsplit("/", 1)[-1]])
-        if "anyOf" in node:
-            return value(node["anyOf"][0])
-        if "enum" in node:
-            return node["enum"][0]
-        if "const" in node:
-            return node["const"]
-        kind = node.get("type")
-        if kind == "object":
-            req = node.get("required", list(node.get("properties", {})))
-            return {k: value(node["properties"][k]) for k in req}
-        if kind == "array":
-            return [value(node.get("items", {})) for _ in range(node.get("minItems", 0))]
-        if kind == "string":
-            return "x" * max(1, node.get("minLength", 1))
-        if kind == "integer":
-            return node.get("minimum", 0)
-        if kind == "boolean":
-            return False
-        raise ValueError(f"no minimal value for schema node {node!r}")
-
-    return value(js)
+    answer: dict[str, Any] = schema_value(js, js.get("$defs", {}), _minimal_leaf,
+                                          required_only=True)
+    return answer

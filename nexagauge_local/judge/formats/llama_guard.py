@@ -20,7 +20,12 @@ from __future__ import annotations
 
 import re
 
-from nexagauge_local.judge.formats.neutralise import neutralise, neutraliser, policy_lines
+from nexagauge_local.judge.formats.neutralise import (
+    conversation,
+    metric_title,
+    neutraliser,
+    policy_lines,
+)
 from nexagauge_local.judge.formats.types import (
     DecisionPoint,
     GuardPrompt,
@@ -67,18 +72,16 @@ class LlamaGuard:
         """Code -> the category's text as the template's `categories` extra takes it."""
         if request.policy is None:
             return {code: f"{name}." for code, name in _PROMPT_NAMES.items()}
-        title = neutralise(" ".join(request.metric.split()), _PATTERN)
+        title = metric_title(request, _PATTERN)
         return {"S1": "\n".join([f"{title}.", *policy_lines(request.policy, _PATTERN)])}
 
     def render(self, request: GuardRequest) -> GuardPrompt:
         cats = self.categories(request)
-        user = neutralise(request.prompt or "", _PATTERN)
-        agent = neutralise(request.response, _PATTERN)
+        user, agent, messages = conversation(request, _PATTERN)
         listing = "\n".join(f"{code}: {text}" for code, text in cats.items())
         text = (f"{_HEAD}{_TASK}\n\n<BEGIN UNSAFE CONTENT CATEGORIES>\n{listing}\n"
                 f"<END UNSAFE CONTENT CATEGORIES>\n\n<BEGIN CONVERSATION>\n\nUser: {user}\n\n"
                 f"Agent: {agent}\n\n<END CONVERSATION>\n\n{_ASK}{_TAIL}")
-        messages = [{"role": "user", "content": user}, {"role": "assistant", "content": agent}]
         return GuardPrompt(text=text, messages=messages, template_kwargs={"categories": cats})
 
     def grammar(self, request: GuardRequest) -> str:

@@ -19,8 +19,9 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
-from nexagauge_local.judge.formats.types import Policy
+from nexagauge_local.judge.formats.types import GuardRequest, Policy
 from nexagauge_local.judge.prompts import escape
+from nexagauge_local.judge.types import Messages
 
 
 def neutraliser(markers: Iterable[str], line_labels: Iterable[str] = ()) -> re.Pattern[str]:
@@ -45,6 +46,21 @@ def neutralise(text: str, pattern: re.Pattern[str]) -> str:
         return lead + word[0] + " " + word[1:]
 
     return pattern.sub(breaker, escape(text))
+
+
+def conversation(request: GuardRequest, pattern: re.Pattern[str]) -> tuple[str, str, Messages]:
+    """The request's prompt and response neutralised for the family, and the same two as the
+    chat messages its weights' template renders: every family judges this one exchange."""
+    user = neutralise(request.prompt or "", pattern)
+    assistant = neutralise(request.response, pattern)
+    return user, assistant, [{"role": "user", "content": user},
+                             {"role": "assistant", "content": assistant}]
+
+
+def metric_title(request: GuardRequest, pattern: re.Pattern[str]) -> str:
+    """The rubric metric's name on one line, neutralised: a family that titles its policy
+    section with it reads it as rubric text."""
+    return neutralise(" ".join(request.metric.split()), pattern)
 
 
 def _items(items: Iterable[str], pattern: re.Pattern[str]) -> str:

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import re
 
-from nexagauge_local.judge.formats.neutralise import neutralise, neutraliser
+from nexagauge_local.judge.formats.neutralise import conversation, neutraliser
 from nexagauge_local.judge.formats.types import (
     DecisionPoint,
     GuardPrompt,
@@ -92,11 +92,8 @@ class Qwen3Guard:
         return None
 
     def render(self, request: GuardRequest) -> GuardPrompt:
-        user = neutralise(request.prompt or "", _PATTERN)
-        assistant = neutralise(request.response, _PATTERN)
+        user, assistant, messages = conversation(request, _PATTERN)
         text = f"{_HEAD}USER: {user}\n\nASSISTANT: {assistant}{_TAIL}"
-        messages = [{"role": "user", "content": user},
-                    {"role": "assistant", "content": assistant}]
         return GuardPrompt(text=text, messages=messages)
 
     def grammar(self, request: GuardRequest) -> str:

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import re
 
-from nexagauge_local.judge.formats.neutralise import neutralise, neutraliser
+from nexagauge_local.judge.formats.neutralise import conversation, neutraliser
 from nexagauge_local.judge.formats.types import (
     DecisionPoint,
     GuardPrompt,
@@ -50,12 +50,9 @@ class WildGuard:
         return None
 
     def render(self, request: GuardRequest) -> GuardPrompt:
-        user = neutralise(request.prompt or "", _PATTERN)
-        assistant = neutralise(request.response, _PATTERN)
+        user, assistant, messages = conversation(request, _PATTERN)
         text = (f"<s><|user|>\n[INST] {_INTRO}\n\nHuman user:\n{user}\n\nAI assistant:\n"
                 f"{assistant}\n\n---\n\nAnswers: [/INST]\n<|assistant|>\n")
-        messages = [{"role": "user", "content": user},
-                    {"role": "assistant", "content": assistant}]
         return GuardPrompt(text=text, messages=messages)
 
     def grammar(self, request: GuardRequest) -> str:
