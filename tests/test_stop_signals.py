@@ -16,7 +16,8 @@ from pathlib import Path
 
 from nexagauge_local.cli import signals
 from nexagauge_local.judge.cache import DB_NAME
-from tests.test_kill_resume import SAMPLE, committed_count
+from tests.kill_helpers import committed_count
+from tests.test_kill_resume import SAMPLE
 from tests.test_output_folder import (
     ROOT,
     TIMEOUT_S,

@@ -25,7 +25,7 @@ from nexagauge_local.judge.types import JudgeRequest
 from nexagauge_local.nodes.redteam.schema import verdict_schema
 from tests.conftest import fresh_demo_cache, make_vllm_demo, user_env
 from tests.judge_fixtures import redteam_messages
-from tests.test_kill_resume import committed_count
+from tests.kill_helpers import committed_count
 
 pytestmark = [pytest.mark.vllm, pytest.mark.slow]
 ROOT = Path(__file__).resolve().parents[1]
