@@ -1,8 +1,8 @@
 """What the judge would see: the exact messages and JSON schema of every request of one case.
 
 An auditor has to be able to read what the judge was asked, and the cache keeps answers only.
-This runs the real nodes over one case with the estimate's recording judge (no weights, no
-tokenizer), so the printed requests are the ones `run` would send, byte for byte. Requests
+This runs the real nodes over one case with the estimate's recording judge (no weights; a
+guard family's judge lends its tokenizer only), so the printed requests are the ones `run` would send, byte for byte. Requests
 of grounding, relevance and geval depend on earlier judge answers (claims, steps): here they
 are built from the same stand-ins `estimate` uses, and each such request says so.
 """
@@ -15,7 +15,8 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
-from nexagauge_local.app.errors import InputError
+from nexagauge_local.app.errors import InputError, JudgeSetupError
+from nexagauge_local.app.judge import check_node_models, judge_models, own_models
 from nexagauge_local.app.run import OpenInput
 from nexagauge_local.app.run_config import with_config
 from nexagauge_local.case import Case
@@ -23,7 +24,16 @@ from nexagauge_local.dataset import Dataset, Duplicate
 from nexagauge_local.estimate.recorder import PROXIED, RecordingJudge, estimate_registry
 from nexagauge_local.events import NullEvents
 from nexagauge_local.graph import GRAPH, plan
-from nexagauge_local.judge import schema_id
+from nexagauge_local.judge import (
+    JudgeRequest,
+    ProfileNotFound,
+    WeightsMissing,
+    resolve_profile,
+    schema_id,
+)
+from nexagauge_local.judge.formats import guard_format
+from nexagauge_local.judge.runtime import load_tokenizer, request_prompt
+from nexagauge_local.nodes.base import NodeJudge
 from nexagauge_local.records import RecordError, RecordsError
 from nexagauge_local.settings import RunSettings
 
@@ -38,10 +48,14 @@ class PromptRequest:
     json_schema: dict[str, Any]
     max_tokens: int
     stand_in: str | None  # what the request was built from when not a real judge answer
+    judge_format: str = "rubric_json"
+    prompt: str | None = None  # a guard family's prompt as its engine is fed it
 
     def as_dict(self) -> dict[str, Any]:
         return {
             "node": self.node,
+            "judge_format": self.judge_format,
+            **({"prompt": self.prompt} if self.prompt is not None else {}),
             "prompt_version": self.prompt_version,
             "max_tokens": self.max_tokens,
             "schema": {"name": self.schema_name, "id": self.schema_id, "json_schema": self.json_schema},
@@ -95,14 +109,19 @@ def case_prompts(
             raise InputError(f"{dataset.name}: no valid case with case_id {case_id!r}")
         one = _OneCase(**{f.name: getattr(dataset, f.name) for f in fields(Dataset)},
                        only=chosen)
-        recorder = RecordingJudge()
+        judges = _judges(settings, llm_nodes)
         quiet = settings.model_copy(update={"output_dir": None, "progress": False})
-        Runner(quiet, registry=estimate_registry(GRAPH), judge_factory=lambda: recorder,
-               events=NullEvents()).run(one)
+        default = judges[settings.model][0] if settings.model in judges else RecordingJudge()
+        own = {n: NodeJudge(p, lambda p=p: judges[p][0])  # type: ignore[misc]
+               for n, p in own_models(settings, llm_nodes).items()}
+        Runner(quiet, registry=estimate_registry(GRAPH), judge_factory=lambda: default,
+               node_judges=own, events=NullEvents()).run(one)
+    judged_by = judge_models(settings, llm_nodes)
     out = CasePrompts(chosen, settings.target)
     for name in llm_nodes:
         if node is not None and name != node:
             continue
+        recorder, tokenizer = judges[judged_by[name]]
         for req in recorder.requests.get(name, []):
             out.requests.append(
                 PromptRequest(
@@ -114,6 +133,40 @@ def case_prompts(
                     json_schema=req.schema.model_json_schema(),
                     max_tokens=req.max_tokens,
                     stand_in=f"stand-in {PROXIED[name]}" if name in PROXIED else None,
+                    judge_format=recorder.judge_format,
+                    prompt=_guard_prompt(tokenizer, req),
                 )
             )
     return out
+
+
+def _judges(settings: RunSettings, llm_nodes: list[str]) -> dict[str, tuple[RecordingJudge, Any]]:
+    """profile -> (a recorder asked as that profile's judge, its tokenizer or None). A rubric
+    profile needs nothing but its file (as before: no weights); a guard family rendered
+    through the weights' chat template needs the tokenizer, and its absence is a set-up error
+    naming the profile and the path."""
+    check_node_models(settings.node_models)
+    out: dict[str, tuple[RecordingJudge, Any]] = {}
+    for profile in dict.fromkeys(judge_models(settings, llm_nodes).values()):
+        try:
+            prof = resolve_profile(profile, require_weights=False)
+        except ProfileNotFound as exc:
+            raise JudgeSetupError(str(exc)) from None
+        recorder = RecordingJudge.asking_as(prof)
+        tokenizer = None
+        fmt = guard_format(prof.judge_format)
+        if fmt is not None and fmt.uses_chat_template:
+            try:
+                tokenizer = load_tokenizer(prof, settings.cache_dir)
+            except WeightsMissing as exc:
+                raise JudgeSetupError(f"{exc} (its tokenizer renders the "
+                                      f"{prof.judge_format} prompt)") from None
+        out[profile] = (recorder, tokenizer)
+    return out
+
+
+def _guard_prompt(tokenizer: Any, request: JudgeRequest) -> str | None:
+    """The prompt text the engines feed for a guard request; None for a rubric one."""
+    if request.guard is None:
+        return None
+    return request_prompt(tokenizer, request) if tokenizer is not None else request.guard.text

@@ -18,7 +18,7 @@ import json
 from collections import Counter
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Protocol, runtime_checkable
 
 from nexagauge_local.estimate.seconds_model import fit_seconds
 from nexagauge_local.judge import (
@@ -36,6 +36,21 @@ MIN_HISTORY = 3  # answers of one judge for one schema before their mean is trus
 
 class TokenCounting(Protocol):
     def count_tokens(self, messages: Messages) -> int: ...
+
+
+@runtime_checkable
+class RequestCounting(Protocol):
+    """A counter that renders a whole request (TokenCounter): a guard family's request is
+    counted in its own prompt, which the messages alone do not give."""
+
+    def count_request(self, request: JudgeRequest) -> int: ...
+
+
+def request_tokens(counter: TokenCounting, request: JudgeRequest) -> int:
+    """Prompt tokens of `request` as the judge is asked it."""
+    if request.guard is not None and isinstance(counter, RequestCounting):
+        return counter.count_request(request)
+    return counter.count_tokens(request.messages)
 
 
 def calibration_path(cache_dir: Path, fingerprint: str, device: str) -> Path:
@@ -82,16 +97,18 @@ def estimate_llm(
                 max_tokens=r.max_tokens,
                 seed=seed,
                 want_logprobs=r.want_logprobs,
+                guard=r.guard.key_material() if r.guard is not None else None,
             )
             if fingerprint
-            else json.dumps([r.messages, schema_id(r.schema), r.max_tokens])
+            else json.dumps([r.messages, schema_id(r.schema), r.max_tokens,
+                             r.guard.key_material() if r.guard is not None else None])
         )
         unique.setdefault(k, r)
     cached = set(cache.get_many(unique)) if cache is not None and fingerprint else set()
     todo = [r for k, r in unique.items() if k not in cached]
     schemas = (calibration or {}).get("schemas", {})
     fill = (calibration or {}).get("fill_ratio")
-    counts = [backend_tokenizer_only.count_tokens(r.messages) for r in todo]
+    counts = [request_tokens(backend_tokenizer_only, r) for r in todo]
     prompt_tokens = sum(counts)
     over = [
         {"case_id": r.case_id, "metric": r.metric, "prompt_tokens": n, "max_tokens": r.max_tokens}

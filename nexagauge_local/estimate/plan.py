@@ -9,7 +9,7 @@ from nexagauge_local.estimate.cost import TokenCounting, estimate_llm, load_cali
 from nexagauge_local.estimate.recorder import RecordingJudge, estimate_registry, stand_in_sources
 from nexagauge_local.events import NullEvents, RunEvents
 from nexagauge_local.graph import GRAPH, plan
-from nexagauge_local.judge import JudgeCache
+from nexagauge_local.judge import JudgeCache, JudgeProfile
 from nexagauge_local.settings import RunSettings
 
 
@@ -21,15 +21,18 @@ def judge_estimates(
     *,
     events: RunEvents | None = None,
     max_model_len: int | None = None,
+    profile: JudgeProfile | None = None,
 ) -> dict[str, dict[str, Any]]:
     """{llm node: estimate_llm(...) + basis} for every LLM node TARGET plans, without weights.
-    The recording run is silent unless `events` is given: an estimate prints a table only."""
+    The recording run is silent unless `events` is given: an estimate prints a table only.
+    `profile` is the judge's: its requests are recorded in its judge_format (a guard family's
+    own prompt), as the real run would send them."""
     from nexagauge_local.runner import Runner
 
     llm_nodes = [s.name for s in plan(settings.target) if s.kind == "llm"]
     if not llm_nodes:
         return {}
-    recorder = RecordingJudge()
+    recorder = RecordingJudge.asking_as(profile) if profile is not None else RecordingJudge()
     quiet = settings.model_copy(update={"output_dir": None})
     Runner(
         quiet,

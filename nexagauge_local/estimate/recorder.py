@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from nexagauge_local.graph import GRAPH, Graph
-from nexagauge_local.judge import CostLedger, FailureKind, JudgeRequest, JudgeResult
+from nexagauge_local.judge import CostLedger, FailureKind, JudgeProfile, JudgeRequest, JudgeResult
 from nexagauge_local.nodes.base import Node
 from nexagauge_local.nodes.judging import failed
 
@@ -31,6 +31,12 @@ class RecordingJudge:
     ledger: CostLedger = field(default_factory=CostLedger)  # stays empty: nothing is judged
     judge_format: str = "rubric_json"  # the profile's: requests are recorded as they'd be asked
     thresholds: dict[str, float] = field(default_factory=dict)
+
+    @classmethod
+    def asking_as(cls, profile: JudgeProfile) -> RecordingJudge:
+        """A recorder that the nodes ask as they would ask `profile`'s judge: a guard profile's
+        requests are then recorded (and counted) in its family's format, not the rubric one."""
+        return cls(judge_format=profile.judge_format, thresholds=dict(profile.thresholds))
 
     def run(
         self,

@@ -255,7 +255,7 @@ def list_profiles() -> list[tuple[JudgeProfile, bool]]:
     return out
 
 
-def resolve_profile(name_or_path: str) -> JudgeProfile:
+def resolve_profile(name_or_path: str, *, require_weights: bool = True) -> JudgeProfile:
     """A profile by name, a .toml file, or an ad-hoc profile for a weights folder / .gguf file.
 
     Raises WeightsMissing at once when the weights are absent, so a run fails before it starts
@@ -275,7 +275,7 @@ def resolve_profile(name_or_path: str) -> JudgeProfile:
                 f"unknown judge model {name_or_path!r}: not a profile ({known}) nor a path"
             )
         prof = JudgeProfile(name=path.name, weights=str(path.resolve()), backend="auto")
-    if not prof.is_endpoint:
+    if require_weights and not prof.is_endpoint:
         prof.weights_path()
     return prof
 

@@ -110,3 +110,8 @@ class TokenCounter:
 
     def count_tokens(self, messages: Messages) -> int:
         return count_prompt_tokens(self.tokenizer, messages)
+
+    def count_request(self, request: JudgeRequest) -> int:
+        """A request's prompt tokens as the engines feed them: a guard family's request counts
+        its own prompt (request_prompt), not our chat-templated messages."""
+        return len(request_prompt_ids(self.tokenizer, request))
