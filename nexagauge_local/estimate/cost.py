@@ -26,7 +26,7 @@ from nexagauge_local.judge import (
     JudgeRequest,
     Messages,
     OutputHistory,
-    request_key,
+    judge_request_key,
     schema_id,
 )
 
@@ -89,16 +89,7 @@ def estimate_llm(
     unique: dict[str, JudgeRequest] = {}
     for r in requests:
         k = (
-            request_key(
-                fingerprint,
-                r.prompt_version,
-                r.messages,
-                schema_id(r.schema),
-                max_tokens=r.max_tokens,
-                seed=seed,
-                want_logprobs=r.want_logprobs,
-                guard=r.guard.key_material() if r.guard is not None else None,
-            )
+            judge_request_key(fingerprint, r, seed=seed)
             if fingerprint
             else json.dumps([r.messages, schema_id(r.schema), r.max_tokens,
                              r.guard.key_material() if r.guard is not None else None])

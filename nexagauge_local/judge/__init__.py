@@ -11,7 +11,13 @@ package loads no torch, transformers or vLLM.
 """
 
 from nexagauge_local.judge.cache import DB_NAME as JUDGE_DB
-from nexagauge_local.judge.cache import CacheStats, JudgeCache, OutputHistory, request_key
+from nexagauge_local.judge.cache import (
+    CacheStats,
+    JudgeCache,
+    OutputHistory,
+    judge_request_key,
+    request_key,
+)
 from nexagauge_local.judge.client import Executor, JudgeClient
 from nexagauge_local.judge.cpu_auto import AUTO_COUNT_CAP, JUDGEMENTS_PER_UNIT
 from nexagauge_local.judge.decision import JudgeDecision, NoLocalEngine, decide
@@ -68,6 +74,7 @@ __all__ = [  # noqa: RUF022 (grouped by purpose, not sorted)
     # the client, its cache and its cost ledger
     "JudgeClient", "Executor", "JudgeCache", "JUDGE_DB", "CacheStats", "CacheWriteError",
     "CacheDamaged", "CacheStoreError", "OutputHistory",
+    "judge_request_key",
     "request_key",
     "CostLedger", "NodeUsage", "usd", "LongInputs",
     # which judge, and which backend builds it

@@ -23,6 +23,8 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
+from nexagauge_local.judge.schemas import schema_id
+from nexagauge_local.judge.types import JudgeRequest
 from nexagauge_local.sqlite_store import open_store, reading, writing
 
 DB_NAME = "judge.sqlite"
@@ -157,6 +159,21 @@ def request_key(
         ensure_ascii=False,
     )
     return hashlib.sha256(material.encode()).hexdigest()
+
+
+def judge_request_key(fingerprint: str, request: JudgeRequest, *, seed: int) -> str:
+    """The key a run files `request`'s answer under: the judge client and `estimate` (which
+    must find the same answers cached) both take it from here."""
+    return request_key(
+        fingerprint,
+        request.prompt_version,
+        request.messages,
+        schema_id(request.schema),
+        max_tokens=request.max_tokens,
+        seed=seed,
+        want_logprobs=request.want_logprobs,
+        guard=request.guard.key_material() if request.guard is not None else None,
+    )
 
 
 class JudgeCache:

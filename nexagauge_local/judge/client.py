@@ -32,7 +32,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import replace
 from typing import Any, Protocol, Self
 
-from nexagauge_local.judge.cache import CacheEntry, JudgeCache, request_key
+from nexagauge_local.judge.cache import CacheEntry, JudgeCache, judge_request_key
 from nexagauge_local.judge.decision import JudgeDecision
 from nexagauge_local.judge.ledger import CostLedger
 from nexagauge_local.judge.long_inputs import LongInputs
@@ -181,16 +181,7 @@ class JudgeClient:
     # -------------------------------------------------------------- work
 
     def key(self, request: JudgeRequest) -> str:
-        return request_key(
-            self.fingerprint,
-            request.prompt_version,
-            request.messages,
-            schema_id(request.schema),
-            max_tokens=request.max_tokens,
-            seed=self.seed,
-            want_logprobs=request.want_logprobs,
-            guard=request.guard.key_material() if request.guard is not None else None,
-        )
+        return judge_request_key(self.fingerprint, request, seed=self.seed)
 
     def run(
         self,
