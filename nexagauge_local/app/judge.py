@@ -8,7 +8,8 @@ settings are turned into JudgeClients (answering in this process, or on a Ray cl
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from contextlib import contextmanager
 from types import TracebackType
 from typing import Self
 
@@ -22,6 +23,7 @@ from nexagauge_local.judge import (
     GrammarUnsupported,
     JudgeCache,
     JudgeClient,
+    JudgeStartError,
     LongInputs,
     Messages,
     ProfileNotFound,
@@ -74,6 +76,18 @@ def resolve_judge(settings: RunSettings) -> BackendFactory:
     except (WeightsMissing, VLLMMissing, GrammarUnsupported, ProfileNotFound,
             EndpointUnusable) as exc:
         raise JudgeSetupError(str(exc)) from None
+
+
+@contextmanager
+def judge_start_errors() -> Iterator[None]:
+    """An engine that could not start part-way through a run (judge/types.JudgeStartError)
+    as the set-up failure it is: one line, exit 2, with where the run's work is."""
+    try:
+        yield
+    except JudgeStartError as exc:
+        raise JudgeSetupError(f"{exc}; every answer judged so far is in the judge cache: "
+                              "mend the cause and run the same command again to resume"
+                              ) from None
 
 
 def check_gpus(settings: RunSettings) -> None:

@@ -20,6 +20,7 @@ from nexagauge_local.app.judge import (
     ResolvedJudges,
     check_gpus,
     check_node_models,
+    judge_start_errors,
     own_models,
     preflight_judges,
 )
@@ -178,7 +179,7 @@ def run(
                     keep_reports=keep_reports,
                     render_report=not trail.active,
                 )
-                with cache_errors():
+                with cache_errors(), judge_start_errors():
                     outcome = runner.run(dataset)
             # the judges as the clients were built (the pre-flighted ones): what the manifest names
             trail.finish(dataset, outcome, events, into=staged.output_dir,

@@ -63,6 +63,7 @@ from nexagauge_local.judge.types import (
     GuardAsk,
     JudgeRequest,
     JudgeResult,
+    JudgeStartError,
     Messages,
 )
 from nexagauge_local.sqlite_store import CacheDamaged, CacheStoreError, CacheWriteError
@@ -70,7 +71,7 @@ from nexagauge_local.sqlite_store import CacheDamaged, CacheStoreError, CacheWri
 __all__ = [  # noqa: RUF022 (grouped by purpose, not sorted)
     # the protocol nodes call, and what travels through it
     "Judge", "TappedJudge", "JudgeRequest", "JudgeResult", "FailureKind", "Messages", "Backend",
-    "GuardAsk", "GuardAnswer",
+    "GuardAsk", "GuardAnswer", "JudgeStartError",
     # the client, its cache and its cost ledger
     "JudgeClient", "Executor", "JudgeCache", "JUDGE_DB", "CacheStats", "CacheWriteError",
     "CacheDamaged", "CacheStoreError", "OutputHistory",

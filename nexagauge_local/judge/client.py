@@ -38,7 +38,13 @@ from nexagauge_local.judge.ledger import CostLedger
 from nexagauge_local.judge.long_inputs import LongInputs
 from nexagauge_local.judge.profiles import DEFAULT_JUDGE_FORMAT, DEMO_NOTICE
 from nexagauge_local.judge.schemas import parse_request_answer, schema_id
-from nexagauge_local.judge.types import Backend, FailureKind, JudgeRequest, JudgeResult
+from nexagauge_local.judge.types import (
+    Backend,
+    FailureKind,
+    JudgeRequest,
+    JudgeResult,
+    JudgeStartError,
+)
 
 # Nothing was decoded: a backend failure may be transient, and a request refused for its
 # length gets another answer once it is cut or the window is larger.
@@ -134,7 +140,11 @@ class JudgeClient:
     @property
     def backend(self) -> Backend:
         if self._backend is None:
-            self._backend = self._factory()
+            try:
+                self._backend = self._factory()
+            except Exception as exc:  # whatever the engine raised, said once
+                backend = self.decision.backend if self.decision else None
+                raise JudgeStartError(self._model_name, backend, exc) from exc
             self._backend_name = self._backend.name
             self.ledger.record_load(float(self._backend.load_seconds), self._backend.gpu_count)
         return self._backend

@@ -103,6 +103,22 @@ class JudgeRequest:
         return ", ".join(parts) or "a judge request"
 
 
+class JudgeStartError(RuntimeError):
+    """The judge's engine could not start: weights that do not load, a GPU out of memory at
+    load, settings the engine refuses. Not an answer to any request, so a node does not write
+    it into every metric (which would read as a judge that failed, exit 3): the run stops as
+    at set-up (exit 2), and resumes from the cache once the cause is mended."""
+
+    def __init__(self, model: str | None, backend: str | None, cause: BaseException) -> None:
+        said = " ".join(str(cause).split())  # pydantic's and vLLM's errors span lines
+        said = said if len(said) <= 400 else said[:399] + "…"
+        judge = f"the judge {model}" if model else "the judge"
+        on = f" on the {backend} backend" if backend else ""
+        super().__init__(f"{judge} could not start{on}: {type(cause).__name__}: {said}")
+        self.model = model
+        self.backend = backend
+
+
 class FailureKind(str, Enum):
     """Why a result has no answer. Caching and counting decide on this, never on the message
     beside it (`JudgeResult.error`), which is for people and free to change wording."""

@@ -12,7 +12,14 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 
-from nexagauge_local.judge import FailureKind, JudgeRequest, JudgeResult, usd
+from nexagauge_local.judge import (
+    CacheStoreError,
+    FailureKind,
+    JudgeRequest,
+    JudgeResult,
+    JudgeStartError,
+    usd,
+)
 from nexagauge_local.nodes.base import JudgeBatch, RunContext
 from nexagauge_local.results import NodeCost
 
@@ -55,9 +62,11 @@ def ask_judge(
 ) -> JudgeBatch:
     """All of a node's requests in ONE client call; results aligned with `requests`.
 
-    No judge configured -> every result fails with NO_JUDGE. A judge that raises (weights
-    missing, out of memory) -> every result fails with the exception text; the run goes on and
-    each metric carries the error. Nothing is written to `ctx` here: the returned batch carries
+    No judge configured -> every result fails with NO_JUDGE. A judge that raises while
+    answering (out of memory mid-batch) -> every result fails with the exception text; the run
+    goes on and each metric carries the error. An engine that cannot start, or a cache that
+    refuses the answers, is no answer at all: it stops the run (JudgeStartError,
+    CacheStoreError; exit 2). Nothing is written to `ctx` here: the returned batch carries
     the bookkeeping (prompt version, truncated inputs) that `ctx.record_judged` records, so a
     node whose judge never answered is visible at the end of the run (and exits 3 from the CLI).
     """
@@ -78,6 +87,8 @@ def _ask(
         return [failed(NO_JUDGE, FailureKind.NO_JUDGE) for _ in requests]
     try:
         results = ctx.judge_for(node).run(node, list(requests), progress=progress)
+    except (JudgeStartError, CacheStoreError):
+        raise  # no judge to answer, or nowhere to keep its answers: the run stops (exit 2)
     except Exception as exc:  # noqa: BLE001 - reported per metric, by design
         return [failed(f"judge failed: {type(exc).__name__}: {exc}"[:300]) for _ in requests]
     if len(results) != len(requests):
