@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from tests.bench_scripts import ROOT, run_script
-from tests.conftest import vllm_or_skip
+from tests.conftest import user_env, vllm_or_skip
 
 SAMPLE = ROOT / "nexagauge_local" / "data" / "sample.jsonl"
 
@@ -153,7 +153,8 @@ def test_bench_endpoint_tiny_judge(tiny_judge_dir: Path, tmp_path: Path) -> None
     out = _ok(run_script("bench_endpoint", "--requests", "4", "--concurrency", "2",
                          "--model", str(tiny_judge_dir), "--served-model", "tiny",
                          "--max-model-len", "2048",
-                         "--json", str(tmp_path / "e.json"), timeout=1200))  # fmt: skip
+                         "--json", str(tmp_path / "e.json"), env=user_env(),
+                         timeout=1200))  # fmt: skip
     assert "compared: 4 redteam judgements" in out and "host: " in out
     assert "in-process vLLM" in out and "endpoint (x2 in flight)" in out
     rows = json.loads((tmp_path / "e.json").read_text())["rows"]

@@ -29,7 +29,7 @@ from benchlib.openai_server import vllm_server
 from click.testing import CliRunner
 
 from nexagauge_local.cli import main
-from tests.conftest import fresh_demo_cache, vllm_or_skip
+from tests.conftest import fresh_demo_cache, user_env, vllm_or_skip
 
 pytestmark = [pytest.mark.slow, pytest.mark.vllm]
 
@@ -104,7 +104,7 @@ def test_sample_judged_through_the_server_parses_and_matches_in_process_vllm(
         [sys.executable, "-m", "nexagauge_local", "run", node, "--input", str(SAMPLE),
          "--output-dir", str(in_process), "-q", "--cache-dir", str(cache), "--model", str(profile),
          *SUBSET],
-        cwd=ROOT, capture_output=True, text=True, timeout=1200, check=False)
+        cwd=ROOT, env=user_env(), capture_output=True, text=True, timeout=1200, check=False)
     assert done.returncode == 0, done.stderr[-3000:]
     local = json.loads((in_process / "summary.json").read_text())["nodes"][node]
     assert local["errors"] == 0

