@@ -115,8 +115,6 @@ class JudgeStartError(RuntimeError):
         judge = f"the judge {model}" if model else "the judge"
         on = f" on the {backend} backend" if backend else ""
         super().__init__(f"{judge} could not start{on}: {type(cause).__name__}: {said}")
-        self.model = model
-        self.backend = backend
 
 
 class FailureKind(str, Enum):
