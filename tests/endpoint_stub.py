@@ -78,6 +78,8 @@ class StubServer:
         self.models, self.api_key, self.max_model_len = models, api_key, max_model_len
         self.reject_schema = reject_schema
         self.calls: list[Call] = []
+        # (route, query, Authorization header) of every request, pre-flight included
+        self.seen: list[tuple[str, str, str | None]] = []
         self._lock = threading.Lock()
         self._in_flight = 0
         self.max_in_flight = 0
@@ -100,6 +102,12 @@ class StubServer:
                 self.end_headers()
                 self.wfile.write(data)
 
+            def _route(self) -> str:
+                """The path without its query, the request noted in `stub.seen`."""
+                route, _, query = self.path.partition("?")
+                stub.seen.append((route, query, self.headers.get("Authorization")))
+                return route
+
             def _authorised(self) -> bool:
                 if stub.api_key and self.headers.get("Authorization") != f"Bearer {stub.api_key}":
                     self._send(401, {"error": {"message": "invalid API key"}})
@@ -107,9 +115,10 @@ class StubServer:
                 return True
 
             def do_GET(self) -> None:
+                route = self._route()
                 if not self._authorised():
                     return
-                if self.path == "/v1/models":
+                if route == "/v1/models":
                     self._send(200, {"object": "list", "data": [
                         {"id": m, "object": "model", "max_model_len": stub.max_model_len}
                         for m in stub.models]})
@@ -122,13 +131,14 @@ class StubServer:
                     return
                 length = int(self.headers.get("Content-Length") or 0)
                 body = json.loads(self.rfile.read(length) or b"{}")
+                route = self._route()
                 if not self._authorised():
                     return
-                if self.path == "/tokenize":
+                if route == "/tokenize":
                     text = " ".join(m["content"] for m in body.get("messages", []))
                     self._send(200, {"count": len(text.split()), "max_model_len": 4096})
                     return
-                if self.path != "/v1/chat/completions":
+                if route != "/v1/chat/completions":
                     self._send(404, {"error": {"message": "not found"}})
                     return
                 if stub.reject_schema and "response_format" in body:

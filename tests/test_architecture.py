@@ -17,7 +17,7 @@ PKG = Path(__file__).resolve().parents[1] / "nexagauge_local"
 
 # Lowest first. A module may import its own layer or a lower one.
 LAYERS: tuple[tuple[str, ...], ...] = (
-    ("settings", "blocks", "case", "readers", "chat", "records", "dataset", "results",
+    ("settings", "redact", "blocks", "case", "readers", "chat", "records", "dataset", "results",
      "case_report", "embed", "scoring", "probes", "libc", "lone_surrogates", "memo", "sqlite_store",
      "events"),
     ("judge",),

@@ -62,7 +62,9 @@ def test_api_key_sources_in_order() -> None:
     env = {"TEAM_KEY": "team", "NEXAGAUGE_JUDGE_API_KEY": "general"}
     assert api_key(prof, EndpointOptions(api_key="flag"), env) == "flag"
     assert api_key(prof, EndpointOptions(), env) == "team"
-    assert api_key(prof, EndpointOptions(), {"NEXAGAUGE_JUDGE_API_KEY": "general"}) == "general"
+    # NEXAGAUGE_JUDGE_API_KEY reaches the judge as the options' key (RunSettings reads it) and
+    # only for the default judge's server: read here, it would go to a node's own server too
+    assert api_key(prof, EndpointOptions(), {"NEXAGAUGE_JUDGE_API_KEY": "general"}) is None
     assert api_key(prof, EndpointOptions(), {}) is None
 
 
@@ -70,6 +72,11 @@ def test_redacted_command_line() -> None:
     argv = ["nexagauge-local", "run", "--judge-api-key", "k1", "--judge-api-key=k2", "--model", "x"]
     assert redact_secrets(argv) == ["nexagauge-local", "run", "--judge-api-key", "***",
                                     "--judge-api-key=***", "--model", "x"]
+    with_url = ["run", "--judge-url", "http://bob:pw@h:8000/v1?api-key=k3&api-version=2",
+                "--judge-url=https://tok@h/v1"]
+    assert redact_secrets(with_url) == ["run", "--judge-url",
+                                        "http://***@h:8000/v1?api-key=***&api-version=2",
+                                        "--judge-url=https://***@h/v1"]
 
 
 def test_retry_after_seconds_and_dates() -> None:

@@ -55,12 +55,15 @@ from nexagauge_local.judge import (
     TappedJudge,
     schema_id,
 )
+from nexagauge_local.redact import redact_argv, redact_settings, redact_url
 from nexagauge_local.report.charts_ahead import ChartsAhead, charts_ahead
 from nexagauge_local.report.files import write_json
 from nexagauge_local.report.html import chart_memo_dir, draw_charts_job, write_report_or_warn
 from nexagauge_local.report.run_summary import RunSummary
 from nexagauge_local.runner import RunOutcome
 from nexagauge_local.settings import RunSettings
+
+redact_secrets = redact_argv  # the name callers of this module know
 
 PKG_ROOT = Path(__file__).resolve().parents[1]
 NODES_PKG = "nexagauge_local.nodes"
@@ -160,22 +163,6 @@ def chat_template_of(weights: Path) -> str | None:
     return json.dumps(value, sort_keys=True) if value else None
 
 
-SECRET_OPTIONS = ("--judge-api-key",)
-
-
-def redact_secrets(argv: Sequence[str]) -> list[str]:
-    """The command line as the manifest records it, an API key's value replaced."""
-    out: list[str] = []
-    for arg in argv:
-        if out and out[-1] in SECRET_OPTIONS:
-            out.append("***")
-        elif arg.startswith(tuple(f"{o}=" for o in SECRET_OPTIONS)):
-            out.append(arg.split("=", 1)[0] + "=***")
-        else:
-            out.append(arg)
-    return out
-
-
 def collect_judge(factory: BackendFactory, memo: HashMemo | None) -> JudgeFacts:
     """The manifest's facts of one judge: what its decision says ran (backend, grammar
     engine, dtype, devices, why), and the hashes of the weights and tokenizer it loads."""
@@ -183,8 +170,8 @@ def collect_judge(factory: BackendFactory, memo: HashMemo | None) -> JudgeFacts:
     tok = tmpl = None
     weights_path: str | Path
     if factory.endpoint is not None:  # a judge server: its model id and stated revision are
-        weights_path = f"{factory.endpoint.url} ({factory.endpoint.model})"  # all this host
-        weights = []  # knows of its weights (no API key here)
+        weights_path = f"{redact_url(factory.endpoint.url)} ({factory.endpoint.model})"  # all
+        weights = []  # this host knows of its weights (no credential here)
     else:
         weights_path = factory.profile.weights_path()
         tok, tmpl = hash_tokenizer(tokenizer_files_in(weights_path),
@@ -322,7 +309,7 @@ class AuditTrail:
         with charts_ahead(draw_charts_job(out, outcome.digest), chart_memo_dir(memo_dir)) as ahead:
             inp, (judge, node_judges), prompts, schemas = self._report(
                 dataset, outcome, notices, out, memo_dir, ahead, judges or {})
-        settings = self.settings.model_dump(mode="json")
+        settings = redact_settings(self.settings.model_dump(mode="json"))
         settings["field_map"] = dict(dataset.field_map)  # the CLI gives --field to the dataset
         _, path, _ = finalize_run(
             out,

@@ -117,9 +117,11 @@ def check_node_models(node_models: Mapping[str, str]) -> None:
 
 # The --judge-* options that describe the default judge's server: a node's own judge
 # (`--model NODE=PROFILE`) is its profile's, so a guard model on redteam stays in-process (or on
-# its own profile's server) while the other nodes judge through --judge-url.
-_SERVER_OPTIONS = ("judge_url", "judge_model_name", "judge_revision", "judge_gpus",
-                   "judge_concurrency")
+# its own profile's server) while the other nodes judge through --judge-url. The API key is
+# among them: it belongs to the default judge's server, and a node's server gets only its
+# profile's api_key_env.
+_SERVER_OPTIONS = ("judge_url", "judge_api_key", "judge_model_name", "judge_revision",
+                   "judge_gpus", "judge_concurrency")
 
 
 def with_model(settings: RunSettings, profile: str) -> RunSettings:

@@ -16,6 +16,7 @@ import os
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
+from typing import get_args
 
 from nexagauge_local.app.audit import collect_judge
 from nexagauge_local.app.errors import ReproduceRefused, ReproduceSetupError
@@ -38,6 +39,7 @@ from nexagauge_local.events import RunEvents
 from nexagauge_local.graph import BLOCKS
 from nexagauge_local.readers import FORMATS, is_stream
 from nexagauge_local.readers.streams import spool_path
+from nexagauge_local.redact import URL_SETTINGS, has_credentials, redact_url
 from nexagauge_local.settings import RunSettings
 
 __all__ = ["ReproduceRefused", "ReproduceSetupError", "Reproduction", "reproduce"]
@@ -49,14 +51,37 @@ class Reproduction:
     run: RunResult
 
 
+BACKEND_CHOICES: tuple[str, ...] = get_args(RunSettings.model_fields["backend"].annotation)
+
+
 def _settings(plan_settings: dict[str, object], new_dir: Path, backend: str | None) -> RunSettings:
     renamed = {"gpus": "gpu_ids"}  # manifests written before the setting's rename
     known = {renamed.get(k, k): v for k, v in plan_settings.items()}
     known = {k: v for k, v in known.items() if k in RunSettings.model_fields}
     known.update(output_dir=new_dir, use_cache=False, overwrite=False)
+    for name in URL_SETTINGS:
+        recorded = known.get(name)
+        if isinstance(recorded, str) and has_credentials(recorded):
+            known[name] = _unredacted(name, recorded)
     if backend is not None:
         known["backend"] = backend
     return RunSettings.model_validate(known)
+
+
+def _unredacted(name: str, recorded: str) -> str:
+    """A URL the manifest keeps redacted (its password and secret parameters are never
+    written), whole again from its environment variable (NEXAGAUGE_JUDGE_URL,
+    NEXAGAUGE_CLUSTER): ReproduceSetupError unless that variable holds the same URL."""
+    var = f"NEXAGAUGE_{name.upper()}"
+    given = os.environ.get(var, "")
+    if not given:
+        raise ReproduceSetupError(f"the run's {name.replace('_', '-')} {recorded} carried "
+                                  f"credentials, which the manifest does not keep; set {var} "
+                                  "to the whole URL")
+    if redact_url(given) != recorded:
+        raise ReproduceSetupError(f"{var} is {redact_url(given)}, not the run's "
+                                  f"{name.replace('_', '-')} {recorded}")
+    return given
 
 
 def reproduce(
@@ -91,7 +116,10 @@ def reproduce(
         raise ReproduceSetupError(
             f"{src or 'the input'}: not found (the run read {plan.input_path!r}); pass --input FILE"
         )
-    settings = _settings(plan.settings, new, manifest.judge.backend if manifest.judge else None)
+    # the backend the run used is pinned; a judge server's ("endpoint") is no --backend choice:
+    # its settings (judge_url, a profile) name it again
+    used = manifest.judge.backend if manifest.judge else None
+    settings = _settings(plan.settings, new, used if used in BACKEND_CHOICES else None)
     with tempfile.TemporaryDirectory(prefix="nexagauge-reproduce-") as tmp:
         dataset = _checked_input(src, inp, settings, Path(tmp))  # before the judge is loaded
         _check_weights(manifest, settings)

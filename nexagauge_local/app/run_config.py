@@ -29,6 +29,7 @@ from nexagauge_local.blocks import BlockDefaults, BlockModels
 from nexagauge_local.dataset import Dataset
 from nexagauge_local.graph import GRAPH
 from nexagauge_local.records import format_validation
+from nexagauge_local.redact import has_credentials
 from nexagauge_local.settings import ConfigSource, RunSettings
 
 # A [run] option's check: the option's value as the command would take it, ValueError if bad.
@@ -144,6 +145,10 @@ def _run_table(table: Mapping[str, Any], options: Mapping[str, OptionCheck] | No
                     models[node] = profile
             continue
         name = key.replace("-", "_")
+        refused = _credential(name, value)
+        if refused:
+            problem(("run", key), refused)
+            continue
         if options is None:
             continue
         if name not in options:
@@ -155,6 +160,22 @@ def _run_table(table: Mapping[str, Any], options: Mapping[str, OptionCheck] | No
         except ValueError as exc:
             problem(("run", key), str(exc))
     return out, models
+
+
+def _credential(name: str, value: Any) -> str | None:
+    """Why a [run] option is refused as a credential, else None. The manifest records the
+    file's text whole (and its hash), so a key or a password written here would be in every
+    run's manifest: the file names servers, the environment holds their keys."""
+    if name == "judge_api_key":
+        return ("an API key is not kept in a run configuration (the manifest records the "
+                "file's text); set NEXAGAUGE_JUDGE_API_KEY, or give a judge profile an "
+                "api_key_env")
+    if name == "judge_url" and isinstance(value, str) and has_credentials(value):
+        return ("a URL with a password or a secret parameter is not kept in a run "
+                "configuration (the manifest records the file's text); give the URL without "
+                "them and the key in NEXAGAUGE_JUDGE_API_KEY, or the whole URL in "
+                "NEXAGAUGE_JUDGE_URL")
+    return None
 
 
 def _defaults(tables: Mapping[str, dict[str, Any]], blocks: BlockModels,

@@ -29,6 +29,7 @@ from nexagauge_local.app.errors import (
 from nexagauge_local.cli.exit_codes import BAD_INPUT, CHECK_FAILED
 from nexagauge_local.cli.signals import exit_code_of, interrupted_by
 from nexagauge_local.records import DatasetError, RecordsError
+from nexagauge_local.redact import redact_text
 
 _RESUME = ": every judgement made so far is in the judge cache; run the same command again to resume"
 RESUME_HINT = "interrupted" + _RESUME  # Ctrl-C; SIGTERM/SIGHUP say "stopped by SIGTERM"
@@ -54,12 +55,13 @@ def print_failure(exc: DatasetError | RecordsError | AppError) -> int:
                    "(use --on-error skip to run the good records).", err=True)
         return BAD_INPUT
     for line in getattr(exc, "details", ()):
-        click.echo(line, err=True)
+        click.echo(redact_text(line), err=True)
     prefix = _prefix(exc)
+    message = redact_text(str(exc))  # a URL in a message names no password (redact.py)
     if isinstance(exc, RunInputError):  # compare and gate say it in red on a terminal
-        Console(stderr=True).print(Text.assemble((prefix, "bold red"), str(exc)), soft_wrap=True)
+        Console(stderr=True).print(Text.assemble((prefix, "bold red"), message), soft_wrap=True)
     else:
-        click.echo(f"{prefix}{exc}", err=True)
+        click.echo(f"{prefix}{message}", err=True)
     return CHECK_FAILED if isinstance(exc, CheckFailed) else BAD_INPUT
 
 
@@ -77,7 +79,7 @@ def cli_errors(*, resumable: bool = False) -> Iterator[None]:
     try:
         yield
     except InputError as exc:
-        raise click.UsageError(str(exc)) from None
+        raise click.UsageError(redact_text(str(exc))) from None
     except (DatasetError, RecordsError, AppError) as exc:
         sys.exit(print_failure(exc))
     except KeyboardInterrupt as exc:  # click would say "Aborted!" and exit 1, like a failed gate

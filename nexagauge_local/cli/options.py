@@ -260,10 +260,13 @@ def endpoint_options(fn: Callable[..., Any]) -> Callable[..., Any]:
         click.option("--judge-url", metavar="URL",
                      help="Judge through an OpenAI-compatible server (vLLM, SGLang, llama.cpp, "
                           "Ollama) instead of loading a model, e.g. --judge-url "
-                          "http://127.0.0.1:8000/v1. Overrides an endpoint profile's url."),
+                          "http://127.0.0.1:8000/v1. Overrides an endpoint profile's url. "
+                          "user:password@ and ?api-key= parts are sent, and written only as "
+                          "***."),
         click.option("--judge-api-key", metavar="KEY",
-                     help="The server's API key (or NEXAGAUGE_JUDGE_API_KEY, or the profile's "
-                          "api_key_env); never written to summary.json or manifest.json."),
+                     help="The server's API key (or NEXAGAUGE_JUDGE_API_KEY; not in a --config "
+                          "file). Sent only to this server, never to a --model NODE=PROFILE "
+                          "server (that gets its profile's api_key_env); never written."),
         click.option("--judge-model-name", metavar="ID",
                      help="The served model to judge with, as the server's GET /models names "
                           "it; needed only when it serves several."),

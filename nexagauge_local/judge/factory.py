@@ -39,6 +39,7 @@ from nexagauge_local.judge.endpoint import (
 from nexagauge_local.judge.profiles import JudgeProfile, resolve_profile
 from nexagauge_local.judge.runtime import vllm_importable
 from nexagauge_local.judge.types import Backend
+from nexagauge_local.redact import redact_url
 
 __all__ = ["BackendFactory", "GrammarUnsupported", "JudgeDecision", "backend_choice",
            "check_vllm_imports", "choose_backend", "choose_grammar", "hf_peak_gb",
@@ -167,13 +168,13 @@ def _endpoint_factory(profile: JudgeProfile, options: EndpointOptions, backend: 
     """An endpoint judge: the server asked for its model now (EndpointUnusable if it cannot
     judge), so the fingerprint, and with it every cache key, names what it serves."""
     if backend != "auto":
-        where = options.url or profile.url
+        where = redact_url(options.url or profile.url)
         raise EndpointUnusable(f"--backend {backend}: the judge is served by {where}; drop "
                                "--backend (or --judge-url)")
     config = resolve_endpoint(profile, options)
     if config.max_model_len:  # the server's window, not the profile's default
         profile = profile.model_copy(update={"max_model_len": config.max_model_len})
-    reason = f"judge server {config.url} (" + (
+    reason = f"judge server {redact_url(config.url)} (" + (
         "--judge-url)" if options.url else f"judge profile {profile.name!r})")
     decision = decide_endpoint(profile, grammar_backend=grammar_backend, reason=reason,
                                fingerprint=config.fingerprint, server=config.describe())

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from nexagauge_local.redact import redact_url
+
 # One line a user reads when the server cannot judge (exit 2 before any record is judged).
 
 
@@ -67,7 +69,7 @@ class EndpointConfig:
     def describe(self) -> dict[str, object]:
         """The `endpoint` part of summary.json's judge block (no API key)."""
         return {
-            "url": self.url,
+            "url": redact_url(self.url),  # no userinfo or secret parameter
             "served_model": self.model,
             "revision": self.revision or None,
             "concurrency": self.concurrency,

@@ -17,6 +17,7 @@ from typing import Any
 import httpx
 
 from nexagauge_local.judge.endpoint.config import RetryPolicy
+from nexagauge_local.redact import Scrubber, split_url
 
 # Transient by nature: the server restarting, overloaded or slow.
 RETRY_STATUSES = frozenset({408, 429, 500, 502, 503, 504})
@@ -50,19 +51,48 @@ def retry_after(response: httpx.Response) -> float | None:
     return max(0.0, when.timestamp() - time.time())
 
 
+class ScrubbedClient(httpx.Client):
+    """An httpx client whose replies have its own credentials taken out: a server that
+    echoes the key or password it was sent (in an error text, say) would otherwise put it
+    in a case report's error, the judge cache or an error line. (A client, not a transport:
+    a transport of our own would turn off httpx's proxy settings from the environment.)"""
+
+    def __init__(self, scrubber: Scrubber, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.scrubber = scrubber
+
+    def send(self, request: httpx.Request, **kwargs: Any) -> httpx.Response:
+        response = super().send(request, **kwargs)
+        if not self.scrubber.values or kwargs.get("stream"):
+            return response
+        clean = self.scrubber.data(response.content)
+        if clean == response.content:
+            return response
+        kept = [(k, v) for k, v in response.headers.multi_items()
+                if k.lower() not in ("content-length", "content-encoding", "transfer-encoding")]
+        return httpx.Response(response.status_code, headers=kept, content=clean,
+                              request=request, extensions=response.extensions)
+
+
 class EndpointHTTP:
-    """The judge server's base URL with its key; thread-safe (httpx.Client is)."""
+    """The judge server's base URL with its key; thread-safe (httpx.Client is). The URL's
+    userinfo becomes basic auth and its query parameters go with every request; `url` is the
+    base without either, so a message that names the server names no credential."""
 
     def __init__(self, url: str, api_key: str | None, *, timeout_seconds: float,
                  connections: int, retry: RetryPolicy | None = None,
                  rng: random.Random | None = None) -> None:
         headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
-        self.url = url.rstrip("/")
+        target = split_url(url.rstrip("/"))
+        self.url = target.base.rstrip("/")
         self.retry = retry or RetryPolicy()
         self._rng = rng or random.Random()
-        self.client = httpx.Client(
-            base_url=self.url, headers=headers,
-            timeout=httpx.Timeout(timeout_seconds, connect=min(10.0, timeout_seconds)),
+        self.scrubber = Scrubber.of(url, api_key)
+        auth = (httpx.BasicAuth(target.username or "", target.password or "")
+                if target.username is not None else None)
+        self.client = ScrubbedClient(
+            self.scrubber, base_url=self.url, headers=headers, params=list(target.params),
+            auth=auth, timeout=httpx.Timeout(timeout_seconds, connect=min(10.0, timeout_seconds)),
             limits=httpx.Limits(max_connections=connections, max_keepalive_connections=connections),
         )
 
@@ -87,6 +117,7 @@ class EndpointHTTP:
                 response = self.client.request(method, path, json=json)
             except _TRANSIENT as exc:
                 last_error = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
+                last_error = self.scrubber.text(last_error)
             if response is not None and response.status_code not in RETRY_STATUSES:
                 return Reply(response, None, attempt, time.monotonic() - started)
             if response is not None:

@@ -10,8 +10,7 @@ from nexagauge_local.judge.endpoint.config import EndpointConfig, EndpointOption
 from nexagauge_local.judge.endpoint.http import EndpointHTTP
 from nexagauge_local.judge.endpoint.server import pick_model, probe_schema, served_models
 from nexagauge_local.judge.profiles import JudgeProfile
-
-DEFAULT_KEY_ENV = "NEXAGAUGE_JUDGE_API_KEY"
+from nexagauge_local.redact import redact_url
 
 
 def endpoint_profile(options: EndpointOptions) -> JudgeProfile:
@@ -21,13 +20,16 @@ def endpoint_profile(options: EndpointOptions) -> JudgeProfile:
 
 def api_key(profile: JudgeProfile, options: EndpointOptions,
             env: Mapping[str, str] | None = None) -> str | None:
-    """--judge-api-key (or NEXAGAUGE_JUDGE_API_KEY), else the profile's api_key_env."""
+    """The key of the server these options and this profile name: `options.api_key` (the
+    run's --judge-api-key or NEXAGAUGE_JUDGE_API_KEY, given only for the default judge's
+    server), else the profile's api_key_env. Nothing else is read: a node's own judge
+    (`--model NODE=PROFILE`) gets no options key, so the default server's key never goes to
+    another server."""
     env = os.environ if env is None else env
     if options.api_key:
         return options.api_key
-    for name in (profile.api_key_env, DEFAULT_KEY_ENV):
-        if name and env.get(name):
-            return env[name]
+    if profile.api_key_env and env.get(profile.api_key_env):
+        return env[profile.api_key_env]
     return None
 
 
@@ -37,11 +39,12 @@ def resolve_endpoint(profile: JudgeProfile, options: EndpointOptions,
     server (raises EndpointUnusable: unreachable, refused key, unknown model)."""
     url = (options.url or profile.url).rstrip("/")
     if not url.startswith(("http://", "https://")):
-        raise EndpointUnusable(f"judge server URL {url!r}: expected http(s)://HOST:PORT/v1")
+        raise EndpointUnusable(f"judge server URL {redact_url(url)!r}: expected "
+                               "http(s)://HOST:PORT/v1")
     key = api_key(profile, options, env)
     http = EndpointHTTP(url, key, timeout_seconds=10.0, connections=1)
     try:
-        served = pick_model(url, served_models(http), options.model_name or profile.served_model)
+        served = pick_model(http.url, served_models(http), options.model_name or profile.served_model)
     finally:
         http.close()
     return EndpointConfig(
