@@ -120,7 +120,9 @@ def verify_cmd(out_dir: Path, input_path: Path | None, models: tuple[str, ...],
 def reproduce_cmd(out_dir: Path, new_dir: Path, input_path: Path | None, tolerance: float) -> None:
     """Re-run OUTDIR's run from its manifest into a new folder, without the judge cache, and
     compare every case's scores and verdicts. Exits 0 when the run reproduces, 1 when it does
-    not (or when the input or judge weights are not the manifest's).
+    not (or when the input or judge weights are not the manifest's). A judge server's key
+    comes from NEXAGAUGE_JUDGE_API_KEY, and a --judge-url that carried credentials (recorded
+    as http://***@host/v1) from NEXAGAUGE_JUDGE_URL: the manifest keeps neither.
 
     \b
     Example:

@@ -214,7 +214,9 @@ def config_option(options_of: Callable[[], click.Command] | None = None) -> Call
         help="A run configuration (TOML): [run] options by their long names, a judge per node "
              "in [run.models], and node blocks for records that lack one in [defaults.NODE] "
              "(override = true: also for those that have one). An option on the command line "
-             "beats the file. Example: --config run.toml (README: a run configuration).")
+             "beats the file. No credential in it (the manifest keeps its text): a "
+             "judge-api-key there is refused, use NEXAGAUGE_JUDGE_API_KEY. Example: --config "
+             "run.toml (README: a run configuration).")
 
 
 def _long_options(command: click.Command) -> dict[str, click.Option]:
