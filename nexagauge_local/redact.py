@@ -16,6 +16,7 @@ URL starts in free text.
 
 from __future__ import annotations
 
+import logging
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -188,3 +189,22 @@ def redact_settings(dump: dict[str, Any]) -> dict[str, Any]:
     redacted; the API key is never in a dump (the field is excluded)."""
     return {k: redact_url(v) if k in URL_SETTINGS and isinstance(v, str) else v
             for k, v in dump.items()}
+
+
+class RedactingFilter(logging.Filter):
+    """A logger's records with redact_text applied: httpx logs every request's URL at INFO,
+    query (an `?api-key=`) included, wherever an application turns its logging on."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        message = record.getMessage()
+        clean = redact_text(message)
+        if clean != message:
+            record.msg, record.args = clean, None
+        return True
+
+
+def redact_logger(name: str) -> None:
+    """Put a RedactingFilter on the named logger, once."""
+    logger = logging.getLogger(name)
+    if not any(isinstance(f, RedactingFilter) for f in logger.filters):
+        logger.addFilter(RedactingFilter())

@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import base64
+import logging
+
+import pytest
 
 from nexagauge_local.judge.endpoint import EndpointHTTP
 from nexagauge_local.redact import (
@@ -47,7 +50,9 @@ def test_free_text_and_settings() -> None:
     assert Scrubber.of("http://u:pw@h/v1", "short").values == ()
 
 
-def test_the_urls_credentials_reach_the_server_and_its_echo_comes_back_scrubbed() -> None:
+def test_the_urls_credentials_reach_the_server_and_its_echo_comes_back_scrubbed(
+        caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.INFO, logger="httpx")  # httpx logs each request's URL
     key = "sk-echoed-key-123"
     with StubServer(script=lambda n, body: Reply(status=400, error=f"bad key {key}")) as stub:
         url = stub.url.replace("http://", "http://bob:pw-long-enough@") + "?api-key=q-secret-99"
@@ -62,3 +67,4 @@ def test_the_urls_credentials_reach_the_server_and_its_echo_comes_back_scrubbed(
     assert auth == "Basic " + base64.b64encode(b"bob:pw-long-enough").decode()
     assert reply.response is not None and key not in reply.response.text
     assert "bad key [redacted]" in reply.response.text
+    assert "api-key=***" in caplog.text and "q-secret-99" not in caplog.text

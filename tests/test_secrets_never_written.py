@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import base64
 import json
+import logging
 from pathlib import Path
 
 import pytest
@@ -71,7 +72,9 @@ def with_creds(url: str) -> str:
 
 
 def test_no_planted_secret_reaches_any_written_file(tmp_path: Path,
-                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+                                                    monkeypatch: pytest.MonkeyPatch,
+                                                    caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.INFO, logger="httpx")  # it logs every request's URL
     monkeypatch.setenv("NEXAGAUGE_JUDGE_API_KEY", SECRETS["env"])
     monkeypatch.setenv("NODE_JUDGE_KEY", SECRETS["profile"])
     data, out, cache = records(tmp_path), tmp_path / "out", tmp_path / "cache"
@@ -120,7 +123,7 @@ def test_no_planted_secret_reaches_any_written_file(tmp_path: Path,
         assert reproduced.exit_code == 0, reproduced.output
         outputs = " ".join(r.output for r in (result, verified, refused, reproduced))
     assert not leaks(out, again, exports, cache), leaks(out, again, exports, cache)
-    assert not [name for name, value in SECRETS.items() if value in outputs]
+    assert not [name for name, value in SECRETS.items() if value in outputs + caplog.text]
 
 
 @pytest.mark.parametrize("line, secret", [

@@ -17,7 +17,7 @@ from typing import Any
 import httpx
 
 from nexagauge_local.judge.endpoint.config import RetryPolicy
-from nexagauge_local.redact import Scrubber, split_url
+from nexagauge_local.redact import Scrubber, redact_logger, split_url
 
 # Transient by nature: the server restarting, overloaded or slow.
 RETRY_STATUSES = frozenset({408, 429, 500, 502, 503, 504})
@@ -83,6 +83,7 @@ class EndpointHTTP:
                  connections: int, retry: RetryPolicy | None = None,
                  rng: random.Random | None = None) -> None:
         headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
+        redact_logger("httpx")  # it logs each request's URL, query included
         target = split_url(url.rstrip("/"))
         self.url = target.base.rstrip("/")
         self.retry = retry or RetryPolicy()
