@@ -73,10 +73,11 @@ class StubServer:
 
     def __init__(self, script: Script | None = None, models: tuple[str, ...] = ("stub-judge",),
                  api_key: str | None = None, max_model_len: int = 4096,
-                 reject_schema: bool = False) -> None:
+                 reject_schema: bool = False, root: str | None = "/weights/stub-judge") -> None:
         self.script = script or (lambda n, body: Reply())
         self.models, self.api_key, self.max_model_len = models, api_key, max_model_len
         self.reject_schema = reject_schema
+        self.root = root  # what vLLM's GET /models says each id serves; None: not said
         self.calls: list[Call] = []
         self._lock = threading.Lock()
         self._in_flight = 0
@@ -112,7 +113,7 @@ class StubServer:
                 if self.path == "/v1/models":
                     self._send(200, {"object": "list", "data": [
                         {"id": m, "object": "model", "max_model_len": stub.max_model_len}
-                        for m in stub.models]})
+                        | ({"root": stub.root} if stub.root else {}) for m in stub.models]})
                 else:
                     self._send(404, {"error": {"message": "not found"}})
 

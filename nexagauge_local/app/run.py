@@ -159,6 +159,11 @@ def run(
         if judged:
             settings = predict_judgements(settings, dataset)
             factories = preflight_judges(settings, planned)
+            if settings.use_cache:
+                for notice in dict.fromkeys(f.endpoint.reuse_notice() for f in
+                                            factories.values() if f.endpoint is not None):
+                    if notice:
+                        events.warning(notice)
             if settings.progress:
                 own = own_models(settings, planned)
                 for profile, factory in factories.items():

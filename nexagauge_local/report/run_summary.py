@@ -96,6 +96,8 @@ class EndpointInfo(BaseModel):
 
     url: str
     served_model: str
+    root: str | None = None  # the weights the server says it serves (GET /models)
+    max_model_len: int | None = None  # the window it reports
     revision: str | None = None
     concurrency: int
     server_gpus: int | None = None

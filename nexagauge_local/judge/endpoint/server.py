@@ -28,6 +28,7 @@ class ServedModel(BaseModel):
     model_config = ConfigDict(extra="ignore")
     id: str
     max_model_len: int | None = None  # vLLM reports it; OpenAI does not
+    root: str | None = None  # vLLM: the weights behind the id (path or hub name)
 
 
 class _ModelList(BaseModel):

@@ -53,6 +53,7 @@ def resolve_endpoint(profile: JudgeProfile, options: EndpointOptions,
         gpus=options.gpus or profile.server_gpus,
         timeout_seconds=profile.request_timeout,
         max_model_len=served.max_model_len,
+        root=served.root,
     )
 
 
