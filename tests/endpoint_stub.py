@@ -44,6 +44,25 @@ class Call:
 Script = Callable[[int, dict[str, Any]], Reply]
 
 
+def obedient(n: int, body: dict[str, Any]) -> Reply:
+    """A server that ignores `response_format` in front of a model that does as it is told:
+    the answer is the first JSON object the last message asks for in words."""
+    text = body["messages"][-1]["content"]
+    start = text.find("{")
+    if start < 0:
+        return Reply(content="I cannot help with that.")
+    try:
+        asked, _ = json.JSONDecoder().raw_decode(text[start:])
+    except ValueError:
+        return Reply(content="I cannot help with that.")
+    return Reply(content=json.dumps(asked))
+
+
+def is_probe(body: dict[str, Any]) -> bool:
+    """The pre-flight's schema probe (not a node's request)."""
+    return bool(body.get("response_format", {}).get("json_schema", {}).get("name") == "probe")
+
+
 def _stub_leaf(node: dict[str, Any]) -> Any:
     """The stub's value of a scalar schema node, inside its bounds."""
     kind = node.get("type")

@@ -58,7 +58,7 @@ def resolve_endpoint(profile: JudgeProfile, options: EndpointOptions,
 
 
 def check_endpoint(config: EndpointConfig) -> None:
-    """Pre-flight's last step: one probe request with a trivial schema."""
+    """Pre-flight's last step: one probe request only an enforcing grammar answers right."""
     http = EndpointHTTP(config.url, config.api_key, timeout_seconds=10.0, connections=1)
     try:
         probe_schema(http, config.model)
