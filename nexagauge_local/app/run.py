@@ -73,10 +73,12 @@ class RunResult:
 
     @property
     def judge_reused(self) -> dict[str, int]:
-        """Judgements this run took from the cache (a resumed run's saved work) and computed."""
+        """Judgements this run took from the cache (a resumed run's saved work), computed, and
+        of those computed how many had a failed answer cached (asked again)."""
         nodes = self.summary.nodes.values()
         return {"reused": sum(u.cache_hits or 0 for u in nodes),
-                "computed": sum(u.backend_requests or 0 for u in nodes)}
+                "computed": sum(u.backend_requests or 0 for u in nodes),
+                "retried": sum(u.cache_retried or 0 for u in nodes)}
 
     @property
     def judge_failed_everywhere(self) -> list[str]:

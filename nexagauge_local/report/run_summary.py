@@ -162,8 +162,9 @@ class JudgeOutcome(BaseModel):
 class NodeUsageSummary(BaseModel):
     """One node of `nodes`: its eligible cases, the judge's counters and its wall time.
 
-    The counters are judge.NodeUsage's; deduplicated, backend_requests and errors appear only
-    for a node the judge served. gpu_seconds is null when a judge server's GPUs are unknown."""
+    The counters are judge.NodeUsage's; deduplicated, backend_requests, errors and
+    cache_retried appear only for a node the judge served. gpu_seconds is null when a judge
+    server's GPUs are unknown."""
 
     model_config = _FIXED
 
@@ -174,6 +175,7 @@ class NodeUsageSummary(BaseModel):
     input_tokens: int | None = None
     output_tokens: int | None = None
     gpu_seconds: float | None = None
+    cache_retried: int | None = None  # cached answers that had failed, asked again
     deduplicated: int | None = None
     backend_requests: int | None = None
     errors: int | None = None
