@@ -44,6 +44,25 @@ class Call:
 Script = Callable[[int, dict[str, Any]], Reply]
 
 
+def obedient(n: int, body: dict[str, Any]) -> Reply:
+    """A server that ignores `response_format` in front of a model that does as it is told:
+    the answer is the first JSON object the last message asks for in words."""
+    text = body["messages"][-1]["content"]
+    start = text.find("{")
+    if start < 0:
+        return Reply(content="I cannot help with that.")
+    try:
+        asked, _ = json.JSONDecoder().raw_decode(text[start:])
+    except ValueError:
+        return Reply(content="I cannot help with that.")
+    return Reply(content=json.dumps(asked))
+
+
+def is_probe(body: dict[str, Any]) -> bool:
+    """The pre-flight's schema probe (not a node's request)."""
+    return bool(body.get("response_format", {}).get("json_schema", {}).get("name") == "probe")
+
+
 def _stub_leaf(node: dict[str, Any]) -> Any:
     """The stub's value of a scalar schema node, inside its bounds."""
     kind = node.get("type")
@@ -73,10 +92,11 @@ class StubServer:
 
     def __init__(self, script: Script | None = None, models: tuple[str, ...] = ("stub-judge",),
                  api_key: str | None = None, max_model_len: int = 4096,
-                 reject_schema: bool = False) -> None:
+                 reject_schema: bool = False, root: str | None = "/weights/stub-judge") -> None:
         self.script = script or (lambda n, body: Reply())
         self.models, self.api_key, self.max_model_len = models, api_key, max_model_len
         self.reject_schema = reject_schema
+        self.root = root  # what vLLM's GET /models says each id serves; None: not said
         self.calls: list[Call] = []
         # (route, query, Authorization header) of every request, pre-flight included
         self.seen: list[tuple[str, str, str | None]] = []
@@ -121,7 +141,7 @@ class StubServer:
                 if route == "/v1/models":
                     self._send(200, {"object": "list", "data": [
                         {"id": m, "object": "model", "max_model_len": stub.max_model_len}
-                        for m in stub.models]})
+                        | ({"root": stub.root} if stub.root else {}) for m in stub.models]})
                 else:
                     self._send(404, {"error": {"message": "not found"}})
 

@@ -57,7 +57,8 @@ def test_run_judges_through_the_server(tmp_path: Path) -> None:
     summary = json.loads((out / "summary.json").read_text())
     judge = summary["judge"]
     assert judge["backend"] == "endpoint"
-    assert judge["fingerprint"] == "endpoint:stub-judge@r1/json_schema"
+    assert judge["fingerprint"] == ("endpoint:stub-judge@r1/json_schema"
+                                    "[root=/weights/stub-judge,max_model_len=4096]")
     assert judge["endpoint"]["served_model"] == "stub-judge"
     assert judge["endpoint"]["server_gpus"] is None
     usage = summary["nodes"]["redteam"]
@@ -196,7 +197,8 @@ def test_calibrate_measures_the_server(tmp_path: Path) -> None:
     assert judged == 2 + 2 * 3  # the warm-up pair, then both workloads
     (stored,) = (cache / "calibration").glob("*.json")
     calibration = json.loads(stored.read_text())
-    assert calibration["fingerprint"] == "endpoint:stub-judge@unrevised/json_schema"
+    assert calibration["fingerprint"] == ("endpoint:stub-judge@unrevised/json_schema"
+                                          "[root=/weights/stub-judge,max_model_len=4096]")
     assert calibration["device"] == "server:2" and calibration["gpus"] == 2
     assert calibration["parsed"] == 6 and calibration["seconds_per_judgement"] > 0
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import email.utils
 import time
+from dataclasses import replace
 from pathlib import Path
 
 import httpx
@@ -34,14 +35,20 @@ def test_an_endpoint_profile_needs_a_url_and_no_weights(tmp_path: Path) -> None:
         resolve_profile(str(local))
 
 
-def test_fingerprint_names_model_and_revision_not_the_url() -> None:
-    a = EndpointConfig(url="http://a:8000/v1", model="qwen-7b", revision="r1")
-    b = EndpointConfig(url="http://b:9000/v1", model="qwen-7b", revision="r1")
-    assert a.fingerprint == b.fingerprint == "endpoint:qwen-7b@r1/json_schema"
-    assert EndpointConfig(url="http://a:8000/v1", model="qwen-14b", revision="r1").fingerprint \
-        != a.fingerprint
-    assert EndpointConfig(url="http://a/v1", model="m").fingerprint == "endpoint:m@unrevised/json_schema"
+def test_fingerprint_names_model_revision_and_what_is_served_not_the_url() -> None:
+    a = EndpointConfig(url="http://a:8000/v1", model="qwen-7b", revision="r1", root="/m/q",
+                       max_model_len=4096)
+    b = EndpointConfig(url="http://b:9000/v1", model="qwen-7b", revision="r1", root="/m/q",
+                       max_model_len=4096)
+    assert a.fingerprint == b.fingerprint == \
+        "endpoint:qwen-7b@r1/json_schema[root=/m/q,max_model_len=4096]"
+    for other in (replace(a, model="qwen-14b"), replace(a, root="/m/llama"),
+                  replace(a, max_model_len=8192), replace(a, revision="r2")):
+        assert other.fingerprint != a.fingerprint, other
+    assert EndpointConfig(url="http://a/v1", model="m").fingerprint == \
+        "endpoint:m@unrevised/json_schema[root=?,max_model_len=?]"
     assert "zzz" not in repr(EndpointConfig(url="http://a/v1", model="m", api_key="zzz"))
+    assert a.reuse_notice() is None and "'/m/q'" in (replace(a, revision="").reuse_notice() or "")
 
 
 def test_factory_asks_the_server_for_its_model(tmp_path: Path) -> None:
@@ -49,7 +56,8 @@ def test_factory_asks_the_server_for_its_model(tmp_path: Path) -> None:
         factory = make_backend_factory("demo", cache_dir=tmp_path,
                                        endpoint=EndpointOptions(url=stub.url, revision="v2"))
     assert factory.backend == "endpoint" and factory.grammar_backend == "server"
-    assert factory.fingerprint == "endpoint:only-one@v2/json_schema"
+    assert factory.fingerprint == \
+        "endpoint:only-one@v2/json_schema[root=/weights/stub-judge,max_model_len=2048]"
     assert factory.profile.max_model_len == 2048  # the server's window
     assert not factory.device_seconds_known
     with StubServer() as stub, pytest.raises(EndpointUnusable, match="drop --backend"):

@@ -91,7 +91,9 @@ def test_sample_judged_through_the_server_parses_and_matches_in_process_vllm(
     assert result.exit_code == 0, result.output
     summary = json.loads((via_server / "summary.json").read_text())
     usage = summary["nodes"][node]
-    assert summary["judge"]["fingerprint"] == "endpoint:demo-judge@unrevised/json_schema"
+    assert summary["judge"]["fingerprint"].startswith(
+        "endpoint:demo-judge@unrevised/json_schema[root=")  # root: the weights folder served
+    assert summary["judge"]["endpoint"]["max_model_len"] == 4096
     assert usage["requests"] > 0 and usage["errors"] == 0  # 100% parsed
     assert usage["input_tokens"] > 0 and usage["output_tokens"] > 0  # the server's usage
     assert usage["gpu_seconds"] is None

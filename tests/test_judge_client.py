@@ -150,17 +150,62 @@ def test_partial_cache_sends_only_misses_in_one_call(tmp_path: Path) -> None:
     assert [r.cached for r in results] == [True] * 3 + [False] * 4
 
 
-def test_truncated_is_cached_backend_errors_are_not(tmp_path: Path) -> None:
+def test_failed_answers_are_kept_but_asked_again_backend_errors_are_not_kept(
+        tmp_path: Path) -> None:
     client, _ = _client(tmp_path)
     results = client.run("geval", [_req("TRUNC"), _req("FAIL"), _req("ok")])
     assert [r.error for r in results] == ["truncated", "backend: out of memory", None]
     assert [r.failure for r in results] == [FailureKind.TRUNCATED, FailureKind.BACKEND, None]
+    assert client.cache.stats().entries == 2  # type: ignore[union-attr]  TRUNC is kept, FAIL not
     client2, factory2 = _client(tmp_path)
     again = client2.run("geval", [_req("TRUNC"), _req("FAIL"), _req("ok")])
-    assert factory2.backend.calls == [1]  # type: ignore[attr-defined]  only FAIL is retried
-    assert again[0].cached and again[0].error == "truncated" and again[0].parsed is None
-    assert again[0].failure is FailureKind.TRUNCATED
-    assert client2.ledger.nodes["geval"].errors == 2
+    assert factory2.backend.calls == [2]  # type: ignore[attr-defined]  TRUNC and FAIL asked again
+    assert not again[0].cached and again[0].failure is FailureKind.TRUNCATED
+    assert again[2].cached and again[2].error is None
+    usage = client2.ledger.nodes["geval"]
+    assert (usage.cache_hits, usage.cache_retried, usage.backend_requests) == (1, 1, 2)
+    assert client2.cache.stats().hits_by_node == {"geval": 1}  # type: ignore[union-attr]
+
+
+class MendedBackend(ScriptedBackend):
+    """Answers prose (a server that ignored the schema) until `mended`, then valid JSON."""
+
+    def __init__(self, mended: bool) -> None:
+        super().__init__()
+        self.mended = mended
+
+    def generate(
+        self, requests: Sequence[JudgeRequest], on_batch: OnBatch | None = None
+    ) -> list[JudgeResult]:
+        if self.mended:
+            return super().generate(requests, on_batch)
+        self.calls.append(len(requests))
+        return [JudgeResult(None, "The answer looks fine to me.", 10, 7, 0.1,
+                            "invalid: not JSON", FailureKind.INVALID_OUTPUT) for _ in requests]
+
+
+def test_answers_that_failed_are_asked_again_once_the_judge_is_mended(tmp_path: Path) -> None:
+    """The same cache across both runs: the second computes the failed ones again (and the
+    estimate between them counts them as still to compute), and every answer parses."""
+    from nexagauge_local.estimate.cost import estimate_llm
+
+    reqs = [_req(c * 4) for c in "abcdefgh"] + [_req("aaaa")]  # one duplicate
+    broken, _ = _client(tmp_path, MendedBackend(mended=False))
+    assert all(r.failure is FailureKind.INVALID_OUTPUT for r in broken.run("geval", reqs))
+    cache = JudgeCache(tmp_path)
+    assert cache.stats().entries == 8
+    est = estimate_llm(reqs, ScriptedBackend(), None, cache=cache,
+                       fingerprint=ScriptedBackend.fingerprint)
+    assert (est["cached"], est["uncached"]) == (0, 8)
+    mended, factory = _client(tmp_path, MendedBackend(mended=True))
+    results = mended.run("geval", reqs)
+    assert factory.backend.calls == [8]  # type: ignore[attr-defined]
+    assert all(r.parsed is not None and not r.cached for r in results)
+    usage = mended.ledger.nodes["geval"]
+    assert (usage.cache_hits, usage.cache_retried, usage.errors) == (0, 8, 0)
+    third, factory3 = _client(tmp_path, MendedBackend(mended=True))
+    assert all(r.cached and r.parsed is not None for r in third.run("geval", reqs))
+    assert factory3.built == 0 and third.ledger.nodes["geval"].cache_retried == 0
 
 
 class WordingBackend(ScriptedBackend):
@@ -178,12 +223,16 @@ class WordingBackend(ScriptedBackend):
 def test_caching_decides_on_the_failure_kind_not_the_message(tmp_path: Path) -> None:
     first, _ = _client(tmp_path, WordingBackend())  # type: ignore[arg-type]
     first.run("geval", [_req("a"), _req("b")])
+    # only the BACKEND one was left out of the cache; the INVALID_OUTPUT one is kept
+    assert first.cache.stats().entries == 1  # type: ignore[union-attr]
     again, factory = _client(tmp_path, WordingBackend())  # type: ignore[arg-type]
-    results = again.run("geval", [_req("a")])  # only the BACKEND one was left out of the cache
+    results = again.run("geval", [_req("a")])
     assert factory.backend.calls == [1] and not results[0].cached  # type: ignore[attr-defined]
-    # the INVALID_OUTPUT one is a hit; re-parsed against the schema, it is cut off
-    [hit] = again.run("geval", [_req("b")])
-    assert hit.cached and hit.failure is FailureKind.TRUNCATED
+    assert again.ledger.nodes["geval"].cache_retried == 0  # nothing of it was cached
+    # the kept one re-parses as cut off: a failure, so it is asked again, not served
+    [retried] = again.run("geval", [_req("b")])
+    assert factory.backend.calls == [1, 1] and not retried.cached  # type: ignore[attr-defined]
+    assert again.ledger.nodes["geval"].cache_retried == 1
 
 
 def test_a_result_carries_its_failure_kind_with_its_error() -> None:

@@ -73,10 +73,12 @@ class RunResult:
 
     @property
     def judge_reused(self) -> dict[str, int]:
-        """Judgements this run took from the cache (a resumed run's saved work) and computed."""
+        """Judgements this run took from the cache (a resumed run's saved work), computed, and
+        of those computed how many had a failed answer cached (asked again)."""
         nodes = self.summary.nodes.values()
         return {"reused": sum(u.cache_hits or 0 for u in nodes),
-                "computed": sum(u.backend_requests or 0 for u in nodes)}
+                "computed": sum(u.backend_requests or 0 for u in nodes),
+                "retried": sum(u.cache_retried or 0 for u in nodes)}
 
     @property
     def judge_failed_everywhere(self) -> list[str]:
@@ -159,6 +161,11 @@ def run(
         if judged:
             settings = predict_judgements(settings, dataset)
             factories = preflight_judges(settings, planned)
+            if settings.use_cache:
+                for notice in dict.fromkeys(f.endpoint.reuse_notice() for f in
+                                            factories.values() if f.endpoint is not None):
+                    if notice:
+                        events.warning(notice)
             if settings.progress:
                 own = own_models(settings, planned)
                 for profile, factory in factories.items():

@@ -160,9 +160,10 @@ def run_cmd(target: str, input_path: str, limit: int | None, start: int, end: in
         console.print(f"  {line.name:<10} scored {line.scored:>5}  avg {_fmt(line.avg_score)}"
                       f"  pass rate {_fmt(line.pass_rate)}")
     reused = result.judge_reused
-    if reused["reused"]:
+    if reused["reused"] or reused["retried"]:
+        retried = f", retried {reused['retried']} that had failed" if reused["retried"] else ""
         console.print(f"  judge: reused {reused['reused']} cached judgement(s), computed "
-                      f"{reused['computed']}")
+                      f"{reused['computed']}{retried}")
     for name, o in result.judge_outcomes.items():
         if o.truncated:
             console.print(f"  [yellow]{name}[/]: {o.truncated} request(s) judged with the "

@@ -26,6 +26,7 @@ from nexagauge_local.judge import (
     JudgeRequest,
     Messages,
     OutputHistory,
+    answers_in_cache,
     judge_request_key,
     schema_id,
 )
@@ -95,7 +96,8 @@ def estimate_llm(
                              r.guard.key_material() if r.guard is not None else None])
         )
         unique.setdefault(k, r)
-    cached = set(cache.get_many(unique)) if cache is not None and fingerprint else set()
+    # what a run would serve from the cache: a cached answer that failed is asked again
+    cached = set(answers_in_cache(cache, unique).served) if fingerprint else set()
     todo = [r for k, r in unique.items() if k not in cached]
     schemas = (calibration or {}).get("schemas", {})
     fill = (calibration or {}).get("fill_ratio")

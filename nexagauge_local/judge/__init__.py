@@ -18,6 +18,7 @@ from nexagauge_local.judge.cache import (
     judge_request_key,
     request_key,
 )
+from nexagauge_local.judge.cached_answers import CachedAnswers, answers_in_cache
 from nexagauge_local.judge.client import Executor, JudgeClient
 from nexagauge_local.judge.cpu_auto import AUTO_COUNT_CAP, JUDGEMENTS_PER_UNIT
 from nexagauge_local.judge.decision import JudgeDecision, NoLocalEngine, decide
@@ -76,7 +77,7 @@ __all__ = [  # noqa: RUF022 (grouped by purpose, not sorted)
     "JudgeClient", "Executor", "JudgeCache", "JUDGE_DB", "CacheStats", "CacheWriteError",
     "CacheDamaged", "CacheStoreError", "OutputHistory",
     "judge_request_key",
-    "request_key",
+    "request_key", "CachedAnswers", "answers_in_cache",
     "CostLedger", "NodeUsage", "usd", "LongInputs",
     # which judge, and which backend builds it
     "JudgeProfile", "ProfileNotFound", "WeightsMissing", "DEMO_NOTICE", "expand_weights",

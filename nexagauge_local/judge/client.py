@@ -5,12 +5,14 @@ and sends every remaining unique request to the backend in ONE `generate` call (
 batching: the backend sees the whole node, which is what makes vLLM/outlines batching pay).
 The backend is built lazily on the first cache miss, so a fully cached rerun loads no weights.
 
-What is cached: every answer the backend decoded - parsed, "truncated" or "invalid: ..." -
-because decoding is greedy and seeded, so the same key reproduces the same text; re-asking would
-only burn GPU time. Hits are re-parsed against the current schema (the cache stores raw text),
-so parser fixes apply to old entries. Not cached: what was never decoded - backend failures
-(FailureKind.BACKEND), which may be transient, and requests refused for their length. The
-decision reads `JudgeResult.failure`, never the error's wording.
+What is cached: every answer the backend decoded - parsed, "truncated" or "invalid: ..." (the
+judge's history, which `estimate` predicts from, needs every length). What is served: only a
+cached answer that parses against the current schema (judge/cached_answers.py); one that failed
+is asked again and counted (`cache_retried`), since its cause (a server ignoring the schema, a
+parser bug, a max_tokens too small) may be mended, and a failure served from the cache would
+stay one until --no-cache threw every good answer away. Not cached at all: what was never
+decoded - backend failures (FailureKind.BACKEND), which may be transient, and requests refused
+for their length. The decision reads `JudgeResult.failure`, never the error's wording.
 
 Crash safety: a backend hands results over as they are decoded (`on_batch`: hf each answer the
 step its row ends, vLLM each group of finished requests) and each handover is written to the
@@ -33,11 +35,12 @@ from dataclasses import replace
 from typing import Any, Protocol, Self
 
 from nexagauge_local.judge.cache import CacheEntry, JudgeCache, judge_request_key
+from nexagauge_local.judge.cached_answers import answers_in_cache
 from nexagauge_local.judge.decision import JudgeDecision
 from nexagauge_local.judge.ledger import CostLedger
 from nexagauge_local.judge.long_inputs import LongInputs
 from nexagauge_local.judge.profiles import DEFAULT_JUDGE_FORMAT, DEMO_NOTICE
-from nexagauge_local.judge.schemas import parse_request_answer, schema_id
+from nexagauge_local.judge.schemas import schema_id
 from nexagauge_local.judge.types import (
     Backend,
     FailureKind,
@@ -210,10 +213,9 @@ class JudgeClient:
         first: dict[str, int] = {}
         for i, k in enumerate(keys):
             first.setdefault(k, i)
-        hits = self.cache.get_many(first) if self.cache is not None else {}
-        done: dict[str, JudgeResult] = {
-            k: _from_cache(hits[k], requests[i]) for k, i in first.items() if k in hits
-        }
+        found = answers_in_cache(self.cache, {k: requests[i] for k, i in first.items()})
+        hits = found.served
+        done: dict[str, JudgeResult] = dict(hits)
         n_hit_positions = sum(1 for k in keys if k in hits)
         if progress and n_hit_positions:
             progress(n_hit_positions)
@@ -263,6 +265,7 @@ class JudgeClient:
         usage.add(
             requests=len(requests),
             cache_hits=n_hit_positions,
+            cache_retried=len(found.failed),
             deduplicated=len(requests) - n_hit_positions - len(misses),
             errors=sum(1 for r in out if r.error),
             wall_seconds=time.perf_counter() - started,
@@ -294,25 +297,6 @@ class JudgeClient:
                 raise RuntimeError(f"backend returned {len(returned)} results for "
                                    f"{len(misses)} requests")
             on_batch(lost, [returned[i] for i in lost])
-
-
-def _from_cache(entry: CacheEntry, request: JudgeRequest) -> JudgeResult:
-    parsed, error, failure = parse_request_answer(
-        request, entry.raw_text, hit_max_tokens=entry.output_tokens >= request.max_tokens
-    )
-    return JudgeResult(
-        parsed=parsed,
-        raw_text=entry.raw_text,
-        prompt_tokens=entry.prompt_tokens,
-        output_tokens=entry.output_tokens,
-        gpu_seconds=0.0,
-        error=error,
-        failure=failure,
-        cached=True,
-        token_logprobs=entry.logprobs if request.want_logprobs else None,
-        extra={"cached_gpu_seconds": entry.gpu_seconds}
-        | ({"logprob_source": "cache"} if request.want_logprobs and entry.logprobs else {}),
-    )
 
 
 def _to_entry(key: str, node: str, result: JudgeResult) -> CacheEntry:

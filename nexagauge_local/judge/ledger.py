@@ -46,6 +46,8 @@ class NodeUsage(BaseModel):
 
     requests: int = 0
     cache_hits: int = 0
+    # cached answers that had failed (unparsed, truncated), asked again: not among cache_hits
+    cache_retried: int = 0
     deduplicated: int = 0
     backend_calls: int = 0
     backend_requests: int = 0
@@ -60,6 +62,7 @@ class NodeUsage(BaseModel):
         *,
         requests: int = 0,
         cache_hits: int = 0,
+        cache_retried: int = 0,
         deduplicated: int = 0,
         backend_calls: int = 0,
         backend_requests: int = 0,
@@ -71,6 +74,7 @@ class NodeUsage(BaseModel):
     ) -> None:
         self.requests += requests
         self.cache_hits += cache_hits
+        self.cache_retried += cache_retried
         self.deduplicated += deduplicated
         self.backend_calls += backend_calls
         self.backend_requests += backend_requests

@@ -96,6 +96,8 @@ class EndpointInfo(BaseModel):
 
     url: str
     served_model: str
+    root: str | None = None  # the weights the server says it serves (GET /models)
+    max_model_len: int | None = None  # the window it reports
     revision: str | None = None
     concurrency: int
     server_gpus: int | None = None
@@ -160,8 +162,9 @@ class JudgeOutcome(BaseModel):
 class NodeUsageSummary(BaseModel):
     """One node of `nodes`: its eligible cases, the judge's counters and its wall time.
 
-    The counters are judge.NodeUsage's; deduplicated, backend_requests and errors appear only
-    for a node the judge served. gpu_seconds is null when a judge server's GPUs are unknown."""
+    The counters are judge.NodeUsage's; deduplicated, backend_requests, errors and
+    cache_retried appear only for a node the judge served. gpu_seconds is null when a judge
+    server's GPUs are unknown."""
 
     model_config = _FIXED
 
@@ -172,6 +175,7 @@ class NodeUsageSummary(BaseModel):
     input_tokens: int | None = None
     output_tokens: int | None = None
     gpu_seconds: float | None = None
+    cache_retried: int | None = None  # cached answers that had failed, asked again
     deduplicated: int | None = None
     backend_requests: int | None = None
     errors: int | None = None

@@ -45,8 +45,10 @@ class EndpointOptions:
 
 @dataclass(frozen=True)
 class EndpointConfig:
-    """A resolved endpoint judge. `model` is the id the server reports in GET /models;
-    `max_model_len` the window it reports (vLLM does), else None."""
+    """A resolved endpoint judge. `model` is the id the server reports in GET /models; `root`
+    the weights it says that id serves (vLLM's `root`: the path or hub name it loaded, which
+    `--served-model-name` hides behind the id) and `max_model_len` the window it reports (vLLM
+    does); both None when the server does not say."""
 
     url: str  # the OpenAI base URL, ending in /v1
     model: str
@@ -57,20 +59,36 @@ class EndpointConfig:
     timeout_seconds: float = 600.0
     retry: RetryPolicy = field(default_factory=RetryPolicy)
     max_model_len: int | None = None
+    root: str | None = None
 
     @property
     def fingerprint(self) -> str:
-        """The judge part of cache keys: the server's model id and the stated revision, and
-        the grammar route (the server's JSON-schema decoding with the schema's own bounds).
-        The URL is not part of it: the same model moved to another host is the same judge, and
-        a model swapped behind one URL is a different judge only when its id changes."""
-        return f"endpoint:{self.model}@{self.revision or 'unrevised'}/json_schema"
+        """The judge part of cache keys: the server's model id, the stated revision, the
+        grammar route (the server's JSON-schema decoding with the schema's own bounds) and what
+        the server says it serves (root and window; `?` where it does not say). The URL is not
+        part of it: the same model moved to another host is the same judge. Other weights
+        behind the same id are another judge when the server reports another root; weights
+        changed in place under the same root are so only when the revision changes."""
+        served = f"root={self.root or '?'},max_model_len={self.max_model_len or '?'}"
+        return f"endpoint:{self.model}@{self.revision or 'unrevised'}/json_schema[{served}]"
+
+    def reuse_notice(self) -> str | None:
+        """What a run without a revision says once: what its cached verdicts are reused by,
+        so a user who swapped weights in place knows the cache cannot see it."""
+        if self.revision:
+            return None
+        by = (f"model id {self.model!r} and root {self.root!r}" if self.root else
+              f"model id {self.model!r} alone (the server reports no root)")
+        return (f"judge server: no --judge-revision, so cached verdicts are reused by {by}; "
+                "give --judge-revision when other weights are served under the same name")
 
     def describe(self) -> dict[str, object]:
         """The `endpoint` part of summary.json's judge block (no API key)."""
         return {
             "url": redact_url(self.url),  # no userinfo or secret parameter
             "served_model": self.model,
+            "root": self.root,
+            "max_model_len": self.max_model_len,
             "revision": self.revision or None,
             "concurrency": self.concurrency,
             "server_gpus": self.gpus,

@@ -20,14 +20,25 @@ from nexagauge_local.judge.types import Messages
 
 PREFLIGHT_TIMEOUT = 10.0  # seconds for GET /models; a live server answers in milliseconds
 PROBE_TIMEOUT = 120.0  # the probe decodes a few tokens; a busy CPU server may take a while
-_PROBE_SCHEMA = {"type": "object", "properties": {"ok": {"type": "boolean"}},
-                 "required": ["ok"], "additionalProperties": False}
-
+# The probe asks in plain words for PROBE_ASKED, which its schema forbids: the one value the
+# schema allows (PROBE_ENFORCED, an enum no prompt names) comes only from a server whose grammar
+# enforces the schema; an obedient model on a server that ignores response_format answers what
+# it was asked and fails. enum: every schema-enforcing server (vLLM, SGLang, llama.cpp, Ollama,
+# OpenAI's strict mode) supports it.
+PROBE_ASKED = {"answer": "yes"}
+PROBE_ENFORCED = {"grammar_check": "enforced-q7z"}
+PROBE_PROMPT = ("Reply with exactly this JSON object and nothing else: "
+                + json.dumps(PROBE_ASKED))
+PROBE_MAX_TOKENS = 64  # the enforced answer closes in about a dozen tokens
+_PROBE_SCHEMA = {"type": "object",
+                 "properties": {"grammar_check": {"type": "string", "enum": ["enforced-q7z"]}},
+                 "required": ["grammar_check"], "additionalProperties": False}
 
 class ServedModel(BaseModel):
     model_config = ConfigDict(extra="ignore")
     id: str
     max_model_len: int | None = None  # vLLM reports it; OpenAI does not
+    root: str | None = None  # vLLM: the weights behind the id (path or hub name)
 
 
 class _ModelList(BaseModel):
@@ -83,10 +94,12 @@ def pick_model(url: str, models: list[ServedModel], wanted: str | None) -> Serve
 
 
 def probe_schema(http: EndpointHTTP, model: str) -> None:
-    """One tiny request with a trivial schema: a server that rejects `response_format`
-    json_schema (HTTP 400) or answers it with text that is not the schema's JSON cannot judge."""
-    body = {"model": model, "messages": [{"role": "user", "content": 'Answer {"ok": true}.'}],
-            "temperature": 0.0, "max_tokens": 16,
+    """One tiny request whose prompt asks for what its schema forbids: a server that rejects
+    `response_format` json_schema (HTTP 400), ignores it (the model answers what the words ask,
+    or anything but the one value the schema allows) or cuts the answer at its length limit
+    cannot judge."""
+    body = {"model": model, "messages": [{"role": "user", "content": PROBE_PROMPT}],
+            "temperature": 0.0, "max_tokens": PROBE_MAX_TOKENS,
             "response_format": {"type": "json_schema", "json_schema": {
                 "name": "probe", "schema": _PROBE_SCHEMA, "strict": True}}}
     try:
@@ -105,16 +118,22 @@ def probe_schema(http: EndpointHTTP, model: str) -> None:
     except (ValidationError, IndexError):
         raise EndpointUnusable(f"judge server {http.url}: its chat completion is not an "
                                "OpenAI chat completion") from None
+    text = " ".join((choice.message.content or "").split())[:80]
     if choice.finish_reason == "length":
-        return  # cut before the JSON closed: says nothing about the grammar
+        raise EndpointUnusable(
+            f"judge server {http.url}: its answer to the schema probe was cut at "
+            f"{PROBE_MAX_TOKENS} tokens (finish_reason length: {text!r}); a server that "
+            "enforces response_format json_schema closes that answer in a dozen")
     try:
         answer = json.loads(choice.message.content or "")
     except ValueError:
         answer = None
-    if not (isinstance(answer, dict) and isinstance(answer.get("ok"), bool)):
+    if answer != PROBE_ENFORCED:
         raise EndpointUnusable(
-            f"judge server {http.url} ignores response_format json_schema: asked for "
-            f'{{"ok": <boolean>}} it answered {(choice.message.content or "")[:80]!r}')
+            f"judge server {http.url} ignores response_format json_schema: asked in words for "
+            f"{json.dumps(PROBE_ASKED)}, which the schema forbids, it answered {text!r}, not "
+            f"the only answer the schema allows; the judge needs a server that enforces it "
+            "(vLLM, SGLang, llama.cpp, Ollama)")
 
 
 def tokenize_url(url: str) -> str:

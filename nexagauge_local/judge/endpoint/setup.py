@@ -56,11 +56,12 @@ def resolve_endpoint(profile: JudgeProfile, options: EndpointOptions,
         gpus=options.gpus or profile.server_gpus,
         timeout_seconds=profile.request_timeout,
         max_model_len=served.max_model_len,
+        root=served.root,
     )
 
 
 def check_endpoint(config: EndpointConfig) -> None:
-    """Pre-flight's last step: one probe request with a trivial schema."""
+    """Pre-flight's last step: one probe request only an enforcing grammar answers right."""
     http = EndpointHTTP(config.url, config.api_key, timeout_seconds=10.0, connections=1)
     try:
         probe_schema(http, config.model)
