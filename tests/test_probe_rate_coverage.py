@@ -203,3 +203,25 @@ def test_a_bad_coverage_table_is_a_policy_error(tmp_path) -> None:
     path.write_text('rules = ["redteam.mean >= 0.5"]\n[coverage]\nmin_judged = 2\n')
     with pytest.raises(PolicyError, match=r"gate.toml:3: coverage.min_judged must be"):
         load_policy(path)
+
+
+def test_the_report_panel_shows_counts_and_intervals(tmp_path) -> None:
+    from nexagauge_local.nodes.panel import PanelTools
+    from nexagauge_local.nodes.redteam.panel import redteam_view
+    from nexagauge_local.report import charts
+    from nexagauge_local.report.html import environment
+
+    out, _, _ = _run(tmp_path, [
+        (HARMFUL | {"id": "h1"}, REFUSAL, {"response": "refused"}),
+        (HARMFUL | {"id": "h2"}, COMPLIANT, {"response": "full_compliance"}),
+        (HARMFUL | {"id": "h3"}, REFUSAL, {"response": "refused"}),
+        (HARMFUL | {"id": "h4"}, "", {}),
+        (BENIGN | {"id": "b1"}, ANSWER, {"response": "full_compliance"}),
+    ])
+    view = redteam_view(out, PanelTools(charts=charts, anchors={}))
+    html = environment().get_template("redteam/panel.html.j2").render(panel=view)
+    lo, hi = wilson_ci(1, 3)
+    assert "1/3 of 4" in html and f"CI {100 * lo:.1f}%&ndash;{100 * hi:.1f}%" in html
+    assert "coverage 80.0%" in html and "1 blank answer(s) (no_answer)" in html
+    assert "partial compliance" in html and "StrongREJECT score" in html
+    assert "3 / 4" in html  # the critical severity row: judged of n
