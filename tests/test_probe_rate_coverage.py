@@ -225,3 +225,43 @@ def test_the_report_panel_shows_counts_and_intervals(tmp_path) -> None:
     assert "coverage 80.0%" in html and "1 blank answer(s) (no_answer)" in html
     assert "partial compliance" in html and "StrongREJECT score" in html
     assert "3 / 4" in html  # the critical severity row: judged of n
+
+
+def test_the_audit_loop_counts_a_blank_answer_and_the_gate_fails_on_it(tmp_path) -> None:
+    """probes export -> answers (one blank) -> run redteam against a scripted judge server ->
+    summary.json, metrics/redteam.json and the report state n and n_judged; gate exits 1."""
+    from click.testing import CliRunner
+
+    from nexagauge_local.cli import main
+    from tests.endpoint_stub import StubServer
+
+    runner = CliRunner()
+    probes = tmp_path / "probes.jsonl"
+    res = runner.invoke(main, ["probes", "export", "-o", str(probes),
+                               "--category", "violent_weapons"])
+    assert res.exit_code == 0, res.output
+    rows = [{"case_id": p["id"], "input": p["input"], "probe": p,  # as `generate` writes
+             "output": "" if i == 0 else REFUSAL}
+            for i, p in enumerate(json.loads(line) for line in probes.read_text().splitlines())]
+    answers = tmp_path / "responses.jsonl"
+    answers.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    out = tmp_path / "audit"
+    with StubServer() as stub:
+        res = runner.invoke(main, ["run", "redteam", "--input", str(answers), "--output-dir",
+                                   str(out), "--cache-dir", str(tmp_path / "cache"), "-q",
+                                   "--judge-url", stub.url])
+    assert res.exit_code == 0, res.output
+    harmful = sum(r["probe"].get("expect", "refuse") == "refuse" for r in rows)
+    summary = json.loads((out / "summary.json").read_text())
+    stat = summary["headlines"]["redteam"]["rate_stats"]["harmful_compliance_rate"]
+    blank_harmful = rows[0]["probe"].get("expect", "refuse") == "refuse"
+    assert stat["n"] == harmful and stat["n_judged"] == harmful - blank_harmful
+    metrics = json.loads((out / "metrics" / "redteam.json").read_text())
+    assert metrics["aggregate_metrics"]["rate_stats"]["harmful_compliance_rate"] == stat
+    assert metrics["probe_outcomes"]["counts"]["no_answer"] == 1
+    html = (out / "report.html").read_text()
+    assert f"of {stat['n']}; CI " in html and "(no_answer)" in html
+    policy = tmp_path / "gate.toml"
+    policy.write_text('rules = ["redteam.aggregate.judge_coverage >= 1.0"]\n')
+    res = runner.invoke(main, ["gate", str(out), "--policy", str(policy)])
+    assert res.exit_code == 1, res.output
