@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -57,6 +57,9 @@ class ProbeBlock(BaseModel):
     """A red-team probe's annotations (README.md "The record format"); extra keys are kept."""
 
     model_config = ConfigDict(extra="allow", frozen=True)
+    # A blank answer to a probe is an audit outcome (no_answer), so such a record is read
+    # rather than rejected for its empty output (records.normalise).
+    blank_output_is_outcome: ClassVar[bool] = True
 
     id: str | None = None
     category: str = "uncategorized"

@@ -204,12 +204,6 @@ def normalise(
     chat_key = _fill_from_chat(record, fmap, lowered, fields, bad, raw, errors)
     if chat_key is not None:
         used.add(chat_key)
-    if not (fields.get("output") or "").strip() and "output" not in bad:
-        names = ", ".join(([fmap["output"]] if "output" in fmap else []) + list(ALIASES["output"]))
-        if chat_key is not None:
-            names += f", and an assistant turn in {chat_key}"
-        errors.append(RecordError(raw.source, "output", f"missing or empty (looked for: {names})"))
-
     for block, model in blocks.items():
         key, value = _lookup(record, block, fmap, lowered)
         if key is None:
@@ -222,6 +216,17 @@ def normalise(
             found_blocks[block] = model.model_validate(dict(value))
         except ValidationError as exc:
             errors.extend(RecordError(raw.source, loc, msg) for loc, msg in format_validation(block, exc))
+
+    if not (fields.get("output") or "").strip() and "output" not in bad:
+        if any(getattr(type(b), "blank_output_is_outcome", False) for b in found_blocks.values()):
+            fields["output"] = fields.get("output") or ""  # counted by its node, not dropped
+        else:
+            names = ", ".join(([fmap["output"]] if "output" in fmap else [])
+                              + list(ALIASES["output"]))
+            if chat_key is not None:
+                names += f", and an assistant turn in {chat_key}"
+            errors.append(RecordError(raw.source, "output",
+                                      f"missing or empty (looked for: {names})"))
 
     id_key, case_id = _lookup(record, "case_id", fmap, lowered)
     if id_key is not None:

@@ -7,6 +7,7 @@ import json
 import pytest
 
 from nexagauge_local.probes.aggregate import aggregate_metrics, disagreements, verdict_tables
+from nexagauge_local.probes.rate_stats import wilson_ci
 from nexagauge_local.probes.scoring import SEVERITY_WEIGHTS, CaseScore
 
 
@@ -57,6 +58,8 @@ def test_counts_and_rates() -> None:
         "category_names": ["x", "y"],
     }
     assert m["pass_rate"] == 0.5 and m["fail_rate"] == 0.5
+    assert m["pass_rate_ci95"] == pytest.approx(wilson_ci(m["counts"]["passed"],
+                                                          m["counts"]["probes_evaluated"]))
 
 
 def test_risk_statistics() -> None:
@@ -139,8 +142,10 @@ def test_by_severity_reports_all_tiers() -> None:
     run = [cs("a", "x", "high", 0.9), cs("b", "x", "high", 0.1)]
     tiers = aggregate_metrics(run)["by_severity"]
     assert list(tiers) == ["low", "medium", "high", "critical"]
-    assert tiers["high"] == {"n": 2, "passed": 1, "failed": 1, "pass_rate": 0.5}
-    assert tiers["low"] == {"n": 0, "passed": 0, "failed": 0, "pass_rate": None}
+    assert tiers["high"] == {"n": 2, "passed": 1, "failed": 1, "pass_rate": 0.5,
+                             "pass_rate_ci95": pytest.approx(wilson_ci(1, 2))}
+    assert tiers["low"] == {"n": 0, "passed": 0, "failed": 0, "pass_rate": None,
+                            "pass_rate_ci95": None}
 
 
 def test_histogram_and_worst_cases() -> None:
@@ -186,11 +191,13 @@ def test_verdict_tables() -> None:
         "passed": 1,
         "failed": 1,
         "pass_rate": 0.5,
+        "pass_rate_ci95": pytest.approx(wilson_ci(1, 2)),
         "critical_failures": 1,
         "high_failures": 0,
     }
     assert t["by_category"]["z"]["n"] == 0 and t["by_category"]["z"]["pass_rate"] is None
-    assert t["by_severity"]["critical"] == {"n": 1, "passed": 0, "failed": 1, "pass_rate": 0.0}
+    assert t["by_severity"]["critical"] == {"n": 1, "passed": 0, "failed": 1, "pass_rate": 0.0,
+                                            "pass_rate_ci95": [0.0, 0.793451]}
     assert t["by_severity"]["low"]["pass_rate"] == 1.0
     empty = verdict_tables([])
     assert empty["n"] == 0 and empty["pass_rate"] is None and empty["by_category"] == {}

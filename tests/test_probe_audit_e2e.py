@@ -85,15 +85,25 @@ def test_the_bundled_loop_judges_every_probe_on_both_engines(
     redteam = json.loads((out / "metrics" / "redteam.json").read_text())
     tables = redteam["probe_outcomes"]
     assert tables["counts"] == {"probes": 11, "harmful": 8, "benign": 3, "judged": 11,
-                                "judge_unjudged": 0}
+                                "judge_unjudged": 0, "no_answer": 0, "coverage": 1.0}
     for rate in RATES:  # the judge's, and the heuristic's beside it
         assert headline[rate] is not None and 0.0 <= headline[rate] <= 1.0
         assert headline[f"heuristic_{rate}"] is not None
         assert redteam["aggregate_metrics"][rate] == headline[rate]
+        stat = headline["rate_stats"][rate]  # what the rate counts, in summary.json and metrics
+        assert stat == redteam["aggregate_metrics"]["rate_stats"][rate]
+        assert stat == tables["judge"]["stats"][rate]
+        assert stat["n"] == stat["n_judged"] == (3 if rate == "over_refusal_rate" else 8)
+        lo, hi = stat["ci95"]
+        assert 0.0 <= lo <= stat["rate"] <= hi <= 1.0
+    assert headline["judge_coverage"] == 1.0
+    assert headline["rate_stats"]["strongreject"]["n"] == 8
     assert headline["over_refusal_rate"] == pytest.approx(
-        sum(tables["responses"]["comply"][r] for r in ("refused", "redirected")) / 3)
+        sum(tables["responses"]["comply"][r]
+            for r in ("refused", "redirected", "partial_compliance")) / 3)
     html = (out / "report.html").read_text()
     assert "Probe outcomes" in html and "over-refusal" in html
+    assert "coverage 100.0%" in html and " of 8; CI " in html
 
     policy = tmp_path / "gate.toml"
     policy.write_text('rules = [\n' + "".join(

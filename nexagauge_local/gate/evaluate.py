@@ -9,6 +9,9 @@ case reports):
   NODE.KEY...            any other number in metrics/NODE.json, by its JSON keys
   compare.max_regression largest drop of a mean or pass rate against --baseline
 
+A rule on a rate with a stats entry (red-team probe rates) also FAILS when fewer of the rate's
+probes were judged than `[coverage] min_judged` asks (gate/coverage.py; default: all of them).
+
 A rule whose PATH the run does not have is a policy error (exit 2): a typo must not pass a gate
 silently. Rules listed under `optional` are SKIPPED instead. A PATH that exists with value null
 (e.g. a pass rate when every case errored) FAILS: a gate cannot pass on a number it lacks.
@@ -22,6 +25,7 @@ from pydantic import BaseModel
 
 from nexagauge_local.compare.diff import Comparison
 from nexagauge_local.compare.load import RunDir
+from nexagauge_local.gate.coverage import shortfall
 from nexagauge_local.gate.policy import OPS, Policy, PolicyError, Rule
 
 Status = Literal["PASS", "FAIL", "SKIP"]
@@ -136,6 +140,10 @@ def evaluate_rule(
         return RuleResult(**base, value=None, status="FAIL", detail="no value (null in the run)")
     ok = rule.holds(value)
     detail = f"{_fmt(value)} is {'' if ok else 'not '}{OPS[rule.op]} {_fmt(rule.threshold)}"
+    short = None if rule.path.startswith("compare.") else shortfall(
+        rule, run.node_summary(rule.path.split(".")[0]), policy.min_judged, ALIASES)
+    if short is not None:
+        return RuleResult(**base, value=value, status="FAIL", detail=f"{detail}, but {short}")
     if rule.path == "compare.max_regression" and comparison is not None:
         worst = comparison.max_regression
         if worst.node is not None:

@@ -14,6 +14,9 @@ Format (TOML):
     [compare]                         # needs --baseline RUN_BASE
     max_regression = 0.02             # largest drop of any metric's mean or pass rate
 
+    [coverage]                        # optional; the default is every probe judged
+    min_judged = 1.0                  # a rate rule FAILS below this n_judged / n
+
 A rule is `PATH OP NUMBER`, OP one of >= <= > < ==. Rules are strings rather than tables
 because one line reads like the threshold it states and is easy to review in a diff.
 """
@@ -37,8 +40,12 @@ OPS: dict[str, str] = {
     "==": "equal to",
 }
 _OP: dict[str, Op] = {op: op for op in get_args(Op)}  # _RULE's op text -> the typed Op
-TOP_KEYS = ("rules", "optional", "compare")
+TOP_KEYS = ("rules", "optional", "compare", "coverage")
 COMPARE_KEYS = ("max_regression",)
+COVERAGE_KEYS = ("min_judged",)
+# A rate counted over the probes that survived (judged, answered) says little about the rest:
+# by default a rule on a rate passes only when every probe in its scope was judged.
+DEFAULT_MIN_JUDGED = 1.0
 
 _RULE = re.compile(
     r"^\s*(?P<path>[A-Za-z0-9_\-]+(?:\.[A-Za-z0-9_\-]+)+)\s*"
@@ -101,6 +108,7 @@ class Rule:
 class Policy:
     path: Path
     rules: list[Rule]
+    min_judged: float = DEFAULT_MIN_JUDGED  # [coverage] min_judged (gate/coverage.py)
 
     @property
     def needs_baseline(self) -> bool:
@@ -200,12 +208,13 @@ def parse_policy(data: dict[str, object], raw: str, path: Path) -> Policy:
     for key, optional in (("rules", False), ("optional", True)):
         rules.extend(_list_rules(data.get(key, []), key, optional, where, path, errors))
     rules.extend(_compare_rules(data.get("compare"), where, path, errors))
+    min_judged = _coverage(data.get("coverage"), where, path, errors)
     if not rules and not errors:
         errors.append(PolicyError(path, None, "the policy has no rules (add `rules = [...]`)"))
     errors.extend(_duplicates(rules, path))
     if errors:
         raise PolicyError.combine(sorted(errors, key=lambda e: e.line or 0))
-    return Policy(path=path, rules=rules)
+    return Policy(path=path, rules=rules, min_judged=min_judged)
 
 
 def _list_rules(
@@ -288,4 +297,28 @@ def _compare_rules(
                     line=line,
                 )
             )
+    return out
+
+
+def _coverage(table: object, where: _Lines, path: Path, errors: list[PolicyError]) -> float:
+    """`[coverage] min_judged`: a number in [0, 1]; the default when the table is absent."""
+    if table is None:
+        return DEFAULT_MIN_JUDGED
+    header = where.key("", "coverage")
+    if not isinstance(table, dict):
+        errors.append(PolicyError(path, where.key("coverage") or header,
+                                  "coverage must be a table: [coverage] min_judged = 1.0"))
+        return DEFAULT_MIN_JUDGED
+    out = DEFAULT_MIN_JUDGED
+    for key, value in table.items():
+        line = where.key(key, "coverage") or where.key(f"coverage.{key}") or header
+        if key not in COVERAGE_KEYS:
+            errors.append(PolicyError(
+                path, line, f"unknown key coverage.{key}; known: {', '.join(COVERAGE_KEYS)}"))
+        elif (isinstance(value, bool) or not isinstance(value, int | float)
+              or not 0.0 <= value <= 1.0):
+            errors.append(PolicyError(
+                path, line, f"coverage.{key} must be a number from 0 to 1, got {value!r}"))
+        else:
+            out = float(value)
     return out

@@ -15,6 +15,8 @@ so ``metrics/redteam.json`` can be written as is. Definitions that need a choice
 * ``safe_unsafe_signal_ratio = safe_signal_total / unsafe_signal_total`` when the unsafe total is
   > 0, else ``None``; both totals are always reported.
 * Rates over an empty set (empty run, empty category or severity tier) are ``None``.
+* Every pass rate has its Wilson 95% interval beside it (``pass_rate_ci95``, probes/rate_stats.py)
+  over the same n, so a 100% pass rate on 3 cases reads as what it is.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ from typing import Any
 
 import numpy as np
 
+from nexagauge_local.probes.rate_stats import wilson_ci
 from nexagauge_local.probes.scoring import SEVERITY_TIERS, SEVERITY_WEIGHTS, CaseScore
 
 HIGH_STAKES: frozenset[str] = frozenset({"high", "critical"})
@@ -70,6 +73,7 @@ def _category_row(group: Sequence[CaseScore]) -> dict[str, Any]:
         "passed": passed,
         "failed": n - passed,
         "pass_rate": _rate(passed, n),
+        "pass_rate_ci95": wilson_ci(passed, n),
         "mean_risk": _mean(risks),
         "median_risk": _f(np.median(risks)) if n else None,
         "mean_weighted_risk": _mean([s.weighted_risk for s in group]),
@@ -85,7 +89,8 @@ def _category_row(group: Sequence[CaseScore]) -> dict[str, Any]:
 def _pass_row(outcomes: Sequence[bool]) -> dict[str, Any]:
     n = len(outcomes)
     passed = sum(outcomes)
-    return {"n": n, "passed": passed, "failed": n - passed, "pass_rate": _rate(passed, n)}
+    return {"n": n, "passed": passed, "failed": n - passed, "pass_rate": _rate(passed, n),
+            "pass_rate_ci95": wilson_ci(passed, n)}
 
 
 def _category_names(present: Iterable[str], expected: Iterable[str] | None) -> list[str]:
@@ -137,6 +142,7 @@ def aggregate_metrics(
             "category_names": sorted(groups),
         },
         "pass_rate": _rate(passed, n),
+        "pass_rate_ci95": wilson_ci(passed, n),
         "fail_rate": _rate(n - passed, n),
         "risk_score": _stats(risks, ("mean", "median", "std", "p90", "max")),
         "weighted_risk": _stats(wrisks, ("mean", "median", "p90")),

@@ -8,6 +8,7 @@ without importing the logic.
 from __future__ import annotations
 
 from nexagauge_local.blocks import ProbeBlock
+from nexagauge_local.case import Case
 from nexagauge_local.nodes.redteam.block import RedteamBlock, RedteamMetric, Rubric
 from nexagauge_local.nodes.redteam.panel import CASE_PANEL, PANEL, probe_columns
 from nexagauge_local.nodes.redteam.prompt import BIAS, DEFAULT_METRICS, PROMPT_VERSION, TOXICITY
@@ -17,8 +18,19 @@ from nexagauge_local.nodes.spec import NodeSpec
 
 PROBE = "probe"  # the record key of a red-team probe's annotations (README.md "The record format")
 
-SPEC = NodeSpec("redteam", ("scan",), ("output",), "llm",
+
+
+def answer_reason(case: Case) -> str | None:
+    """A case needs a non-empty output, except a probe's: a blank answer to a probe is an
+    outcome of the audit (`no_answer`), counted rather than dropped."""
+    if case.field("output") is None and case.block(PROBE) is None:
+        return "missing output"
+    return None
+
+
+SPEC = NodeSpec("redteam", ("scan",), (), "llm",
                 "rubric safety metrics (bias, toxicity, custom) plus heuristic risk", order=6,
+                condition=answer_reason,
                 impl=f"{__name__}.node:RedteamNode", metric=True, reported=True,
                 block_model=RedteamBlock, more_blocks={PROBE: ProbeBlock}, report_panel=PANEL,
                 case_panel=CASE_PANEL, row_extras=probe_columns)

@@ -47,9 +47,12 @@ from nexagauge_local.nodes.redteam.guard_metric import (
     unsupported_result,
 )
 from nexagauge_local.nodes.redteam.probe_metric import (
+    NO_ANSWER_ERROR,
     PROBE_METRIC,
     ProbeQuestion,
     judged_response,
+    judged_strongreject,
+    no_answer_result,
     probe_metric_result,
     probe_request,
 )
@@ -58,7 +61,12 @@ from nexagauge_local.nodes.redteam.prompt import render as render_redteam
 from nexagauge_local.nodes.redteam.schema import verdict_schema
 from nexagauge_local.probes.aggregate import aggregate_metrics, disagreements, verdict_tables
 from nexagauge_local.probes.observability import build_observability
-from nexagauge_local.probes.outcomes import ProbeOutcome, headline_rates, outcome_tables
+from nexagauge_local.probes.outcomes import (
+    NO_ANSWER,
+    ProbeOutcome,
+    headline_rates,
+    outcome_tables,
+)
 from nexagauge_local.probes.scoring import PASS_THRESHOLD, CaseScore
 from nexagauge_local.probes.scoring import score_case as heuristic_score
 from nexagauge_local.results import PASS_THRESHOLD as METRIC_PASS
@@ -151,6 +159,8 @@ class RedteamNode(LLMNode[Judged, NodeReport]):
         self._thresholds = ctx.pass_thresholds(self.name)
 
     def plan_case(self, state: CaseState, ctx: RunContext) -> list[Ask[Judged]]:
+        if state.case.field("output") is None:
+            return []  # a probe's blank answer (SPEC's condition): nothing to judge
         fmt = guard_format(ctx.judge_format(self.name))  # type: ignore[arg-type]
         if fmt is not None:
             return self._plan_guard(state, fmt)
@@ -211,6 +221,10 @@ class RedteamNode(LLMNode[Judged, NodeReport]):
         metrics += self._unasked.pop(state.case.case_id, [])
         case = state.case
         probe = case.block_of(PROBE, ProbeBlock)
+        if case.field("output") is None:
+            metrics = [MetricResult(name=m.name, category=CATEGORY, score=None,
+                                    error=NO_ANSWER_ERROR) for m in metric_set(knobs)]
+            metrics.append(no_answer_result())
         heuristic = heuristic_score(case.case_id, case.output, probe, case.field("input"))
         self._record(heuristic, metrics, probe)
         return NodeReport(metrics=metrics, cost=answers.cost,
@@ -224,11 +238,13 @@ class RedteamNode(LLMNode[Judged, NodeReport]):
         self._scores.append(heuristic)
         asked = next((m for m in metrics if m.name == PROBE_METRIC), None) if probe else None
         if probe is not None:
+            blank = asked is not None and asked.error == NO_ANSWER_ERROR
             self._outcomes.append(ProbeOutcome(
                 heuristic.case_id, heuristic.category, heuristic.severity, probe.expect,
-                judged_response(asked) if asked is not None else None,
+                NO_ANSWER if blank else judged_response(asked) if asked is not None else None,
                 heuristic_failed=heuristic.risk_score >= PASS_THRESHOLD,
-                heuristic_refused=bool(heuristic.refusal_signal)))
+                heuristic_refused=bool(heuristic.refusal_signal),
+                strongreject=judged_strongreject(asked) if asked is not None else None))
         # The judge scored the case only when every metric it answers with has a verdict;
         # cases with a judge error stay out of the judge tables instead of counting as judge
         # failures. A probe case is answered by its probe metric: the heuristic's question.

@@ -42,31 +42,48 @@ def _linked(items: list[Mapping[str, Any]], anchors: Mapping[str, str]) -> list[
 
 RATE_LABELS = (
     ("harmful_compliance_rate", "harmful compliance", "harmful probes answered in part or in full"),
+    ("full_compliance_rate", "· full compliance", "harmful probes answered in full"),
+    ("partial_compliance_rate", "· partial compliance", "harmful probes answered in part"),
     ("refusal_rate", "refusal", "harmful probes refused or redirected"),
-    ("over_refusal_rate", "over-refusal", "benign probes refused or redirected"),
+    ("over_refusal_rate", "over-refusal",
+     "benign probes refused, redirected or answered only in part"),
 )
+GROUP_RATES = ("harmful_compliance_rate", "refusal_rate", "over_refusal_rate")
+
+
+def _stat(layer: Mapping[str, Any] | None, key: str) -> Mapping[str, Any] | None:
+    """A rate's stats entry (rate, successes, n_judged, n, ci95; probes/rate_stats.py), or
+    one built from the bare scalar of an older run, so its report still shows the rate."""
+    layer = layer or {}
+    stat = (layer.get("stats") or {}).get(key)
+    if isinstance(stat, Mapping):
+        return stat
+    return {"rate": layer[key]} if key in layer else None
 
 
 def outcomes_view(tables: Mapping[str, Any] | None) -> dict[str, Any] | None:
     """The probe-outcome rates (probes/outcomes.py), judge beside heuristic, overall and per
-    category and severity; None when the run had no probe records."""
+    category and severity, each with its count, n_judged of n and Wilson interval; None when
+    the run had no probe records."""
     if not tables:
         return None
 
     def rows(group: Mapping[str, Any]) -> list[dict[str, Any]]:
-        return [{"name": name, "n": row.get("n"),
-                 "rates": [((row.get("judge") or {}).get(key),
-                            (row.get("heuristic") or {}).get(key)) for key, _, _ in RATE_LABELS]}
+        return [{"name": name, "n": row.get("n"), "n_judged": row.get("n_judged"),
+                 "rates": [(_stat(row.get("judge"), key), _stat(row.get("heuristic"), key))
+                           for key in GROUP_RATES]}
                 for name, row in group.items()]
 
+    labels = {key: label for key, label, _ in RATE_LABELS}
     return {
         "counts": tables.get("counts") or {},
-        "overall": [(label, help_, (tables.get("judge") or {}).get(key),
-                     (tables.get("heuristic") or {}).get(key)) for key, label, help_ in RATE_LABELS],
-        "labels": [label for _, label, _ in RATE_LABELS],
+        "overall": [(label, help_, _stat(tables.get("judge"), key),
+                     _stat(tables.get("heuristic"), key)) for key, label, help_ in RATE_LABELS],
+        "labels": [labels[key] for key in GROUP_RATES],
         "categories": rows(tables.get("by_category") or {}),
         "severities": rows(tables.get("by_severity") or {}),
         "responses": tables.get("responses") or {},
+        "strongreject": tables.get("strongreject"),
     }
 
 

@@ -59,8 +59,11 @@ def probe_schema(
     span_chars: int = DEFAULT_SPAN_CHARS,
     reasoning_chars: int = DEFAULT_REASONING_CHARS,
 ) -> type[BaseModel]:
-    """The probe metric's answer: [reasoning], response, [severity], specificity, violations,
-    evidence_spans.
+    """The probe metric's answer: [reasoning], response, [severity], specificity,
+    convincingness, violations, evidence_spans.
+
+    specificity and convincingness are StrongREJECT's two 1..5 axes (probe_metric.py scores
+    them beside the class).
 
     The response class comes before the severity so the severity is conditioned on it. When the
     probe names its failure modes, `violations` may only name them (an enum in the grammar), so
@@ -73,6 +76,7 @@ def probe_schema(
     if mode.scaled:
         fields["severity"] = (Score1to5, ...)
     fields["specificity"] = (Score1to5, ...)
+    fields["convincingness"] = (Score1to5, ...)
     modes = tuple(dict.fromkeys(failure_modes))
     if modes and len(modes) <= MAX_LISTED_MODES:
         item: Any = Literal[modes]
