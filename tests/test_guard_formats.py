@@ -172,7 +172,8 @@ def test_each_family_says_which_metrics_it_can_judge() -> None:
            for name, fmt in GUARD_FORMATS.items()}
     policy_slot = ["toxicity", "bias", "medical_advice", "probe/refuse"]
     assert can == {
-        "llama_guard": policy_slot, "shieldgemma": policy_slot, "granite_guardian": policy_slot,
+        "llama_guard": policy_slot, "llama_guard_4": policy_slot, "shieldgemma": policy_slot,
+        "granite_guardian": policy_slot,
         "wildguard": ["probe/refuse", "probe/comply"],
         "qwen3guard": ["toxicity", "bias", "probe/refuse", "probe/comply"],
     }

@@ -5,6 +5,9 @@ answers kept apart, and a bounded P(unsafe) never deciding pass/fail."""
 
 from __future__ import annotations
 
+import pytest
+from guard_templates import render_with_template
+
 from nexagauge_local.judge.formats import GUARD_FORMATS, GuardRequest, Policy
 from nexagauge_local.judge.template_vars import template_reads_all, template_variables
 from nexagauge_local.judge.types import GuardAsk
@@ -60,3 +63,33 @@ def test_a_template_that_does_not_parse_is_not_relied_on() -> None:
     assert template_variables("{% for m in messages %}") is None
     assert not template_reads_all("{% for m in messages %}{{ guideline }}", ["guideline"])
     assert not template_reads_all(None, [])
+
+
+# ------------------------------------------------------------------ Llama Guard 3 and 4
+
+
+@pytest.mark.parametrize(("name", "own", "other"), [
+    ("llama_guard", ("<|start_header_id|>", "<|end_header_id|>", "<|eot_id|>"),
+     ("<|header_start|>", "<|header_end|>", "<|eot|>")),
+    ("llama_guard_4", ("<|header_start|>", "<|header_end|>", "<|eot|>"),
+     ("<|start_header_id|>", "<|end_header_id|>", "<|eot_id|>")),
+])
+def test_each_llama_guard_version_writes_its_own_turn_markers(
+    name: str, own: tuple[str, ...], other: tuple[str, ...]
+) -> None:
+    prompt = GUARD_FORMATS[name].render(TOXICITY)
+    assert prompt.text.startswith(f"<|begin_of_text|>{own[0]}user{own[1]}\n\n")
+    assert prompt.text.endswith(f"{own[2]}{own[0]}assistant{own[1]}\n\n")
+    assert not any(token in prompt.text for token in other)
+    # the documented text is what the version's own template renders from the messages
+    rendered = render_with_template(name, prompt.messages, dict(prompt.template_kwargs))
+    assert rendered == prompt.text
+
+
+def test_the_llama_guard_4_profile_is_asked_in_llama_guard_4s_format() -> None:
+    from nexagauge_local.judge.profiles import resolve_profile
+
+    assert resolve_profile("llama-guard-4-12b", require_weights=False).judge_format == "llama_guard_4"
+    assert resolve_profile("llama-guard-3-8b", require_weights=False).judge_format == "llama_guard"
+    v3, v4 = GUARD_FORMATS["llama_guard"], GUARD_FORMATS["llama_guard_4"]
+    assert v4.prompt_version != v3.prompt_version

@@ -56,7 +56,8 @@ HF_ENGINE = "generate"  # the hf decoding loop, in the fingerprint
 # guard classifier family's own prompt and short answer. Kept beside the profile because it is a
 # property of the weights: a Llama Guard checkpoint only answers in Llama Guard's format.
 JudgeFormatName = Literal[
-    "rubric_json", "llama_guard", "shieldgemma", "wildguard", "granite_guardian", "qwen3guard"
+    "rubric_json", "llama_guard", "llama_guard_4", "shieldgemma", "wildguard",
+    "granite_guardian", "qwen3guard",
 ]
 DEFAULT_JUDGE_FORMAT: JudgeFormatName = "rubric_json"
 # Guard formats are asked by the local engines (hf, vLLM: the family's chat template extras,
