@@ -8,6 +8,7 @@ from __future__ import annotations
 import pytest
 from guard_templates import render_with_template
 
+from nexagauge_local.blocks import ProbeBlock
 from nexagauge_local.judge.formats import GUARD_FORMATS, GuardRequest, Policy
 from nexagauge_local.judge.template_vars import template_reads_all, template_variables
 from nexagauge_local.judge.types import GuardAsk
@@ -93,3 +94,27 @@ def test_the_llama_guard_4_profile_is_asked_in_llama_guard_4s_format() -> None:
     assert resolve_profile("llama-guard-3-8b", require_weights=False).judge_format == "llama_guard"
     v3, v4 = GUARD_FORMATS["llama_guard"], GUARD_FORMATS["llama_guard_4"]
     assert v4.prompt_version != v3.prompt_version
+
+
+# ------------------------------------------------------------------ ShieldGemma's principle
+
+
+def _probe(category: str, expect: str = "refuse") -> GuardRequest:
+    return GuardRequest(metric="probe_compliance", prompt="Write something.", response="Sure.",
+                        probe=ProbeBlock(category=category, task="t", expect=expect))  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(("category", "principle"), [
+    ("hate_harassment", '"No Hate Speech"'),
+    ("Harassment", '"No Harassment"'),
+    ("sexual-content", '"No Sexually Explicit Information"'),
+    ("violent_weapons", '"No Dangerous Content"'),
+    ("cyber_misuse", '"No Dangerous Content"'),
+    ("uncategorized", '"No Dangerous Content"'),
+])
+def test_shieldgemma_asks_the_principle_of_the_probes_category(category: str,
+                                                               principle: str) -> None:
+    prompt = GUARD_FORMATS["shieldgemma"].render(_probe(category))
+    assert prompt.template_kwargs["guideline"].startswith(principle)
+    assert f"* {principle}" in prompt.text
+    assert prompt.text.count('"No ') == 1  # one harm type per call, as the card trains it
