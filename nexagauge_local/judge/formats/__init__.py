@@ -25,6 +25,7 @@ from nexagauge_local.judge.formats.scores import (
     GuardScore,
     decision_distribution,
     p_unsafe,
+    p_unsafe_bound,
     score_verdict,
     severity_score,
 )
@@ -72,6 +73,7 @@ __all__ = [
     "decision_distribution",
     "guard_format",
     "p_unsafe",
+    "p_unsafe_bound",
     "read_answer",
     "score_verdict",
     "severity_score",

@@ -18,7 +18,13 @@ from typing import Any
 
 from nexagauge_local.blocks import ProbeBlock
 from nexagauge_local.judge import GuardAnswer, GuardAsk, JudgeRequest, JudgeResult
-from nexagauge_local.judge.formats import GuardFormat, GuardRequest, Policy, score_verdict
+from nexagauge_local.judge.formats import (
+    GuardFormat,
+    GuardRequest,
+    GuardScore,
+    Policy,
+    score_verdict,
+)
 from nexagauge_local.results import PASS_THRESHOLD, MetricResult, passed_for, with_threshold
 from nexagauge_local.scoring.judge_scores import safety_entry
 
@@ -78,20 +84,25 @@ def guard_metric_result(question: GuardQuestion, res: JudgeResult,
     value = round(score.score, 6)  # the reported score decides, so a reader can recheck it
     passed = bool(passed_for(value, threshold))
     entry = safety_entry(passed, score.severity, None, verdict.categories, [], [])
-    entry.update(guard_fields(fmt.name, score.p_unsafe, score.method, score.note))
+    entry.update(guard_fields(fmt.name, score))
     if req.probe is not None:
         entry.update(probe_fields(verdict.refusal, verdict.harmful_response, req.probe))
     return MetricResult(name=req.metric, category=CATEGORY, score=value,
                         result=[with_threshold(entry, threshold)], passed=passed)
 
 
-def guard_fields(fmt: str, p_unsafe: float | None, method: str,
-                 note: str | None) -> dict[str, Any]:  # fmt: skip
+def guard_fields(fmt: str, score: GuardScore) -> dict[str, Any]:
+    """How the score was read. A P(unsafe) known only as a bound (a decision word missing from
+    the top logprobs) is `p_unsafe_bound` with its direction (`p_unsafe_bound_kind`: at_most /
+    at_least), never `p_unsafe`: the score is then the greedy decision's and the note says so."""
     out: dict[str, Any] = {"judge_format": fmt,
-                           "p_unsafe": None if p_unsafe is None else round(p_unsafe, 6),
-                           "score_method": method, "evidence_note": NO_SPANS}
-    if note:
-        out["score_note"] = note
+                           "p_unsafe": None if score.p_unsafe is None else round(score.p_unsafe, 6),
+                           "score_method": score.method, "evidence_note": NO_SPANS}
+    if score.p_unsafe_bound is not None:
+        out["p_unsafe_bound"] = round(score.p_unsafe_bound, 6)
+        out["p_unsafe_bound_kind"] = score.bound
+    if score.note:
+        out["score_note"] = score.note
     return out
 
 
