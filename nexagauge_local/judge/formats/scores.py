@@ -147,7 +147,13 @@ def p_unsafe_bound(
     if dist is None or not dist[1]:
         return None
     probs, missing = dist
-    return probs["unsafe"], "at_most" if "unsafe" in missing else "at_least"
+    return probs["unsafe"], _bound_kind(missing)
+
+
+def _bound_kind(missing: frozenset[str]) -> Bound:
+    """The unsafe word missing (set to its upper bound): P(unsafe) is at most the value; a
+    safe side missing: at least."""
+    return "at_most" if "unsafe" in missing else "at_least"
 
 
 def _decision_score(verdict: GuardVerdict, point: DecisionPoint, note: str) -> GuardScore:
@@ -173,7 +179,7 @@ def score_verdict(
     if missing:  # only a bound: the greedy decision scores, the bound is reported beside it
         decided = _decision_score(verdict, point, BOUNDED)
         return replace(decided, method="logprob_bounded", p_unsafe_bound=probs["unsafe"],
-                       bound="at_most" if "unsafe" in missing else "at_least")
+                       bound=_bound_kind(missing))
     method: ScoreMethod = "logprob"
     if point.middle:
         expected = (probs["safe"] * LEVEL_SEVERITY["safe"]
