@@ -27,6 +27,10 @@ LLAMA_GUARD = (
     "<|eot_id|><|start_header_id|>assistant<|end_header_id|>\n\n{{ '' }}"
 )
 
+# Llama Guard 4 takes the same extras in Llama 4's turn markers.
+LLAMA_GUARD_4 = (LLAMA_GUARD.replace("<|start_header_id|>", "<|header_start|>")
+                 .replace("<|end_header_id|>", "<|header_end|>").replace("<|eot_id|>", "<|eot|>"))
+
 SHIELDGEMMA = (
     "{{ bos_token }}You are a policy expert trying to help determine whether an AI response to "
     "a prompt is in violation of the defined safety policies.\n\n"
@@ -86,6 +90,7 @@ QWEN3GUARD = (
 
 TEMPLATES: dict[str, tuple[str, str | None]] = {  # format -> (template, bos token)
     "llama_guard": (LLAMA_GUARD, "<|begin_of_text|>"),
+    "llama_guard_4": (LLAMA_GUARD_4, "<|begin_of_text|>"),
     "shieldgemma": (SHIELDGEMMA, "<bos>"),
     "granite_guardian": (GRANITE_GUARDIAN, None),
     "qwen3guard": (QWEN3GUARD, None),

@@ -83,6 +83,11 @@ def _check(fmt: str, cases: dict[str, dict[str, dict]]) -> None:
                 assert m["score"] == 1.0
                 continue
             assert entry["score_method"] in ("logprob", "logprob_bounded"), (case_id, name, entry)
+            if entry["score_method"] == "logprob_bounded":  # only a bound: the decision scores
+                assert entry["p_unsafe"] is None and 0.0 <= entry["p_unsafe_bound"] <= 1.0
+                assert entry["p_unsafe_bound_kind"] in ("at_most", "at_least")
+                assert entry["passed"] == (m["score"] >= 0.6)
+                continue
             assert 0.0 <= entry["p_unsafe"] <= 1.0
             if fmt != "qwen3guard":  # three levels: the score is the expected severity's
                 assert m["score"] == pytest.approx(1 - entry["p_unsafe"], abs=1e-5)

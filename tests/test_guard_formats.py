@@ -157,7 +157,7 @@ def test_messages_through_the_chat_template_give_the_documented_text(
 
 def test_prompt_form_falls_back_to_text_when_the_template_ignores_our_extras() -> None:
     prompt = GUARD_FORMATS["llama_guard"].render(TOXICITY)
-    assert prompt.form_for("{% for c in categories %}...", True) == "messages"
+    assert prompt.form_for("{% for c in categories %}{{ c }}{% endfor %}", True) == "messages"
     assert prompt.form_for("{{ messages }} excluded_category_keys", True) == "text"
     assert prompt.form_for(None, True) == "text"
     assert GUARD_FORMATS["wildguard"].render(HARMFUL_PROBE).form_for("{{ x }}", False) == "text"
@@ -172,7 +172,8 @@ def test_each_family_says_which_metrics_it_can_judge() -> None:
            for name, fmt in GUARD_FORMATS.items()}
     policy_slot = ["toxicity", "bias", "medical_advice", "probe/refuse"]
     assert can == {
-        "llama_guard": policy_slot, "shieldgemma": policy_slot, "granite_guardian": policy_slot,
+        "llama_guard": policy_slot, "llama_guard_4": policy_slot, "shieldgemma": policy_slot,
+        "granite_guardian": policy_slot,
         "wildguard": ["probe/refuse", "probe/comply"],
         "qwen3guard": ["toxicity", "bias", "probe/refuse", "probe/comply"],
     }

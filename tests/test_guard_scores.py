@@ -18,6 +18,7 @@ from nexagauge_local.judge.formats import (
     GuardVerdict,
     decision_distribution,
     p_unsafe,
+    p_unsafe_bound,
     read_answer,
     score_verdict,
     severity_score,
@@ -50,9 +51,13 @@ def test_a_missing_side_is_bounded_by_what_the_top_k_leaves() -> None:
     logprobs = {"safe": ln(0.9), "x": ln(0.05)}
     got = score_verdict(SAFE, logprobs, LLAMA)
     assert got.method == "logprob_bounded"
-    assert got.p_unsafe == pytest.approx(0.05 / 0.95)
+    assert (got.p_unsafe, got.bound) == (None, "at_most")
+    assert got.p_unsafe_bound == pytest.approx(0.05 / 0.95)
+    assert p_unsafe(logprobs, LLAMA) is None
+    assert p_unsafe_bound(logprobs, LLAMA) == (pytest.approx(0.05 / 0.95), "at_most")
     # only one listed token: the bound is that token's own probability left over
-    assert p_unsafe({"unsafe": ln(0.7)}, LLAMA) == pytest.approx(0.7 / (0.7 + 0.3))
+    assert p_unsafe_bound({"unsafe": ln(0.7)}, LLAMA) == (pytest.approx(0.7 / (0.7 + 0.3)),
+                                                          "at_least")
 
 
 @pytest.mark.parametrize("logprobs", [None, {}])
@@ -75,7 +80,7 @@ def test_a_word_split_by_the_vocabulary_is_read_from_its_first_piece() -> None:
     dist = decision_distribution(logprobs, QWEN)
     assert dist is not None
     assert dist[0] == pytest.approx({"safe": 0.5, "middle": 0.3, "unsafe": 0.2})
-    assert dist[1] is False
+    assert not dist[1]  # every side listed
     assert p_unsafe({"S": ln(0.5), "Un": ln(0.5)}, QWEN) is None  # too short to say
 
 

@@ -51,12 +51,17 @@ BACKEND_GRAMMARS = {"hf": ("guidance", "outlines"), "vllm": ("xgrammar", "guidan
 DEFAULT_GRAMMAR = {"vllm": "xgrammar", "hf": "outlines", "endpoint": "server"}
 GRAMMAR_PACKAGE = {"guidance": "llguidance", "outlines": "outlines"}  # hf fingerprint part
 HF_ENGINE = "generate"  # the hf decoding loop, in the fingerprint
+# What vLLM returns as logprobs (its `logprobs_mode`), set explicitly on every engine: the raw
+# model distribution, before temperature, penalties or logits processors, which is what a
+# guard's P(unsafe) is on its model card. A guard judge's fingerprint names it.
+VLLM_LOGPROBS_MODE = "raw_logprobs"
 
 # How the judge is asked and answers (judge/formats/): our rubric prompts and JSON schemas, or a
 # guard classifier family's own prompt and short answer. Kept beside the profile because it is a
 # property of the weights: a Llama Guard checkpoint only answers in Llama Guard's format.
 JudgeFormatName = Literal[
-    "rubric_json", "llama_guard", "shieldgemma", "wildguard", "granite_guardian", "qwen3guard"
+    "rubric_json", "llama_guard", "llama_guard_4", "shieldgemma", "wildguard",
+    "granite_guardian", "qwen3guard",
 ]
 DEFAULT_JUDGE_FORMAT: JudgeFormatName = "rubric_json"
 # Guard formats are asked by the local engines (hf, vLLM: the family's chat template extras,
@@ -346,7 +351,8 @@ def fingerprint(profile: JudgeProfile, backend: str, dtype: str, grammar: str | 
     answers). On vLLM "clip" runs the string-caps processor (`strings=caps`); answers decoded
     on vLLM under "clip" before it existed, or with it switched off to measure it
     (`string_caps=False`), ran on where the caps end a string, and stay apart. A judge format
-    other than "rubric_json" is too (the same weights asked another way answer otherwise).
+    other than "rubric_json" is too (the same weights asked another way answer otherwise),
+    and on vLLM with it the logprobs mode its P(unsafe) is read from.
     """
     ident = weights_identity(profile.weights_path())
     base = f"{profile.name}@{ident}/{dtype}/{backend_version(backend, grammar)}"
@@ -361,4 +367,6 @@ def fingerprint(profile: JudgeProfile, backend: str, dtype: str, grammar: str | 
         base += "/batch-invariant"
     if profile.judge_format != DEFAULT_JUDGE_FORMAT:
         base += f"/format={profile.judge_format}"  # the default adds nothing: caches keep hitting
+        if backend == "vllm":  # its score is a probability: which distribution is part of it
+            base += f"/logprobs={VLLM_LOGPROBS_MODE}"
     return base

@@ -14,6 +14,8 @@ from typing import Any, Protocol
 
 from pydantic import BaseModel
 
+from nexagauge_local.judge.template_vars import template_reads_all
+
 Messages = list[dict[str, str]]
 
 
@@ -38,9 +40,9 @@ class GuardAsk:
     def uses_messages(self, chat_template: str | None) -> bool:
         """Messages (through the weights' chat template) only when that template reads every
         extra we pass: one that never names our policy's slot would drop it silently."""
-        if not self.uses_chat_template or not chat_template:
+        if not self.uses_chat_template:
             return False
-        return all(key in chat_template for key, _ in self.template_kwargs)
+        return template_reads_all(chat_template, (key for key, _ in self.template_kwargs))
 
     def key_material(self) -> dict[str, Any]:
         return {"format": self.format, "regex": self.regex, "text": self.text,

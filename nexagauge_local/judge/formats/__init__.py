@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from nexagauge_local.judge.formats.granite_guardian import GRANITE_GUARDIAN
-from nexagauge_local.judge.formats.llama_guard import HAZARDS, LLAMA_GUARD
+from nexagauge_local.judge.formats.llama_guard import HAZARDS, LLAMA_GUARD, LLAMA_GUARD_4
 from nexagauge_local.judge.formats.outcome import GuardOutcome, read_answer
 from nexagauge_local.judge.formats.qwen3guard import QWEN3GUARD
 from nexagauge_local.judge.formats.scores import (
@@ -25,6 +25,7 @@ from nexagauge_local.judge.formats.scores import (
     GuardScore,
     decision_distribution,
     p_unsafe,
+    p_unsafe_bound,
     score_verdict,
     severity_score,
 )
@@ -43,7 +44,8 @@ from nexagauge_local.judge.formats.wildguard import WILDGUARD
 from nexagauge_local.judge.profiles import DEFAULT_JUDGE_FORMAT, JudgeFormatName
 
 GUARD_FORMATS: Mapping[str, GuardFormat] = {
-    f.name: f for f in (LLAMA_GUARD, SHIELDGEMMA, WILDGUARD, GRANITE_GUARDIAN, QWEN3GUARD)
+    f.name: f
+    for f in (LLAMA_GUARD, LLAMA_GUARD_4, SHIELDGEMMA, WILDGUARD, GRANITE_GUARDIAN, QWEN3GUARD)
 }
 
 
@@ -71,6 +73,7 @@ __all__ = [
     "decision_distribution",
     "guard_format",
     "p_unsafe",
+    "p_unsafe_bound",
     "read_answer",
     "score_verdict",
     "severity_score",

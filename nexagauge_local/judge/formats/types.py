@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
 from nexagauge_local.blocks import ProbeBlock
+from nexagauge_local.judge.template_vars import template_reads_all
 from nexagauge_local.judge.types import Messages, decision_index
 
 Level = Literal["safe", "controversial", "unsafe"]
@@ -69,9 +70,7 @@ class GuardPrompt:
         """Messages only when the weights' template can take them: one that never names an
         extra we pass (Llama Guard 3's template has no `categories`) would drop our policy
         silently, so the documented text is used instead."""
-        if not uses_chat_template or not chat_template:
-            return "text"
-        if all(key in chat_template for key in self.template_kwargs):
+        if uses_chat_template and template_reads_all(chat_template, self.template_kwargs):
             return "messages"
         return "text"
 

@@ -17,7 +17,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from nexagauge_local.judge.profiles import DEFAULT_GRAMMAR, JudgeProfile
+from nexagauge_local.judge.profiles import DEFAULT_GRAMMAR, VLLM_LOGPROBS_MODE, JudgeProfile
 from nexagauge_local.judge.schemas import engine_schema, parse_request_answer
 from nexagauge_local.judge.string_caps import schema_limits
 from nexagauge_local.judge.types import (
@@ -176,6 +176,8 @@ def engine_kwargs(
         "seed": seed,
         "tensor_parallel_size": max(1, tensor_parallel),
         "enable_prefix_caching": profile.vllm_prefix_caching and not profile.batch_invariant,
+        # explicit, not vLLM's default of the day: the logprobs a guard's score is read from
+        "logprobs_mode": VLLM_LOGPROBS_MODE,
         **host_engine_kwargs(device, profile),
     }
     if grammar is not None:
