@@ -152,3 +152,8 @@ def test_the_command_prints_the_cross_validated_f1_and_the_warning(tmp_path: Pat
     n_fail = sum(fail)
     assert (f"warning: redteam.toxicity: 24 labels ({n_fail} fail, {24 - n_fail} pass): fewer "
             "than 50 labels") in res.output
+    html = (run / "report.html").read_text()
+    section = html[html.index('<section id="agreement">'):]
+    section = section[: section.index("</section>")]
+    assert "cross-validated F1" in section and f"{ranking['cv_f1']:.3f}" in section
+    assert "<b>Warning:</b> redteam.toxicity: 24 labels" in section
