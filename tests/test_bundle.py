@@ -230,7 +230,8 @@ def test_manifest_split_and_join_round_trip(bundle_dir: Path) -> None:
     files = {f["path"]: f for f in data["files"]}
     assert set(files) == {"wheels/nexagauge_local-0.1.0-py3-none-any.whl",
                           "wheels/vllm-0.26.0-py3-none-any.whl",
-                          "wheels/tinydep-1.2-py3-none-any.whl", "weights/myjudge/judge.gguf"}
+                          "wheels/tinydep-1.2-py3-none-any.whl", "weights/myjudge/judge.gguf",
+                          "install.sh"}
     gguf = files["weights/myjudge/judge.gguf"]
     assert gguf["kind"] == "weights" and gguf["size"] == 250 * KiB
     assert [p["size"] for p in gguf["parts"]] == [100 * KiB, 100 * KiB, 50 * KiB]
@@ -295,7 +296,7 @@ def _install(bundle_dir: Path, *args: str) -> subprocess.CompletedProcess[str]:
 def test_install_sh_verifies_joins_and_installs(bundle_dir: Path, tmp_path: Path) -> None:
     proc = _install(bundle_dir, "--dry-run", "--target", str(tmp_path / "site"))
     assert proc.returncode == 0, proc.stderr
-    assert "4 files verified (sha256), 2 joined from parts" in proc.stdout
+    assert "5 files verified (sha256), 2 joined from parts" in proc.stdout
     # into a folder pip ignores what is installed: exactly the bundle's wheels, --no-deps
     assert (f"would run: {sys.executable} -m pip install --no-index --find-links "
             f"{bundle_dir}/wheels --no-deps --target {tmp_path}/site "
@@ -351,7 +352,7 @@ def test_install_sh_really_installs_offline(tmp_path: Path) -> None:
 def test_verify_exit_codes(bundle_dir: Path, tmp_path: Path) -> None:
     runner = CliRunner()
     ok = runner.invoke(main, ["bundle", "verify", str(bundle_dir)])
-    assert ok.exit_code == 0 and "4 files match MANIFEST.json" in ok.output
+    assert ok.exit_code == 0 and "5 files match MANIFEST.json" in ok.output
     part = bundle_dir / "weights/myjudge/judge.gguf.part000"
     part.write_bytes(b"x" + part.read_bytes()[1:])
     bad = runner.invoke(main, ["bundle", "verify", str(bundle_dir)])

@@ -383,3 +383,52 @@ def test_a_batch_failing_everywhere_becomes_errors_never_dropped(
     assert info["retried_batches"] == 2 and info["failed_requests"] == len(failed)
     assert sum(w["failed_batches"] for w in info["workers"]) == 3
     assert info["workers_lost"] == 0
+
+
+# ---------------------------------------------------------------- a pool that cannot start
+
+
+@pytest.mark.slow
+def test_a_pool_that_cannot_start_is_a_set_up_error_exit_2(
+    dataset: Path, tiny_judge_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A vLLM judge on a CPU-only cluster: no worker can hold it, no request is answered, so the
+    run stops with one line and exit 2 (as any judge that cannot start), not "judge failed" in
+    every metric and exit 3."""
+    out, cache = tmp_path / "out", tmp_path / "cache"
+    args = [
+        "run", "redteam", "--input", str(dataset), "--output-dir", str(out), "-q",
+        "--model", str(tiny_judge_dir), "--backend", "vllm", "--cache-dir", str(cache),
+        "--cluster", "local?cpus_per_worker=1",
+    ]
+    monkeypatch.setenv("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "0")  # loopback only, as above
+    proc = _cli(args)
+    stdout, stderr = proc.communicate(timeout=240)
+    assert proc.returncode == 2, f"{stdout}\n{stderr}"
+    lines = [ln for ln in stderr.splitlines() if ln.strip()]
+    said = [ln for ln in lines if "could not start" in ln]
+    assert len(said) == 1, stderr
+    assert "the cluster has 0 GPU(s); the vllm judge needs 1 per worker" in said[0]
+    assert "Traceback" not in stderr
+    written = " ".join(f.read_text() for f in out.rglob("*.json")) if out.exists() else ""
+    assert "judge failed" not in written
+
+
+class _FullRay:
+    """The two calls _ensure_pool makes before starting actors: a cluster whose every CPU is
+    already taken, so no worker can be placed."""
+
+    def cluster_resources(self) -> dict[str, float]:
+        return {"CPU": 2.0}
+
+    def available_resources(self) -> dict[str, float]:
+        return {"CPU": 0.0}
+
+
+def test_no_worker_starting_is_a_judge_start_error(tiny_profile: Any, tmp_path: Path) -> None:
+    from nexagauge_local.cluster.executor import ClusterExecutor
+    from nexagauge_local.judge.types import JudgeStartError
+
+    executor = ClusterExecutor(_BoomFactory(tiny_profile, tmp_path), parse_cluster("auto"))
+    with pytest.raises(JudgeStartError, match="no judge worker could start on the Ray cluster"):
+        executor._ensure_pool(_FullRay())

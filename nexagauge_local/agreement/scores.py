@@ -26,12 +26,19 @@ from sklearn.metrics import (
     recall_score,
 )
 
+from nexagauge_local.agreement.crossval import cross_validated
 from nexagauge_local.agreement.labels import Label
 from nexagauge_local.agreement.ranking import graded, ranking_agreement
 from nexagauge_local.report.rows import MetricRow
 
 CLASSES = ("pass", "fail")
 MAX_LISTED = 200
+RANKING_F1 = (
+    "ranking.best_f1 is in-sample (the threshold was chosen on the same labels it is scored on: "
+    "optimistic); ranking.cv_f1 is the stratified k-fold out-of-fold F1 of fitting the "
+    "threshold on the other folds, cv_f1_ci95 its seeded 95% bootstrap interval: quote cv_f1 "
+    "beside best_threshold"
+)
 
 
 def _num(value: float) -> float | None:
@@ -109,8 +116,9 @@ def _metric_stats(items: Sequence[tuple[Label, MetricRow]], judge_errors: int) -
     ranked = [(not lb.expected_passed, r.score) for lb, r in items if r.score is not None]
     if graded([sc for _, sc in ranked]):
         # graded scores (a probability judge, a scale or a claim mean): how well they rank
-        stats["ranking"] = ranking_agreement([f for f, _ in ranked],
-                                             [sc for _, sc in ranked]).as_dict()
+        fails, graded_scores = [f for f, _ in ranked], [sc for _, sc in ranked]
+        stats["ranking"] = {**ranking_agreement(fails, graded_scores).as_dict(),
+                            **cross_validated(fails, graded_scores).as_dict()}
     stats["disagreements"] = [
         {
             "case_id": r.case_id,
@@ -161,6 +169,8 @@ def compute_agreement(
         [not lb.expected_passed for lb, _ in everything],
         [not bool(r.passed) for _, r in everything],
     )
+    said = [f"{key}: {stats['ranking']['warning']}" for key, stats in metrics.items()
+            if stats.get("ranking", {}).get("warning")]
     return {
         "labels_file": labels_file,
         "created": datetime.now(UTC).isoformat(timespec="seconds"),
@@ -173,4 +183,6 @@ def compute_agreement(
         "overall": overall,
         "unmatched": unmatched[:MAX_LISTED],
         "unmatched_total": len(unmatched),
+        "ranking_f1": RANKING_F1,
+        "warnings": said,
     }

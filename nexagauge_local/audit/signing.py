@@ -7,6 +7,9 @@ Formats (chosen so the files can be checked with stock tools such as `openssl pk
 - signature: ``manifest.json.sig`` holds the 64-byte raw Ed25519 signature of the exact bytes of
   manifest.json, base64-encoded on one line (text, so it survives mail and ticket systems).
 
+The same keys and format sign an offline bundle's MANIFEST.json (`name=`): one signing scheme,
+so one key pair and one `openssl pkeyutl` recipe serve both.
+
 Why Ed25519: deterministic signatures, small keys, no parameters to choose wrongly.
 """
 
@@ -128,32 +131,42 @@ def sign_bytes(data: bytes, key_path: str | os.PathLike[str]) -> bytes:
     return load_private_key(key_path).sign(data)
 
 
-def sign_manifest(outdir: str | os.PathLike[str], key_path: str | os.PathLike[str]) -> Path:
-    """Write outdir/manifest.json.sig (base64 raw Ed25519 signature of manifest.json's bytes).
+def sign_manifest(
+    outdir: str | os.PathLike[str], key_path: str | os.PathLike[str], *, name: str = MANIFEST_NAME
+) -> Path:
+    """Write outdir/NAME.sig (base64 raw Ed25519 signature of NAME's bytes; NAME defaults to a
+    run's manifest.json).
 
     An existing signature is replaced: re-signing is how a run is signed after the fact
     (`sign OUTDIR --key`), and the old signature would no longer match a new manifest anyway.
     """
     d = Path(outdir)
-    manifest = d / MANIFEST_NAME
+    manifest = d / name
     if not manifest.is_file():
         raise FileNotFoundError(f"{manifest}: no manifest to sign")
     sig = sign_bytes(manifest.read_bytes(), key_path)
-    out = d / SIGNATURE_NAME
-    tmp = out.with_name(f".{SIGNATURE_NAME}.tmp")
+    out = d / signature_name(name)
+    tmp = out.with_name(f".{out.name}.tmp")
     tmp.write_bytes(base64.b64encode(sig) + b"\n")
     os.replace(tmp, out)
     return out
 
 
-def read_signature(outdir: str | os.PathLike[str]) -> bytes:
-    p = Path(outdir) / SIGNATURE_NAME
+def signature_name(name: str) -> str:
+    """The signature file beside manifest NAME: NAME.sig."""
+    return SIGNATURE_NAME if name == MANIFEST_NAME else f"{name}.sig"
+
+
+def read_signature(
+    outdir: str | os.PathLike[str], *, name: str = MANIFEST_NAME,
+    how: str = "sign OUTDIR --key KEYFILE",
+) -> bytes:
+    """The signature beside manifest NAME; SignatureMissing says to sign with HOW."""
+    p = Path(outdir) / signature_name(name)
     try:
         text = p.read_bytes().strip()
     except FileNotFoundError as exc:
-        raise SignatureMissing(
-            f"{p}: no signature (sign with `sign OUTDIR --key KEYFILE`)"
-        ) from exc
+        raise SignatureMissing(f"{p}: no signature (sign with `{how}`)") from exc
     try:
         sig = base64.b64decode(text, validate=True)
     except (binascii.Error, ValueError) as exc:
@@ -164,16 +177,19 @@ def read_signature(outdir: str | os.PathLike[str]) -> bytes:
 
 
 def verify_manifest_signature(
-    outdir: str | os.PathLike[str], pubkey_path: str | os.PathLike[str]
+    outdir: str | os.PathLike[str], pubkey_path: str | os.PathLike[str], *,
+    name: str = MANIFEST_NAME, how: str = "sign OUTDIR --key KEYFILE",
 ) -> str:
-    """Check manifest.json.sig against manifest.json; return the key fingerprint when valid.
+    """Check NAME.sig against NAME (a run's manifest.json by default); return the key
+    fingerprint when valid.
 
-    Raises SignatureMissing, BadSignature, CorruptKey or WrongKeyType.
+    Raises SignatureMissing (its message says to sign with HOW), BadSignature, CorruptKey or
+    WrongKeyType.
     """
     d = Path(outdir)
     key = load_public_key(pubkey_path)
-    sig = read_signature(d)
-    manifest = d / MANIFEST_NAME
+    sig = read_signature(d, name=name, how=how)
+    manifest = d / name
     try:
         data = manifest.read_bytes()
     except FileNotFoundError as exc:
@@ -182,7 +198,7 @@ def verify_manifest_signature(
         key.verify(sig, data)
     except InvalidSignature as exc:
         raise BadSignature(
-            f"{d / SIGNATURE_NAME}: does not match {MANIFEST_NAME} under key {key_fingerprint(key)[:16]}"
+            f"{d / signature_name(name)}: does not match {name} under key {key_fingerprint(key)[:16]}"
             " (manifest edited, or signed with another key)"
         ) from exc
     return key_fingerprint(key)

@@ -11,7 +11,8 @@ install.sh; `bundle verify` checks such a folder wherever it is.
 - `carry`: which resolved distributions the target lacks.
 - `weights`: which weights `--with-weights` carries.
 - `manifest`: MANIFEST.json's model, sha256 and splitting into parts.
-- `joiner`: verify and join (standard library only: it also runs on the target).
+- `joiner`: verify (every listed file, no unlisted one) and join (standard library only: it also runs on the target).
+- `signature`: MANIFEST.json.sig, with the audit trail's keys (audit/signing.py).
 - `install_script`: install.sh.
 - `build`: the steps in order.
 """

@@ -22,9 +22,10 @@ from urllib.parse import unquote, urlparse
 from packaging.utils import canonicalize_name
 from packaging.version import Version
 
+from nexagauge_local.audit.signing import load_private_key, sign_manifest
 from nexagauge_local.bundle import fit, install_script
 from nexagauge_local.bundle.carry import to_carry
-from nexagauge_local.bundle.joiner import MANIFEST_NAME
+from nexagauge_local.bundle.joiner import MANIFEST_NAME, SCRIPT_NAME, SIGNATURE_NAME
 from nexagauge_local.bundle.manifest import FileEntry, FileKind, Manifest, TargetInfo, entry_for
 from nexagauge_local.bundle.pip import PipFailed, Resolved
 from nexagauge_local.bundle.target import Target
@@ -58,6 +59,7 @@ class BuildRequest:
     weights: WeightsChoice | None = None
     part_size: int | None = None
     project_wheel: Path | None = None  # None: built from the source tree this package runs from
+    sign_key: Path | None = None  # an Ed25519 private key (keys new): writes MANIFEST.json.sig
 
 
 def source_root() -> Path | None:
@@ -78,7 +80,7 @@ def _prepare_output(output: Path) -> None:
             raise BundleError(f"--output {output}: not empty and not an earlier bundle")
         for sub in ("wheels", "weights"):
             shutil.rmtree(output / sub, ignore_errors=True)
-        for name in (MANIFEST_NAME, "install.sh"):
+        for name in (MANIFEST_NAME, SIGNATURE_NAME, SCRIPT_NAME):
             (output / name).unlink(missing_ok=True)
     (output / "wheels").mkdir(parents=True, exist_ok=True)
 
@@ -104,6 +106,8 @@ def build(req: BuildRequest, pip: Downloader, step: Callable[[str], None]) -> Ma
     A build that fails into a folder it created removes the folder, so the next attempt does
     not find a half-written bundle in its way.
     """
+    if req.sign_key is not None:
+        load_private_key(req.sign_key)  # a bad key is said before minutes of downloads
     fresh = not req.output.exists()
     try:
         return _build(req, pip, step)
@@ -182,10 +186,24 @@ def _build(req: BuildRequest, pip: Downloader, step: Callable[[str], None]) -> M
         part_size=req.part_size,
         files=entries,
     )
-    manifest.write(req.output)
-    script = req.output / "install.sh"
+    return _seal(manifest, req.output, req.sign_key)
+
+
+def _seal(manifest: Manifest, output: Path, sign_key: Path | None) -> Manifest:
+    """Write install.sh, then MANIFEST.json listing it too, then sign the manifest.
+
+    install.sh is rendered before its own entry exists; render reads only the wheels and
+    weights entries, so the script is the one the final manifest would render. Listing it
+    means a signed manifest vouches for every file of the bundle, the script that runs first
+    included.
+    """
+    script = output / SCRIPT_NAME
     script.write_text(install_script.render(manifest), encoding="utf-8")
     script.chmod(script.stat().st_mode | stat.S_IXUSR | stat.S_IXGRP | stat.S_IXOTH)
+    manifest.files.append(entry_for(script, output, "script", None))
+    manifest.write(output)
+    if sign_key is not None:
+        sign_manifest(output, sign_key, name=MANIFEST_NAME)
     return manifest
 
 

@@ -70,7 +70,7 @@ if [ -n "$TARGET" ]; then
   # pip ignores what is installed when it installs into a folder, so it would look for every
   # dependency in wheels/: install exactly the bundle's wheels instead, the rest being the
   # environment's (the bundle was built for it)
-  run "${PIP[@]}" --no-deps --target "$TARGET" "$HERE"/wheels/*.whl
+  run "${PIP[@]}" --no-deps --target "$TARGET" @WHEELS@
 else
   run "${PIP[@]}" @INSTALL@
   @NO_DEPS@
@@ -100,9 +100,17 @@ def render(manifest: Manifest) -> str:
         .replace("@TORCH@", manifest.target.torch)
         .replace("@VLLM@", manifest.vllm)
         .replace("@INSTALL@", _words(manifest.install))
+        .replace("@WHEELS@", _wheel_paths(manifest))
         .replace("@NO_DEPS@", no_deps)
         .replace("@WEIGHTS@", _weights_line(manifest))
     )
+
+
+def _wheel_paths(manifest: Manifest) -> str:
+    """The manifest's wheels by name, under $HERE: a glob would also install a wheel that
+    was added to wheels/ after the build."""
+    wheels = sorted(f.path for f in manifest.files if f.kind in ("wheel", "weights-wheel"))
+    return " ".join(f'"$HERE"/{shlex.quote(p)}' for p in wheels)
 
 
 def _weights_line(manifest: Manifest) -> str:

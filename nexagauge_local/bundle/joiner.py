@@ -19,6 +19,12 @@ from pathlib import Path
 from typing import Any
 
 MANIFEST_NAME = "MANIFEST.json"
+SIGNATURE_NAME = MANIFEST_NAME + ".sig"  # audit/signing's format, beside the manifest
+SCRIPT_NAME = "install.sh"
+# the files a bundle holds besides those its manifest lists (install.sh is listed, and so
+# checked, by bundles that list it; older manifests do not)
+_OWN = frozenset({MANIFEST_NAME, SIGNATURE_NAME, SCRIPT_NAME})
+MAX_NAMED = 10
 MANIFEST_SCHEMA = "nexagauge-bundle/1"
 READ_CHUNK = 4 * 1024 * 1024
 _HEX64 = re.compile(r"[0-9a-f]{64}")
@@ -110,9 +116,12 @@ def verify(root: Path) -> Iterator[str]:
     """Each problem of the bundle in ROOT as one line naming the file; nothing means sound.
 
     A split file counts as present when its parts are sound and their concatenation has the
-    whole file's sha256, whether or not it has been joined yet.
+    whole file's sha256, whether or not it has been joined yet. A file the manifest does not
+    list is a problem too (one line naming them): pip's --find-links would see a wheel dropped
+    into wheels/, and a signed manifest vouches only for what it lists.
     """
-    for entry in read_manifest(root):
+    files = read_manifest(root)
+    for entry in files:
         whole = root / entry["path"]
         if not entry["parts"] or whole.is_file():
             problem = _check(whole, entry["size"], entry["sha256"], entry["path"])
@@ -126,6 +135,28 @@ def verify(root: Path) -> Iterator[str]:
             yield from problems
         elif _joined_digest(root, entry["parts"]) != entry["sha256"]:
             yield f"{entry['path']}: its parts join into a file with the wrong sha256"
+    extra = unlisted(root, files)
+    if extra:
+        named = ", ".join(extra[:MAX_NAMED])
+        more = f" and {len(extra) - MAX_NAMED} more" if len(extra) > MAX_NAMED else ""
+        yield f"not listed in {MANIFEST_NAME}: {named}{more} (a bundle holds only what it lists)"
+
+
+def unlisted(root: Path, files: list[dict[str, Any]]) -> list[str]:
+    """Paths under ROOT (files, and links to folders, which a walk would not enter) that are
+    neither listed in the manifest, a part of a listed file, nor the bundle's own files."""
+    listed = set(_OWN)
+    for entry in files:
+        listed.add(entry["path"])
+        listed.update(p["path"] for p in entry["parts"])
+    found = []
+    for dirpath, dirnames, filenames in os.walk(root):
+        links = [d for d in dirnames if os.path.islink(os.path.join(dirpath, d))]
+        for name in [*filenames, *links]:
+            rel = Path(dirpath, name).relative_to(root).as_posix()
+            if rel not in listed:
+                found.append(rel)
+    return sorted(found)
 
 
 def join(root: Path) -> list[str]:

@@ -14,7 +14,7 @@ from pydantic import BaseModel, Field
 
 from nexagauge_local.bundle.joiner import MANIFEST_NAME, MANIFEST_SCHEMA, READ_CHUNK, sha256_file
 
-FileKind = Literal["wheel", "weights", "weights-wheel"]
+FileKind = Literal["wheel", "weights", "weights-wheel", "script"]  # script: install.sh
 
 
 class Part(BaseModel):

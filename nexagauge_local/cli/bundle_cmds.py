@@ -17,6 +17,7 @@ import click
 from nexagauge_local.cli.exit_codes import BAD_INPUT, CHECK_FAILED
 
 MiB = 1024 * 1024
+KEY_FILE = click.Path(exists=True, dir_okay=False, path_type=Path)
 
 
 def _fail(message: str) -> NoReturn:
@@ -61,6 +62,9 @@ def bundle_group() -> None:
               type=click.Path(exists=True, file_okay=False, path_type=Path),
               help="Also look for wheels in this folder (repeatable), e.g. a local mirror.")
 @click.option("--no-index", is_flag=True, help="Do not use PyPI: --find-links folders only.")
+@click.option("--sign", "sign_key", type=KEY_FILE,
+              help="Sign MANIFEST.json with this Ed25519 private key (keys new): writes "
+                   "MANIFEST.json.sig, which `bundle verify --pubkey` checks.")
 @click.option("--quiet", "-q", is_flag=True, help="Hide pip's download progress.")
 @click.option("--output", "-o", "output", required=True,
               type=click.Path(file_okay=False, path_type=Path),
@@ -68,7 +72,7 @@ def bundle_group() -> None:
 def build_cmd(python: str | None, platform: str | None, torch: str | None, freeze: Path | None,
               vllm: str | None, weights: str | None, part_size: str | None,
               project_wheel: Path | None, find_links: tuple[Path, ...], no_index: bool,
-              quiet: bool, output: Path) -> None:
+              sign_key: Path | None, quiet: bool, output: Path) -> None:
     """Download what an offline GPU host lacks to run the judge in vLLM, into one folder.
 
     Resolves the vLLM release whose torch pin is the target's torch, then downloads (for the
@@ -87,6 +91,7 @@ def build_cmd(python: str | None, platform: str | None, torch: str | None, freez
       nexagauge-local bundle build --freeze target-freeze.txt --with-weights demo \\
           --part-size 2GiB --output bundle/
     """
+    from nexagauge_local.audit.signing import SigningError
     from nexagauge_local.bundle.build import BuildRequest, BundleError, build
     from nexagauge_local.bundle.fit import NoFittingVllm
     from nexagauge_local.bundle.pip import Pip, PipFailed
@@ -104,12 +109,13 @@ def build_cmd(python: str | None, platform: str | None, torch: str | None, freez
                   built=output.resolve() / ".built")
         req = BuildRequest(target=target, output=output, from_freeze=freeze is not None,
                            vllm=vllm, weights=choice, part_size=size,
-                           project_wheel=project_wheel)  # fmt: skip
+                           project_wheel=project_wheel, sign_key=sign_key)  # fmt: skip
         try:
             manifest = build(req, pip, step)
         finally:
             shutil.rmtree(output.resolve() / ".built", ignore_errors=True)
-    except (TargetError, BundleError, NoFittingVllm, PipFailed, WeightsError) as exc:
+    except (TargetError, BundleError, NoFittingVllm, PipFailed, WeightsError,
+            SigningError) as exc:
         _fail(str(exc))
     except OSError as exc:  # a full disk, an unwritable --output: one line, not a traceback
         _fail(f"{exc.filename or output}: {exc.strerror or exc}")
@@ -118,31 +124,48 @@ def build_cmd(python: str | None, platform: str | None, torch: str | None, freez
                + (f" ({parts} parts)" if parts else "") + f" in {output}")  # fmt: skip
     click.echo(f"vLLM {manifest.vllm} for torch {manifest.target.torch}, Python "
                f"{manifest.target.python}, {manifest.target.platform}")  # fmt: skip
+    if sign_key is not None:
+        click.echo(f"signed: {output}/MANIFEST.json.sig (check: bundle verify {output} --pubkey PUB)")
     click.echo(f"on the target: bash {output}/install.sh   (--target DIR, --dry-run: see --help)")
 
 
 @bundle_group.command("verify")
 @click.argument("bundle_dir", metavar="DIR", type=click.Path(file_okay=False, path_type=Path))
-def verify_cmd(bundle_dir: Path) -> None:
-    """Check every file (and every part of a split file) of DIR against its MANIFEST.json.
+@click.option("--pubkey", type=KEY_FILE,
+              help="Public key: check MANIFEST.json.sig (bundle build --sign) with it.")
+def verify_cmd(bundle_dir: Path, pubkey: Path | None) -> None:
+    """Check every file (and every part of a split file) of DIR against its MANIFEST.json,
+    and that DIR holds no file the manifest does not list.
 
-    Exit 0: all sha256 match; 1: a file is missing or differs (each is named); 2: DIR has no
-    usable MANIFEST.json.
+    Exit 0: all sha256 match (and, with --pubkey, the signature is valid); 1: a file is
+    missing, differs or is not listed, or the signature is missing or invalid (each is
+    named); 2: DIR has no usable MANIFEST.json.
 
     \b
-    Example:
+    Examples:
       nexagauge-local bundle verify bundle/
+      nexagauge-local bundle verify bundle/ --pubkey keys/nexagauge.pub
     """
-    from nexagauge_local.bundle.joiner import ManifestError, read_manifest, verify
+    from nexagauge_local.audit.signing import SigningError
+    from nexagauge_local.bundle.joiner import SIGNATURE_NAME, ManifestError, read_manifest, verify
+    from nexagauge_local.bundle.signature import check_signature
 
     try:
         count = len(read_manifest(bundle_dir))
         problems = list(verify(bundle_dir))
     except ManifestError as exc:
         _fail(str(exc))
+    signed = ""
+    if pubkey is not None:
+        try:
+            signed = f", signature valid (key {check_signature(bundle_dir, pubkey)[:16]})"
+        except SigningError as exc:
+            problems.append(str(exc))
+    elif (bundle_dir / SIGNATURE_NAME).is_file():
+        signed = f", {SIGNATURE_NAME} not checked (pass --pubkey)"
     for line in problems:
         click.echo(line, err=True)
     if problems:
         click.echo(f"{len(problems)} problem(s): the bundle does not match its manifest", err=True)
         sys.exit(CHECK_FAILED)
-    click.echo(f"{count} files match MANIFEST.json (sha256) in {bundle_dir}")
+    click.echo(f"{count} files match MANIFEST.json (sha256) in {bundle_dir}{signed}")

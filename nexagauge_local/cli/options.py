@@ -30,7 +30,8 @@ def threshold_option() -> Callable[..., Any]:
         "--threshold", "thresholds", multiple=True, metavar="METRIC=VALUE",
         help="A redteam metric's pass threshold instead of 0.6 (passed = score >= VALUE), e.g. "
              "--threshold toxicity=0.82: the best-F1 threshold `agreement` fitted on your "
-             "labels for a guard judge's probabilities. Repeatable; over the judge profile's "
+             "labels for a guard judge's probabilities (judge it by its cross-validated F1). "
+             "Repeatable; over the judge profile's "
              "`thresholds`. result[0] then names its threshold.")
 
 

@@ -7,7 +7,7 @@ app/agreement.py.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import click
 from rich.console import Console
@@ -159,7 +159,9 @@ def agreement_cmd(labels: str, out_dir: Path, quiet: bool) -> None:
 
     Writes OUTDIR/agreement.json and re-renders OUTDIR/report.html with an agreement section.
     Labels that match no scored metric (unknown case, judge error, metric without a verdict)
-    are listed, not counted.
+    are listed, not counted. For graded scores it also fits the best-F1 pass threshold on all
+    labels and prints the F1 to expect from it, cross-validated (5-fold, with a 95% interval),
+    beside the optimistic in-sample one; under 50 labels or 10 of the rarer class it warns.
     """
     from nexagauge_local.app.agreement import agreement
     from nexagauge_local.app.audit_report import case_count
@@ -179,6 +181,10 @@ def agreement_cmd(labels: str, out_dir: Path, quiet: bool) -> None:
             f"  {key:<28} n {stats['n']:>4}  acc {_fmt(stats['accuracy'])}  "
             f"F1 {_fmt(stats['f1'])}  kappa {_fmt(stats['kappa'])}"
         )
+        if "ranking" in stats:
+            click.echo(_ranking_line(stats["ranking"]), err=True)
+    for line in doc.get("warnings", []):  # unwrapped, one line each: people grep for these
+        click.echo(f"warning: {line}", err=True)
     if doc["unmatched_total"]:
         console.print(
             f"[yellow]{doc['unmatched_total']} label(s) not compared[/] "
@@ -186,6 +192,22 @@ def agreement_cmd(labels: str, out_dir: Path, quiet: bool) -> None:
         )
     click.echo(str(done.path))
     click.echo(str(done.report.path))
+
+
+def _ranking_line(r: dict[str, Any]) -> str:
+    """The fitted threshold with the F1 to quote beside it: the cross-validated one (the
+    in-sample best F1 is shown too, named as such, because it is what a reader would compute
+    and it is optimistic)."""
+    if r.get("best_threshold") is None:
+        return f"    {'':<28} graded scores: no threshold to fit (AUC {_fmt(r.get('roc_auc'))})"
+    if r.get("cv_f1") is None:
+        cv = "cross-validated F1 -  (too few of a class)"
+    else:
+        ci = r.get("cv_f1_ci95")
+        band = f" [95% {ci[0]:.3f}, {ci[1]:.3f}]" if ci else ""
+        cv = f"cross-validated F1 {r['cv_f1']:.3f}{band} ({r['cv_folds']}-fold)"
+    return (f"    {'':<28} threshold {r['best_threshold']:.3f} (fitted on all {r['n']} labels): "
+            f"{cv}; in-sample F1 {_fmt(r['best_f1'])}; AUC {_fmt(r['roc_auc'])}")
 
 
 def _fmt(x: float | None) -> str:

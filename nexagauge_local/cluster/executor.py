@@ -43,6 +43,7 @@ from nexagauge_local.judge import (
     FailureKind,
     JudgeRequest,
     JudgeResult,
+    JudgeStartError,
     parse_request_answer,
 )
 
@@ -141,19 +142,29 @@ class ClusterExecutor:
         return ray
 
     def _ensure_pool(self, ray: Any) -> None:
-        """Top the pool up to the planned size with what the cluster can still hold."""
-        plan = plan_pool(
-            ray.cluster_resources(), self.factory.backend, self.spec, self.factory.profile.gpu_count
-        )
+        """Top the pool up to the planned size with what the cluster can still hold.
+
+        A pool that cannot start (a cluster without the GPUs the judge needs, no worker whose
+        judge loads) is a JudgeStartError, not an error per request: no request was answered,
+        so the run stops as at set-up (exit 2) instead of writing "judge failed" into every
+        metric (exit 3), which would read as a judge that answered badly."""
+        try:
+            resources, gpus = ray.cluster_resources(), self.factory.profile.gpu_count
+            plan = plan_pool(resources, self.factory.backend, self.spec, gpus)
+        except ClusterUnavailable as exc:
+            raise self._start_error(exc) from None
         self._plan = plan
         missing = plan.workers - len(self._workers)
         if missing > 0:
             self._start(ray, plan, min(missing, affordable(ray.available_resources(), plan)))
         if not self._workers:
             why = "; ".join(f"{r['name']}: {r['reason']}" for r in self.stats.rejected[-3:])
-            raise ClusterUnavailable(
+            raise self._start_error(ClusterUnavailable(
                 f"no judge worker could start on the Ray cluster ({why or 'no free resources'})"
-            )
+            ))
+
+    def _start_error(self, cause: ClusterUnavailable) -> JudgeStartError:
+        return JudgeStartError(self.factory.profile.name, self.factory.backend, cause)
 
     def _start(self, ray: Any, plan: PoolPlan, n: int) -> None:
         if n <= 0:

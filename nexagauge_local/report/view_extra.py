@@ -55,6 +55,8 @@ def agreement_view(doc: Mapping[str, Any] | None, anchors: Mapping[str, str]) ->
                     )
                 },
                 "matrix": stats.get("confusion_matrix") or [[0, 0], [0, 0]],
+                "ranking": stats.get("ranking") if isinstance(stats.get("ranking"), Mapping)
+                else None,
                 "disagreements": [
                     {**d, "anchor": anchors.get(str(d.get("case_id")))}
                     for d in stats.get("disagreements") or []
@@ -72,6 +74,7 @@ def agreement_view(doc: Mapping[str, Any] | None, anchors: Mapping[str, str]) ->
         "rows": rows,
         "unmatched": doc.get("unmatched") or [],
         "unmatched_total": doc.get("unmatched_total", len(doc.get("unmatched") or [])),
+        "warnings": [str(w) for w in doc.get("warnings") or []],
     }
 
 
