@@ -9,7 +9,7 @@ so this lower layer never imports a node and a new node's block needs no edit he
 What stays here is what more than one layer shares: the `Block` base (unknown keys are errors, so
 a typo such as ``scoring_mod`` is reported with its line instead of silently running on
 defaults), the two scoring knobs of every LLM-judge node, the item fields a metric may read, and
-the probe block (the red-team suites of probes/ and target/ read it; extra keys are kept
+the probe block (the red-team suites of redteam/suites/ and redteam/target/ read it; extra keys are kept
 because suites carry their own annotations).
 """
 

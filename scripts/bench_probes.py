@@ -16,7 +16,7 @@ import platform
 import time
 
 from nexagauge_local.blocks import ProbeBlock
-from nexagauge_local.probes import aggregate_metrics, build_observability, score_case
+from nexagauge_local.redteam.heuristics import aggregate_metrics, build_observability, score_case
 
 TEMPLATES = (
     (

@@ -23,9 +23,13 @@ from typing import Any
 
 from nexagauge_local.blocks import ProbeBlock
 from nexagauge_local.nodes.eval import case_verdict
-from nexagauge_local.probes.aggregate import aggregate_metrics, disagreements, verdict_tables
-from nexagauge_local.probes.observability import build_observability
-from nexagauge_local.probes.scoring import CaseScore, score_case
+from nexagauge_local.redteam.heuristics.aggregate import (
+    aggregate_metrics,
+    disagreements,
+    verdict_tables,
+)
+from nexagauge_local.redteam.heuristics.observability import build_observability
+from nexagauge_local.redteam.heuristics.scoring import CaseScore, score_case
 from nexagauge_local.report.files import case_filename, write_json
 from nexagauge_local.report.html import write_report
 from nexagauge_local.report.stats import NodeStats

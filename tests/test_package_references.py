@@ -89,7 +89,7 @@ def cuda_visible_devices_writers(texts: dict[str, str]) -> set[str]:
 
 def test_cuda_visible_devices_has_one_writer() -> None:
     """judge/vllm/host.py's EngineHost.apply is the one place the package sets it (its
-    docstring, and devices.py's, judge/factory.py's and responder/factory.py's say so)."""
+    docstring, and devices.py's, judge/factory.py's and redteam/target/factory.py's say so)."""
     assert cuda_visible_devices_writers(_package_texts()) == {"nexagauge_local/judge/vllm/host.py"}
     fake = {"a.py": 'import os\nos.environ["CUDA_VISIBLE_DEVICES"] = "0"',
             "b.py": 'import os\nos.environ.setdefault("CUDA_VISIBLE_DEVICES", "0")',

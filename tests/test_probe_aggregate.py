@@ -6,9 +6,13 @@ import json
 
 import pytest
 
-from nexagauge_local.probes.aggregate import aggregate_metrics, disagreements, verdict_tables
-from nexagauge_local.probes.rate_stats import wilson_ci
-from nexagauge_local.probes.scoring import SEVERITY_WEIGHTS, CaseScore
+from nexagauge_local.redteam.heuristics.aggregate import (
+    aggregate_metrics,
+    disagreements,
+    verdict_tables,
+)
+from nexagauge_local.redteam.heuristics.scoring import SEVERITY_WEIGHTS, CaseScore
+from nexagauge_local.redteam.outcomes.rate_stats import wilson_ci
 
 
 def cs(

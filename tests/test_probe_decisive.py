@@ -11,9 +11,9 @@ from __future__ import annotations
 import pytest
 
 from nexagauge_local.blocks import ProbeBlock
-from nexagauge_local.probes.aggregate import aggregate_metrics
-from nexagauge_local.probes.patterns import decisive_rules
-from nexagauge_local.probes.scoring import PASS_THRESHOLD, score_case
+from nexagauge_local.redteam.heuristics.aggregate import aggregate_metrics
+from nexagauge_local.redteam.heuristics.patterns import decisive_rules
+from nexagauge_local.redteam.heuristics.scoring import PASS_THRESHOLD, score_case
 
 LABEL = "compliance.explicit_step_by_step"
 CRITICAL = ProbeBlock(category="weapons", severity="critical", failure_modes=["weapons_uplift"])

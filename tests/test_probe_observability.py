@@ -5,8 +5,8 @@ from __future__ import annotations
 import json
 
 from nexagauge_local.blocks import ProbeBlock
-from nexagauge_local.probes.observability import build_observability
-from nexagauge_local.probes.scoring import CaseScore, score_case
+from nexagauge_local.redteam.heuristics.observability import build_observability
+from nexagauge_local.redteam.heuristics.scoring import CaseScore, score_case
 
 OUTPUTS = [
     (

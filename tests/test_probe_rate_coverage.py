@@ -18,8 +18,8 @@ from nexagauge_local.graph import BLOCKS, SPECS, field_reason
 from nexagauge_local.judge.types import FailureKind, JudgeRequest, JudgeResult
 from nexagauge_local.nodes.redteam.node import RedteamNode
 from nexagauge_local.nodes.redteam.probe_metric import PROBE_METRIC
-from nexagauge_local.probes.rate_stats import wilson_ci
 from nexagauge_local.records import RawRecord, RecordError, normalise
+from nexagauge_local.redteam.outcomes.rate_stats import wilson_ci
 from tests.scripted_judge import ScriptedJudge, make_ctx, make_state, payload_for
 from tests.test_compare import clean_redteam_node, redteam_metric, write_run
 from tests.test_redteam_probe_metric import ANSWER, BENIGN, HARMFUL, REFUSAL, probe_metric

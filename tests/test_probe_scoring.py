@@ -7,7 +7,7 @@ import math
 import pytest
 
 from nexagauge_local.blocks import ProbeBlock
-from nexagauge_local.probes.scoring import (
+from nexagauge_local.redteam.heuristics.scoring import (
     D_MAX,
     PASS_THRESHOLD,
     SEVERITY_WEIGHTS,
@@ -15,7 +15,7 @@ from nexagauge_local.probes.scoring import (
     risk_from_hits,
     score_case,
 )
-from nexagauge_local.probes.suite import load_suite, parse_suite, probe_record
+from nexagauge_local.redteam.suites.bundled import load_suite, parse_suite, probe_record
 from tests.probe_fields import CASE_SCORE_FIELDS
 
 REFUSAL = "I'm sorry, but I can't help with that."

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from nexagauge_local.probes.patterns import family_failure_modes
-from nexagauge_local.probes.signals import (
+from nexagauge_local.redteam.heuristics.patterns import family_failure_modes
+from nexagauge_local.redteam.heuristics.signals import (
     all_signals,
     detect_failure_modes,
     match_signals,
@@ -108,7 +108,7 @@ def test_failure_modes_without_probe_modes_use_canonical() -> None:
     ],
 )
 def test_benign_lookalikes_stay_below_gate(text: str) -> None:
-    from nexagauge_local.probes.scoring import score_case
+    from nexagauge_local.redteam.heuristics.scoring import score_case
 
     score = score_case("x", text, None, None)
     assert score.passed
@@ -125,7 +125,7 @@ def test_pattern_table_rejects_a_broken_edit() -> None:
     """The data file is validated: a duplicate label or failure modes on a safe family fail."""
     from pydantic import ValidationError
 
-    from nexagauge_local.probes.patterns import _Table
+    from nexagauge_local.redteam.heuristics.patterns import _Table
 
     sig = {"label": "x.one", "pattern": "a", "weight": 1.0}
     with pytest.raises(ValidationError, match="duplicate signal label"):

@@ -122,9 +122,9 @@ def test_gpu_ids_reach_the_engines_as_parameters(
     from nexagauge_local.judge.runtime import devices as W
     from nexagauge_local.judge.vllm import EngineHost
     from nexagauge_local.judge.vllm import backend as vllm_backend
-    from nexagauge_local.responder import factory as T
-    from nexagauge_local.responder import hf as hf_responder
-    from nexagauge_local.responder import vllm as vllm_responder
+    from nexagauge_local.redteam.target import factory as T
+    from nexagauge_local.redteam.target import hf as hf_responder
+    from nexagauge_local.redteam.target import vllm as vllm_responder
 
     monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
     monkeypatch.setattr(W, "gpu_visible", lambda: True)

@@ -15,7 +15,7 @@ from nexagauge_local.nodes.redteam.node import RedteamNode
 from nexagauge_local.nodes.redteam.probe_metric import PROBE_METRIC
 from nexagauge_local.nodes.redteam.probe_prompt import PROMPT_VERSION
 from nexagauge_local.nodes.redteam.schema import probe_schema
-from nexagauge_local.probes.outcomes import ProbeOutcome, outcome_tables
+from nexagauge_local.redteam.outcomes.tables import ProbeOutcome, outcome_tables
 from nexagauge_local.results import NodeReport
 from tests.scripted_judge import ScriptedJudge, make_ctx, make_state, payload_for, user_text
 

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from nexagauge_local.probes.suite import load_suite, probe_record
+from nexagauge_local.redteam.suites.bundled import load_suite, probe_record
 from tests.cli_args import run_args
 from tests.offline import run_offline
 from tests.probe_fields import CASE_SCORE_FIELDS

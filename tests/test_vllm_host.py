@@ -98,8 +98,8 @@ def test_the_responder_engine_is_placed_like_the_judge_engine(
     """`generate --backend vllm` on a CPU host: the model-under-test's engine gets one rank,
     a CPU slice, eager mode and an explicit KV-cache size, as the judge's does (it used to get
     tensor_parallel_size=0, which vLLM rejects, and no KV-cache size)."""
-    from nexagauge_local.responder import factory as T
-    from nexagauge_local.responder import vllm as R
+    from nexagauge_local.redteam.target import factory as T
+    from nexagauge_local.redteam.target import vllm as R
 
     made: dict[str, object] = {}
 

@@ -14,7 +14,10 @@ import click
 from rich.console import Console
 from rich.table import Table
 
-from nexagauge_local.app.probes import (
+from nexagauge_local.cli.errors import cli_errors
+from nexagauge_local.cli.options import backend_option, parse_gpu_ids
+from nexagauge_local.cli.progress import lasting_bar
+from nexagauge_local.redteam.service.suites import (
     expect_counts,
     import_probes,
     probes_jsonl,
@@ -22,9 +25,6 @@ from nexagauge_local.app.probes import (
     severity_counts,
     write_probes,
 )
-from nexagauge_local.cli.errors import cli_errors
-from nexagauge_local.cli.options import backend_option, parse_gpu_ids
-from nexagauge_local.cli.progress import lasting_bar
 from nexagauge_local.settings import default_cache_dir
 
 
@@ -147,7 +147,7 @@ def probes_import(input_path: Path, output: Path, fields: tuple[str, ...], categ
       nexagauge-local probes import xstest_prompts.csv -o probes.jsonl  # label safe -> comply
       nexagauge-local probes import mine.csv -o probes.jsonl --field input=text --field id=row
     """
-    from nexagauge_local.probes.suite_row import SuiteDefaults
+    from nexagauge_local.redteam.suites.suite_row import SuiteDefaults
 
     defaults = SuiteDefaults.model_validate(
         {"category": category_default, "severity": severity_default, "expect": expect_default})
@@ -208,7 +208,7 @@ def generate_cmd(model: str, input_path: Path, fields: tuple[str, ...], output: 
       nexagauge-local generate --model M --input prompts.txt --output r.jsonl
       nexagauge-local generate --model M --input mine.csv --field input=text --output r.jsonl
     """
-    from nexagauge_local.app.generate import answer_probes, load_probes, open_responder
+    from nexagauge_local.redteam.service.generate import answer_probes, load_probes, open_responder
 
     with cli_errors(resumable=True):
         items = load_probes(input_path, limit, fields)

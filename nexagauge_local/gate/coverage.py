@@ -1,6 +1,6 @@
 """Coverage of a rate rule: how much of the rate's scope stands behind the number.
 
-A red-team rate is successes over the probes judged (probes/outcomes.py); a blank answer, a
+A red-team rate is successes over the probes judged (redteam/outcomes/tables.py); a blank answer, a
 failed judgement or an input too long for the judge leaves a probe in the rate's `n` but out of
 its `n_judged`. `harmful_compliance_rate <= 0.02` over 5 judged probes of 200 would pass a gate
 on what survived, so a rule naming a rate that carries a stats entry (rate_stats / stats in

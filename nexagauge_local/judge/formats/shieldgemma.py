@@ -68,7 +68,7 @@ SEXUALLY_EXPLICIT = (
     "or sex education are permitted."
 )
 # A probe category -> the one principle it is asked under. The built-in suite's categories
-# (probes/data/default_probes.jsonl) map as: hate_harassment -> Hate Speech (most of its
+# (redteam/suites/data/default_probes.jsonl) map as: hate_harassment -> Hate Speech (most of its
 # probes target groups; harassment of one person is its minority), and violent_weapons,
 # self_harm, cyber_misuse, privacy_pii, misinformation, prompt_injection, jailbreak_roleplay ->
 # Dangerous Content (the default). The rest are the obvious names a suite file may use.

@@ -96,7 +96,7 @@ class EngineHost:
         This is the one place the package writes CUDA_VISIBLE_DEVICES: vLLM takes no device
         argument, and its engine core inherits the variable. Each engine's creator calls it
         right before creating the engine: the in-process judge backend (vllm/backend.py), each
-        data-parallel worker (vllm/pool.py) and `generate`'s responder (responder/vllm.py).
+        data-parallel worker (vllm/pool.py) and `generate`'s responder (redteam/target/vllm.py).
         The hf engines get their GPU as a `cuda:N` device string instead (runtime.torch_device).
 
         In-process engines (VLLM_ENABLE_V1_MULTIPROCESSING=0) share vLLM's module-global

@@ -59,16 +59,20 @@ from nexagauge_local.nodes.redteam.probe_metric import (
 from nexagauge_local.nodes.redteam.prompt import DEFAULT_METRICS, PROMPT_VERSION
 from nexagauge_local.nodes.redteam.prompt import render as render_redteam
 from nexagauge_local.nodes.redteam.schema import verdict_schema
-from nexagauge_local.probes.aggregate import aggregate_metrics, disagreements, verdict_tables
-from nexagauge_local.probes.observability import build_observability
-from nexagauge_local.probes.outcomes import (
+from nexagauge_local.redteam.heuristics.aggregate import (
+    aggregate_metrics,
+    disagreements,
+    verdict_tables,
+)
+from nexagauge_local.redteam.heuristics.observability import build_observability
+from nexagauge_local.redteam.heuristics.scoring import PASS_THRESHOLD, CaseScore
+from nexagauge_local.redteam.heuristics.scoring import score_case as heuristic_score
+from nexagauge_local.redteam.outcomes.tables import (
     NO_ANSWER,
     ProbeOutcome,
     headline_rates,
     outcome_tables,
 )
-from nexagauge_local.probes.scoring import PASS_THRESHOLD, CaseScore
-from nexagauge_local.probes.scoring import score_case as heuristic_score
 from nexagauge_local.results import PASS_THRESHOLD as METRIC_PASS
 from nexagauge_local.results import (
     MetricResult,

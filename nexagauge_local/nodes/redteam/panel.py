@@ -2,7 +2,7 @@
 heuristic's score, case.html.j2) and the probe columns of its rows.
 
 The panel is built from metrics/redteam.json as the node's finalize() wrote it
-(probes/aggregate.py: aggregate_metrics, verdict_tables, disagreements; probes/observability.py)
+(redteam/heuristics/aggregate.py: aggregate_metrics, verdict_tables, disagreements; redteam/heuristics/observability.py)
 and printed by panel.html.j2 next to this file. Heuristic and judge pass rates are shown side by
 side. The judge tables only cover cases where every rubric metric got a verdict, so a run
 without a judge shows an empty judge series and says so rather than drawing zero bars.
@@ -52,7 +52,7 @@ GROUP_RATES = ("harmful_compliance_rate", "refusal_rate", "over_refusal_rate")
 
 
 def _stat(layer: Mapping[str, Any] | None, key: str) -> Mapping[str, Any] | None:
-    """A rate's stats entry (rate, successes, n_judged, n, ci95; probes/rate_stats.py), or
+    """A rate's stats entry (rate, successes, n_judged, n, ci95; redteam/outcomes/rate_stats.py), or
     one built from the bare scalar of an older run, so its report still shows the rate."""
     layer = layer or {}
     stat = (layer.get("stats") or {}).get(key)
@@ -62,7 +62,7 @@ def _stat(layer: Mapping[str, Any] | None, key: str) -> Mapping[str, Any] | None
 
 
 def outcomes_view(tables: Mapping[str, Any] | None) -> dict[str, Any] | None:
-    """The probe-outcome rates (probes/outcomes.py), judge beside heuristic, overall and per
+    """The probe-outcome rates (redteam/outcomes/tables.py), judge beside heuristic, overall and per
     category and severity, each with its count, n_judged of n and Wilson interval; None when
     the run had no probe records."""
     if not tables:

@@ -10,17 +10,17 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from nexagauge_local.app.errors import JudgeSetupError, ProbeFileError
-from nexagauge_local.app.probes import suite_fields
 from nexagauge_local.judge import (
     NoLocalEngine,
     ProfileNotFound,
     WeightsMissing,
     resolve_profile,
 )
-from nexagauge_local.responder.factory import make_responder, responder_decision
-from nexagauge_local.responder.probe_file import ProbeItem, read_probes
-from nexagauge_local.responder.run import GenerateStats, generate
-from nexagauge_local.responder.types import Responder
+from nexagauge_local.redteam.service.suites import suite_fields
+from nexagauge_local.redteam.suites.probe_file import ProbeItem, read_probes
+from nexagauge_local.redteam.target.factory import make_responder, responder_decision
+from nexagauge_local.redteam.target.run import GenerateStats, generate
+from nexagauge_local.redteam.target.types import Responder
 
 
 def load_probes(path: Path, limit: int | None = None, fields: Sequence[str] = ()) -> list[ProbeItem]:

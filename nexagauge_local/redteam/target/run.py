@@ -15,8 +15,8 @@ from pathlib import Path
 from typing import Any
 
 from nexagauge_local.judge import Messages
-from nexagauge_local.responder.probe_file import ProbeItem
-from nexagauge_local.responder.types import Responder, Response
+from nexagauge_local.redteam.suites.probe_file import ProbeItem
+from nexagauge_local.redteam.target.types import Responder, Response
 
 
 @dataclass

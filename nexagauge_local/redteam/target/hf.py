@@ -17,7 +17,7 @@ from nexagauge_local.judge.runtime import (
     load_model,
     prompt_ids,
 )
-from nexagauge_local.responder.types import Response
+from nexagauge_local.redteam.target.types import Response
 
 
 def micro_batches(lengths: Sequence[int], batch_size: int) -> list[list[int]]:
@@ -39,7 +39,7 @@ class HFResponder:
         dtype: str,
         batch_size: int | None = None,
     ) -> None:
-        """`device` and `dtype` as the run decided them (responder/factory.py)."""
+        """`device` and `dtype` as the run decided them (redteam/target/factory.py)."""
         self.device = device
         self.gpu_count = 1 if self.device.startswith("cuda") else 0
         self.model = profile.name

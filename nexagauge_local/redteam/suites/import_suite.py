@@ -20,7 +20,6 @@ from pydantic import ValidationError
 from nexagauge_local.blocks import ProbeBlock
 from nexagauge_local.case import SourceRef
 from nexagauge_local.lone_surrogates import lone_surrogates
-from nexagauge_local.probes.suite_row import ANSWER_FIELDS, RowReader, SuiteDefaults, probe_id_of
 from nexagauge_local.readers.compressed import inner_suffix
 from nexagauge_local.records import (
     RawRecord,
@@ -30,6 +29,12 @@ from nexagauge_local.records import (
     iter_raw,
     mapped_columns_found,
     open_text,
+)
+from nexagauge_local.redteam.suites.suite_row import (
+    ANSWER_FIELDS,
+    RowReader,
+    SuiteDefaults,
+    probe_id_of,
 )
 
 TEXT_SUFFIX = ".txt"

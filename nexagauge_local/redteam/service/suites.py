@@ -16,10 +16,10 @@ from typing import Any
 
 from nexagauge_local.app.errors import InputError, OutputDirError, ProbeFileError
 from nexagauge_local.blocks import ProbeBlock
-from nexagauge_local.probes.import_suite import read_suite
-from nexagauge_local.probes.suite import load_suite
-from nexagauge_local.probes.suite_row import SuiteDefaults, parse_suite_fields
 from nexagauge_local.records import RecordError
+from nexagauge_local.redteam.suites.bundled import load_suite
+from nexagauge_local.redteam.suites.import_suite import read_suite
+from nexagauge_local.redteam.suites.suite_row import SuiteDefaults, parse_suite_fields
 
 Probe = dict[str, Any]
 

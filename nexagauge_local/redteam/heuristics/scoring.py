@@ -56,8 +56,12 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from nexagauge_local.blocks import Expect, ProbeBlock, Severity
-from nexagauge_local.probes.patterns import DecisiveRule
-from nexagauge_local.probes.signals import detect_failure_modes, match_decisive, match_signals
+from nexagauge_local.redteam.heuristics.patterns import DecisiveRule
+from nexagauge_local.redteam.heuristics.signals import (
+    detect_failure_modes,
+    match_decisive,
+    match_signals,
+)
 
 K_UNSAFE: float = 0.7
 D_MAX: float = 0.4

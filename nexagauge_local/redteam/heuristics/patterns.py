@@ -1,4 +1,4 @@
-"""Load the heuristic layer's pattern table (probes/data/patterns.toml) into typed tuples.
+"""Load the heuristic layer's pattern table (redteam/heuristics/data/patterns.toml) into typed tuples.
 
 Why data and not code: the table grows with every new jailbreak phrasing an auditor meets, and a
 reviewer should read and extend it without touching matching logic. The file is validated on
@@ -91,7 +91,7 @@ class _Table(BaseModel):
 
 @lru_cache(maxsize=1)
 def _table() -> _Table:
-    text = resources.files("nexagauge_local.probes").joinpath("data", TABLE).read_text("utf-8")
+    text = resources.files("nexagauge_local.redteam.heuristics").joinpath("data", TABLE).read_text("utf-8")
     return _Table.model_validate(tomllib.loads(text))
 
 

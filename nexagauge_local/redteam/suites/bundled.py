@@ -14,7 +14,7 @@ from typing import Any
 
 from nexagauge_local.blocks import ProbeBlock
 
-SUITE_PACKAGE = "nexagauge_local.probes"  # a regular package; data/ is package data under it
+SUITE_PACKAGE = "nexagauge_local.redteam.suites"  # a regular package; data/ is package data under it
 SUITE_FILE = "default_probes.jsonl"
 
 

@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from nexagauge_local.judge import JudgeDecision, JudgeProfile, decide
-from nexagauge_local.responder.types import Responder
+from nexagauge_local.redteam.target.types import Responder
 
 
 def responder_decision(profile: JudgeProfile, *, backend: str = "auto",
@@ -32,13 +32,13 @@ def make_responder(
     """The responder `decision` names, for `profile` (loads the weights)."""
     if decision.backend == "vllm":
         from nexagauge_local.judge.vllm import engine_hosts
-        from nexagauge_local.responder.vllm import VLLMResponder
+        from nexagauge_local.redteam.target.vllm import VLLMResponder
 
         host = engine_hosts(decision.device if decision.device == "cuda" else "cpu",
                             decision.gpu_ids, profile, data_parallel=False)[0]
         return VLLMResponder(profile, cache_dir=cache_dir, dtype=decision.dtype, host=host,
                              seed=seed)
-    from nexagauge_local.responder.hf import HFResponder
+    from nexagauge_local.redteam.target.hf import HFResponder
 
     return HFResponder(profile, cache_dir=cache_dir, device=decision.torch_device,
                        dtype=decision.dtype, batch_size=batch_size)

@@ -15,7 +15,7 @@ Every probe of the run is in scope, whatever became of it: a blank answer is its
 count in a rate's `n` but not in its `n_judged`, so a rate is successes / n_judged and its
 `coverage` (n_judged / n) shows how much of the run stands behind it: a gate can refuse a rate
 measured on the few probes that survived (gate/evaluate.py). Each rate's `stats` entry carries
-successes, n_judged, n, coverage and a Wilson 95% interval (probes/rate_stats.py).
+successes, n_judged, n, coverage and a Wilson 95% interval (redteam/outcomes/rate_stats.py).
 
 The judge's rates count the probe metric's response class (nodes/redteam/probe_metric.py),
 which also decides the metric's pass, so the two cannot disagree. The heuristic's rates use its
@@ -36,8 +36,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from nexagauge_local.blocks import Expect
-from nexagauge_local.probes.rate_stats import mean_stat, rate_stat
-from nexagauge_local.probes.scoring import SEVERITY_TIERS
+from nexagauge_local.redteam.heuristics.scoring import SEVERITY_TIERS
+from nexagauge_local.redteam.outcomes.rate_stats import mean_stat, rate_stat
 
 NO_ANSWER = "no_answer"
 # "safe_compliance": a guard judge that reads refusal and harmfulness apart (WildGuard,

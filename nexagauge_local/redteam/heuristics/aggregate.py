@@ -15,7 +15,7 @@ so ``metrics/redteam.json`` can be written as is. Definitions that need a choice
 * ``safe_unsafe_signal_ratio = safe_signal_total / unsafe_signal_total`` when the unsafe total is
   > 0, else ``None``; both totals are always reported.
 * Rates over an empty set (empty run, empty category or severity tier) are ``None``.
-* Every pass rate has its Wilson 95% interval beside it (``pass_rate_ci95``, probes/rate_stats.py)
+* Every pass rate has its Wilson 95% interval beside it (``pass_rate_ci95``, redteam/outcomes/rate_stats.py)
   over the same n, so a 100% pass rate on 3 cases reads as what it is.
 """
 
@@ -27,8 +27,8 @@ from typing import Any
 
 import numpy as np
 
-from nexagauge_local.probes.rate_stats import wilson_ci
-from nexagauge_local.probes.scoring import SEVERITY_TIERS, SEVERITY_WEIGHTS, CaseScore
+from nexagauge_local.redteam.heuristics.scoring import SEVERITY_TIERS, SEVERITY_WEIGHTS, CaseScore
+from nexagauge_local.redteam.outcomes.rate_stats import wilson_ci
 
 HIGH_STAKES: frozenset[str] = frozenset({"high", "critical"})
 

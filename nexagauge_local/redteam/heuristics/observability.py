@@ -26,7 +26,7 @@ from typing import Any
 import numpy as np
 
 from nexagauge_local.memo import ResultMemo, dist_version, memo_key, source_digest
-from nexagauge_local.probes.scoring import CaseScore
+from nexagauge_local.redteam.heuristics.scoring import CaseScore
 
 SNAPSHOT_CHARS = 400  # task/input window per case: long probes must not drown the labels
 MAX_COMPONENTS = 32

@@ -15,7 +15,7 @@ from typing import Any
 from nexagauge_local.judge import JudgeProfile, Messages
 from nexagauge_local.judge.runtime import engine_model_path
 from nexagauge_local.judge.vllm import EngineHost, engine_kwargs, import_vllm
-from nexagauge_local.responder.types import Response
+from nexagauge_local.redteam.target.types import Response
 
 
 def responder_engine_kwargs(

@@ -1,6 +1,6 @@
 """Read the probes `generate` should answer, from a prompt suite in any layout.
 
-The layouts (probes/import_suite.py): the suite format `probes export` writes, dataset records
+The layouts (redteam/suites/import_suite.py): the suite format `probes export` writes, dataset records
 that already carry a `probe` block (their redteam/context fields kept as they are), a public
 suite's own columns (DoNotAnswer, HarmBench, XSTest, ...) and a text file of one prompt a line.
 Every problem is reported with file, line and field, all at once.
@@ -14,9 +14,9 @@ from pathlib import Path
 from typing import Any
 
 from nexagauge_local.case import SourceRef
-from nexagauge_local.probes.import_suite import read_suite
-from nexagauge_local.probes.suite_row import SuiteDefaults
 from nexagauge_local.records import RecordError
+from nexagauge_local.redteam.suites.import_suite import read_suite
+from nexagauge_local.redteam.suites.suite_row import SuiteDefaults
 
 
 @dataclass(frozen=True)

@@ -27,7 +27,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from functools import cache, lru_cache
 
-from nexagauge_local.probes.patterns import (
+from nexagauge_local.redteam.heuristics.patterns import (
     DecisiveRule,
     Polarity,
     Spec,

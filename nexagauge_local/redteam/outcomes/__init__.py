@@ -1,0 +1,1 @@
+"""The audit's rates: what each counts, over how many, with what interval and coverage."""
