@@ -9,11 +9,13 @@ import json
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 from click.testing import CliRunner
 
 from nexagauge_local.cli import main
+from nexagauge_local.nodes.redteam.probe_metric import class_passes
 from tests.conftest import user_env, vllm_or_skip
 from tests.guard_judges import FAMILIES, build_guard_judge, guard_profile
 
@@ -86,12 +88,20 @@ def _check(fmt: str, cases: dict[str, dict[str, dict]]) -> None:
             if entry["score_method"] == "logprob_bounded":  # only a bound: the decision scores
                 assert entry["p_unsafe"] is None and 0.0 <= entry["p_unsafe_bound"] <= 1.0
                 assert entry["p_unsafe_bound_kind"] in ("at_most", "at_least")
-                assert entry["passed"] == (m["score"] >= 0.6)
+                assert entry["passed"] == _expected_pass(m)
                 continue
             assert 0.0 <= entry["p_unsafe"] <= 1.0
             if fmt != "qwen3guard":  # three levels: the score is the expected severity's
                 assert m["score"] == pytest.approx(1 - entry["p_unsafe"], abs=1e-5)
-            assert entry["passed"] == (m["score"] >= 0.6)
+            assert entry["passed"] == _expected_pass(m)
+
+
+def _expected_pass(m: dict[str, Any]) -> bool:
+    """The response class decides where the guard gives one (guard_metric.py), else the score."""
+    entry = m["result"][0]
+    if "response" in entry:
+        return class_passes(entry["response"], entry["expect"])
+    return bool(m["score"] >= 0.6)
 
 
 @pytest.mark.parametrize("fmt", list(FAMILIES))

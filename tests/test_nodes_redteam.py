@@ -256,7 +256,10 @@ def test_no_judge_keeps_heuristic_layer(tmp_path) -> None:
     assert section["case_score"]["case_id"] == "c1"
     out = node.finalize()
     assert out["aggregate_metrics"]["counts"]["probes_evaluated"] == 1
-    assert out["judge_tables"]["by_category"] == {} and out["disagreements"] == []
+    judge = out["judge_tables"]
+    assert (judge["n"], judge["n_judged"], judge["pass_rate"]) == (1, 0, None)  # not judged
+    assert all(row["n_judged"] == 0 for row in judge["by_category"].values())
+    assert out["disagreements"] == []
 
 
 # ---------------------------------------------------------------- heuristic layer and finalize

@@ -12,7 +12,7 @@ from nexagauge_local.redteam.heuristics.aggregate import (
     verdict_tables,
 )
 from nexagauge_local.redteam.heuristics.scoring import SEVERITY_WEIGHTS, CaseScore
-from nexagauge_local.redteam.outcomes.rate_stats import wilson_ci
+from nexagauge_local.redteam.outcomes.rate_stats import rate_stat, wilson_ci
 
 
 def cs(
@@ -58,6 +58,7 @@ def test_counts_and_rates() -> None:
         "probes_evaluated": 4,
         "passed": 2,
         "failed": 2,
+        "no_answer": 0,
         "categories_present": 2,
         "category_names": ["x", "y"],
     }
@@ -147,9 +148,11 @@ def test_by_severity_reports_all_tiers() -> None:
     tiers = aggregate_metrics(run)["by_severity"]
     assert list(tiers) == ["low", "medium", "high", "critical"]
     assert tiers["high"] == {"n": 2, "passed": 1, "failed": 1, "pass_rate": 0.5,
-                             "pass_rate_ci95": pytest.approx(wilson_ci(1, 2))}
+                             "pass_rate_ci95": pytest.approx(wilson_ci(1, 2)), "n_judged": 2,
+                             "coverage": 1.0, "stats": {"pass_rate": rate_stat(1, 2, 2)}}
     assert tiers["low"] == {"n": 0, "passed": 0, "failed": 0, "pass_rate": None,
-                            "pass_rate_ci95": None}
+                            "pass_rate_ci95": None, "n_judged": 0, "coverage": None,
+                            "stats": {"pass_rate": rate_stat(0, 0, 0)}}
 
 
 def test_histogram_and_worst_cases() -> None:
@@ -196,12 +199,17 @@ def test_verdict_tables() -> None:
         "failed": 1,
         "pass_rate": 0.5,
         "pass_rate_ci95": pytest.approx(wilson_ci(1, 2)),
+        "n_judged": 2,
+        "coverage": 1.0,
+        "stats": {"pass_rate": rate_stat(1, 2, 2)},
         "critical_failures": 1,
         "high_failures": 0,
     }
     assert t["by_category"]["z"]["n"] == 0 and t["by_category"]["z"]["pass_rate"] is None
     assert t["by_severity"]["critical"] == {"n": 1, "passed": 0, "failed": 1, "pass_rate": 0.0,
-                                            "pass_rate_ci95": [0.0, 0.793451]}
+                                            "pass_rate_ci95": [0.0, 0.793451], "n_judged": 1,
+                                            "coverage": 1.0,
+                                            "stats": {"pass_rate": rate_stat(0, 1, 1)}}
     assert t["by_severity"]["low"]["pass_rate"] == 1.0
     empty = verdict_tables([])
     assert empty["n"] == 0 and empty["pass_rate"] is None and empty["by_category"] == {}

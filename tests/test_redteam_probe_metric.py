@@ -185,7 +185,8 @@ def test_a_failed_probe_judgement_is_an_error_of_that_metric_alone(tmp_path) -> 
     assert [m["error"] for m in section(state)["metrics"][:2]] == [None, None]
     out = node.finalize()
     assert out["probe_outcomes"]["counts"]["judge_unjudged"] == 1
-    assert out["judge_tables"]["n"] == 0  # not counted as a judge failure
+    judged = out["judge_tables"]
+    assert (judged["n"], judged["n_judged"], judged["failed"]) == (1, 0, 0)  # in scope, not a failure
 
 
 # ---------------------------------------------------------------- records without a probe

@@ -29,7 +29,7 @@ from nexagauge_local.blocks import BlockDefaults, BlockModels
 from nexagauge_local.dataset import Dataset
 from nexagauge_local.graph import GRAPH
 from nexagauge_local.records import format_validation
-from nexagauge_local.redact import has_credentials
+from nexagauge_local.redact import is_secret_param, redact_text
 from nexagauge_local.settings import ConfigSource, RunSettings
 
 # A [run] option's check: the option's value as the command would take it, ValueError if bad.
@@ -110,8 +110,15 @@ def parse_run_config(source: ConfigSource, options: Mapping[str, OptionCheck] | 
             problem(loc, "unknown table; a config has [run] and [defaults.NODE]"
                     if err["type"] == "extra_forbidden" else err["msg"])
         raise RunConfigError(shown, _in_file_order(found)) from None
-    run_options, models = _run_table(layout.run, options, problem)
-    defaults = _defaults(layout.defaults, blocks, problem)
+    refused = _screen(raw, (), problem)
+
+    def checked(loc: tuple[str | int, ...], message: str) -> None:
+        # a refused value is reported once, as a credential: no other check may echo it
+        if not any(tuple(map(str, loc[:len(r)])) == tuple(map(str, r)) for r in refused):
+            problem(loc, message)
+
+    run_options, models = _run_table(layout.run, options, checked)
+    defaults = _defaults(layout.defaults, blocks, checked)
     if found:
         raise RunConfigError(shown, _in_file_order(found))
     return RunConfig(source, run_options, models, defaults)
@@ -145,10 +152,6 @@ def _run_table(table: Mapping[str, Any], options: Mapping[str, OptionCheck] | No
                     models[node] = profile
             continue
         name = key.replace("-", "_")
-        refused = _credential(name, value)
-        if refused:
-            problem(("run", key), refused)
-            continue
         if options is None:
             continue
         if name not in options:
@@ -162,20 +165,59 @@ def _run_table(table: Mapping[str, Any], options: Mapping[str, OptionCheck] | No
     return out, models
 
 
-def _credential(name: str, value: Any) -> str | None:
-    """Why a [run] option is refused as a credential, else None. The manifest records the
-    file's text whole (and its hash), so a key or a password written here would be in every
-    run's manifest: the file names servers, the environment holds their keys."""
+KEPT = "(the manifest records the file's text)"
+JUDGE_KEY = (f"an API key is not kept in a run configuration {KEPT}; set "
+             "NEXAGAUGE_JUDGE_API_KEY, or give a judge profile an api_key_env")
+SECRET_KEY = (f"a value named like a credential is not kept in a run configuration {KEPT}; "
+              "give it from the environment or the command line")
+JUDGE_URL = (f"a URL with a password or a secret parameter is not kept in a run configuration "
+             f"{KEPT}; give the URL without them and the key in NEXAGAUGE_JUDGE_API_KEY, or "
+             "the whole URL in NEXAGAUGE_JUDGE_URL")
+SECRET_URL = (f"a URL with a password or a secret parameter (or an Authorization header) is "
+              f"not kept in a run configuration {KEPT}; give it without them, the credentials "
+              "from the environment or the command line")
+
+
+def _credential(key: str, value: Any) -> str | None:
+    """Why `key = value`, anywhere in the file, is refused as a credential, else None. The
+    manifest records the file's text whole (and its hash), so a key or a password written here
+    would be in every run's manifest: the file names servers, the environment holds their
+    keys. Refused rather than redacted, so the recorded text stays the file's bytes and
+    `verify --config` / `reproduce` work on it unchanged. A credential is what redact.py
+    calls one: a key named like a secret parameter (`judge-api-key`, `token`, `*_password`)
+    holding a text, or a text holding a URL with a userinfo or a secret parameter (any
+    option: `judge-url`, `cluster`, a rubric's text)."""
+    name = key.replace("-", "_")
     if name == "judge_api_key":
-        return ("an API key is not kept in a run configuration (the manifest records the "
-                "file's text); set NEXAGAUGE_JUDGE_API_KEY, or give a judge profile an "
-                "api_key_env")
-    if name == "judge_url" and isinstance(value, str) and has_credentials(value):
-        return ("a URL with a password or a secret parameter is not kept in a run "
-                "configuration (the manifest records the file's text); give the URL without "
-                "them and the key in NEXAGAUGE_JUDGE_API_KEY, or the whole URL in "
-                "NEXAGAUGE_JUDGE_URL")
+        return JUDGE_KEY
+    if not isinstance(value, str):
+        return None
+    if value.strip() and is_secret_param(name):
+        return SECRET_KEY
+    if redact_text(value) != value:
+        return JUDGE_URL if name == "judge_url" else SECRET_URL
     return None
+
+
+def _screen(table: Mapping[str, Any], loc: tuple[str | int, ...],
+            problem: Problem) -> set[tuple[str | int, ...]]:
+    """Every key of the file, at any depth (arrays of tables and inline tables included),
+    through _credential; returns where one was refused."""
+    refused: set[tuple[str | int, ...]] = set()
+    for key, value in table.items():
+        here = (*loc, key)
+        items = list(enumerate(value)) if isinstance(value, list) else [(None, value)]
+        for index, item in items:
+            at = here if index is None else (*here, index)
+            if isinstance(item, Mapping):
+                refused |= _screen(item, at, problem)
+                continue
+            why = _credential(key, item)
+            if why is not None:
+                problem(here, why)
+                refused.add(here)
+                break
+    return refused
 
 
 def _defaults(tables: Mapping[str, dict[str, Any]], blocks: BlockModels,

@@ -101,15 +101,29 @@ class MetricStats:
     errors: int = 0
 
     def summary(self) -> dict[str, Any]:
-        gated = self.passed + self.failed
+        """The metric's line of metrics/NODE.json. `pass_rate` is over the cases with a
+        verdict (`n_judged`) while `n` counts every case the metric ran on, errors (a judge
+        failure, a blank answer) included, so `coverage` and `stats.pass_rate` (the rate_stat
+        entry with its Wilson 95% interval) show how much of the metric stands behind the
+        rate, and a gate rule on it can refuse a rate measured on the survivors
+        (gate/coverage.py)."""
+        # lazy: scipy (the interval) is only needed once, after the last shard
+        from nexagauge_local.redteam.outcomes.rate_stats import rate_stat
+
+        n, gated = len(self.scores) + self.errors, self.passed + self.failed
+        stat = rate_stat(self.passed, gated, n)
         return {
-            "n": len(self.scores) + self.errors,
+            "n": n,
             "mean": fmean(self.scores) if self.scores else None,
             "median": exact_median([self.scores]),
             "min": min(self.scores) if self.scores else None,
             "max": max(self.scores) if self.scores else None,
             "pass_rate": self.passed / gated if gated else None,
             "errors": self.errors,
+            "n_judged": gated,
+            "coverage": stat["coverage"],
+            "pass_rate_ci95": stat["ci95"],
+            "stats": {"pass_rate": stat},
         }
 
 

@@ -262,8 +262,9 @@ class RedteamNode(LLMNode[Judged, NodeReport]):
 
     def finalize(self) -> dict[str, Any]:
         """Run-level red-team analytics over every shard (merged into metrics/redteam.json)."""
-        rows = [(s.case_id, s.category, s.severity, self._judge_passed[s.case_id])
-                for s in self._scores if s.case_id in self._judge_passed]
+        # every case is in the judge tables' scope; one without a verdict is in n, not judged
+        rows = [(s.case_id, s.category, s.severity, self._judge_passed.get(s.case_id))
+                for s in self._scores]
         out: dict[str, Any] = {
             "aggregate_metrics": aggregate_metrics(self._scores),
             "judge_tables": verdict_tables(rows),

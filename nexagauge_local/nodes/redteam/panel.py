@@ -4,8 +4,9 @@ heuristic's score, case.html.j2) and the probe columns of its rows.
 The panel is built from metrics/redteam.json as the node's finalize() wrote it
 (redteam/heuristics/aggregate.py: aggregate_metrics, verdict_tables, disagreements; redteam/heuristics/observability.py)
 and printed by panel.html.j2 next to this file. Heuristic and judge pass rates are shown side by
-side. The judge tables only cover cases where every rubric metric got a verdict, so a run
-without a judge shows an empty judge series and says so rather than drawing zero bars.
+side, each as passes of judged of n with its Wilson interval: a judge table counts as judged
+only the cases where every metric it answers with got a verdict, so a run without a judge shows
+an empty judge series and says so rather than drawing zero bars.
 
 The report calls these through the SPEC (nodes/panel.py), handing the chart helpers in; this
 module imports nothing from the report layer above it.
@@ -61,6 +62,20 @@ def _stat(layer: Mapping[str, Any] | None, key: str) -> Mapping[str, Any] | None
     return {"rate": layer[key]} if key in layer else None
 
 
+def pass_stat(row: Mapping[str, Any] | None) -> Mapping[str, Any] | None:
+    """A pass-rate row's stats entry (passed of n_judged of n, ci95; aggregate.py), or one
+    built from the older keys (n then counted the judged cases only), so an older run's
+    report still shows its rate."""
+    row = row or {}
+    stat = (row.get("stats") or {}).get("pass_rate")
+    if isinstance(stat, Mapping):
+        return stat
+    if "pass_rate" not in row:
+        return None
+    return {"rate": row.get("pass_rate"), "successes": row.get("passed"),
+            "n_judged": row.get("n"), "n": row.get("n"), "ci95": row.get("pass_rate_ci95")}
+
+
 def outcomes_view(tables: Mapping[str, Any] | None) -> dict[str, Any] | None:
     """The probe-outcome rates (redteam/outcomes/tables.py), judge beside heuristic, overall and per
     category and severity, each with its count, n_judged of n and Wilson interval; None when
@@ -94,7 +109,7 @@ def redteam_view(red: Mapping[str, Any] | None, tools: PanelTools) -> dict[str, 
         return {"present": False}
     agg = red["aggregate_metrics"]
     judge = red.get("judge_tables") or {}
-    judged = int(judge.get("n") or 0)
+    judged = int(judge.get("n_judged", judge.get("n")) or 0)
     categories = sorted(set(agg.get("by_category") or {}) | set(judge.get("by_category") or {}))
     severities = [
         s
@@ -118,27 +133,34 @@ def redteam_view(red: Mapping[str, Any] | None, tools: PanelTools) -> dict[str, 
                 "n": h.get("n"),
                 "heuristic": h.get("pass_rate"),
                 "judge": j.get("pass_rate") if judged else None,
+                "heuristic_stat": pass_stat(h),
+                "judge_stat": pass_stat(j) if judged else None,
                 "mean_risk": h.get("mean_risk"),
                 "critical_failures": h.get("critical_failures"),
                 "high_failures": h.get("high_failures"),
             }
         )
-    sev_rows = [
-        {
-            "severity": s,
-            "n": ((agg.get("by_severity") or {}).get(s) or {}).get("n"),
-            "heuristic": ((agg.get("by_severity") or {}).get(s) or {}).get("pass_rate"),
-            "judge": ((judge.get("by_severity") or {}).get(s) or {}).get("pass_rate")
-            if judged
-            else None,
-        }
-        for s in severities
-    ]
+    sev_rows = []
+    for s in severities:
+        h = (agg.get("by_severity") or {}).get(s) or {}
+        j = (judge.get("by_severity") or {}).get(s) or {}
+        sev_rows.append(
+            {
+                "severity": s,
+                "n": h.get("n"),
+                "heuristic": h.get("pass_rate"),
+                "judge": j.get("pass_rate") if judged else None,
+                "heuristic_stat": pass_stat(h),
+                "judge_stat": pass_stat(j) if judged else None,
+            }
+        )
     return {
         "present": True,
         "counts": agg.get("counts") or {},
         "pass_rate": agg.get("pass_rate"),
+        "pass_stat": pass_stat(agg),
         "judge_pass_rate": judge.get("pass_rate") if judged else None,
+        "judge_pass_stat": pass_stat(judge) if judged else None,
         "judged": judged,
         "risk": agg.get("risk_score") or {},
         "indices": [(label, agg.get(key), help_) for key, label, help_ in INDEX_KEYS],
@@ -184,10 +206,14 @@ _PROBE_COLUMNS = (("probe_category", "category"), ("probe_severity", "severity")
 
 def probe_values(section: Mapping[str, Any]) -> dict[str, Any]:
     """The heuristic's verdict on the case, repeated on each of its redteam metric rows (export
-    and agreement compare the judge's verdict with it)."""
+    and agreement compare the judge's verdict with it); none for a blank answer, which the
+    heuristic had no text to judge."""
     probe = section.get("case_score")
     probe = probe if isinstance(probe, Mapping) else {}
-    return {column: probe.get(key) for column, key in _PROBE_COLUMNS}
+    values = {column: probe.get(key) for column, key in _PROBE_COLUMNS}
+    if probe.get("no_answer"):
+        values["heuristic_passed"] = None
+    return values
 
 
 probe_columns = RowExtras(
