@@ -1,10 +1,11 @@
 """Credentials kept out of everything the tool writes or prints.
 
 The rule: a credential is an API key (`--judge-api-key`, NEXAGAUGE_JUDGE_API_KEY, a profile's
-`api_key_env`), a URL's userinfo (`user:password@`), a secret-looking query or fragment
-parameter (`api-key`, `token`, `password`, `sig`, ...; README "A judge behind a server"), or
-an Authorization header. Where one is removed the text says so: a URL keeps its shape with
-`***` in place of the userinfo and of each secret parameter's value
+`api_key_env`, `--target-api-key`, NEXAGAUGE_TARGET_API_KEY), a URL's userinfo
+(`user:password@`), a secret-looking query or fragment parameter (`api-key`, `token`,
+`password`, `sig`, ...; README "A judge behind a server"), or an Authorization header. Where
+one is removed the text says so: a URL keeps its shape with `***` in place of the userinfo and
+of each secret parameter's value
 (`http://***@host:8000/v1?api-key=***`), an option's value becomes `***`, and a known secret
 value found in free text (a server that echoes the key it was sent) becomes `[redacted]`.
 
@@ -35,7 +36,7 @@ SECRET_PARAMS = frozenset({
 })
 SECRET_SUFFIXES = ("_key", "_token", "_secret", "_password", "_sig", "_signature")
 # Options whose value is a credential, however it is written (`--opt V` or `--opt=V`).
-SECRET_OPTIONS = ("--judge-api-key",)
+SECRET_OPTIONS = ("--judge-api-key", "--target-api-key")
 # Known secret values shorter than this are not searched for in free text: they would match
 # ordinary words of a judge's answer and corrupt it.
 MIN_SCRUBBED_LEN = 8

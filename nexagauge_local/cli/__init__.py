@@ -46,7 +46,11 @@ LAZY: dict[str, LazyCommand] = {
     ),
     'generate': LazyCommand(
         'nexagauge_local.cli.probe_cmds:generate_cmd',
-        'Answer every probe with the model under test, locally and batched.',
+        'Answer every probe with the model under test: local weights, batched, or its server.',
+    ),
+    'attack': LazyCommand(
+        'nexagauge_local.cli.attack_cmds:attack_cmd',
+        'Attack the model under test: every probe under every chosen strategy, batched.',
     ),
     'compare': LazyCommand(
         'nexagauge_local.cli.compare_cmds:compare_cmd',

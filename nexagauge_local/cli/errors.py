@@ -32,6 +32,8 @@ from nexagauge_local.records import DatasetError, RecordsError
 from nexagauge_local.redact import redact_text
 
 _RESUME = ": every judgement made so far is in the judge cache; run the same command again to resume"
+# generate and attack keep their work in --output, not in the judge cache
+OUTPUT_RESUME = ": every answer written so far is in --output; run the same command again to resume"
 RESUME_HINT = "interrupted" + _RESUME  # Ctrl-C; SIGTERM/SIGHUP say "stopped by SIGTERM"
 
 # How each failure's last line starts; the first matching type wins. "error: " is compare's
@@ -66,7 +68,7 @@ def print_failure(exc: DatasetError | RecordsError | AppError) -> int:
 
 
 @contextmanager
-def cli_errors(*, resumable: bool = False) -> Iterator[None]:
+def cli_errors(*, resumable: bool = False, resume_hint: str = _RESUME) -> Iterator[None]:
     """Map service failures to the CLI's messages and exit codes: a whole-file problem is its
     one line, bad records are listed with a hint, an unusable --input/--field is a usage error,
     a check that answered no (a run that does not reproduce, a folder that no longer matches
@@ -74,7 +76,8 @@ def cli_errors(*, resumable: bool = False) -> Iterator[None]:
 
     `resumable`: the command's judge work is cached, so Ctrl-C exits 130 (SIGTERM 143, SIGHUP
     129: cli/signals.py) with the hint to run it again; elsewhere click's own "Aborted!" stands
-    for Ctrl-C, and the CLI's group says what signal stopped it.
+    for Ctrl-C, and the CLI's group says what signal stopped it. `resume_hint` says where the
+    work done so far is kept (the judge cache by default; `generate` and `attack`: --output).
     """
     try:
         yield
@@ -85,5 +88,5 @@ def cli_errors(*, resumable: bool = False) -> Iterator[None]:
     except KeyboardInterrupt as exc:  # click would say "Aborted!" and exit 1, like a failed gate
         if not resumable:
             raise
-        click.echo(interrupted_by(exc) + _RESUME, err=True)
+        click.echo(interrupted_by(exc) + resume_hint, err=True)
         sys.exit(exit_code_of(exc))

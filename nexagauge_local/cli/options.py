@@ -291,3 +291,25 @@ def endpoint_settings(values: dict[str, Any]) -> dict[str, Any]:
     """The --judge-* values given, as RunSettings keyword arguments; unset ones are left out
     so NEXAGAUGE_JUDGE_* environment variables still apply."""
     return {k: v for k, v in values.items() if k in ENDPOINT_FIELDS and v is not None}
+
+
+def target_server_options(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """--target-url and its companions: the model under test behind an OpenAI-compatible
+    server, for `generate` and `attack`. One definition so both commands say the same."""
+    opts = [
+        click.option("--target-url", metavar="URL",
+                     help="Answer with the model behind an OpenAI-compatible server (e.g. `vllm "
+                          "serve`, with its own system prompt and guardrails) instead of "
+                          "loading weights, e.g. --target-url http://127.0.0.1:8000/v1. --model "
+                          "is then optional and names the served model id. user:password@ and "
+                          "?api-key= parts are sent, and never written."),
+        click.option("--target-api-key", metavar="KEY", envvar="NEXAGAUGE_TARGET_API_KEY",
+                     help="The target server's API key (or NEXAGAUGE_TARGET_API_KEY). Sent "
+                          "only to --target-url, never written."),
+        click.option("--target-concurrency", type=click.IntRange(min=1), default=16,
+                     show_default=True, metavar="N",
+                     help="Requests to the target server in flight at once."),
+    ]
+    for opt in reversed(opts):
+        fn = opt(fn)
+    return fn

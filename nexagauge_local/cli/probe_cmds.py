@@ -14,8 +14,8 @@ import click
 from rich.console import Console
 from rich.table import Table
 
-from nexagauge_local.cli.errors import cli_errors
-from nexagauge_local.cli.options import backend_option, parse_gpu_ids
+from nexagauge_local.cli.errors import OUTPUT_RESUME, cli_errors
+from nexagauge_local.cli.options import backend_option, parse_gpu_ids, target_server_options
 from nexagauge_local.cli.progress import lasting_bar
 from nexagauge_local.redteam.service.suites import (
     expect_counts,
@@ -164,8 +164,9 @@ def probes_import(input_path: Path, output: Path, fields: tuple[str, ...], categ
 
 
 @click.command("generate")
-@click.option("--model", required=True,
-              help="The model under test: a profile name (see `models`) or a path to weights.")
+@click.option("--model",
+              help="The model under test: a profile name (see `models`) or a path to weights; "
+                   "with --target-url, the served model id (needed when it serves several).")
 @click.option("--input", "input_path", type=click.Path(exists=True, path_type=Path),
               required=True,
               help="Probes: `probes export` JSONL, records with a `probe` block, a public "
@@ -185,11 +186,13 @@ def probes_import(input_path: Path, output: Path, fields: tuple[str, ...], categ
               default=default_cache_dir, show_default="~/.cache/nexagauge-local",
               help="Derived model files (dequantised GGUF).")
 @click.option("--seed", type=int, default=0, show_default=True)
+@target_server_options
 @click.option("--quiet", "-q", is_flag=True, help="No progress bar.")
-def generate_cmd(model: str, input_path: Path, fields: tuple[str, ...], output: Path, max_tokens: int,
+def generate_cmd(model: str | None, input_path: Path, fields: tuple[str, ...], output: Path, max_tokens: int,
                  system_prompt: str | None, backend: str, gpu: str | None, batch_size: int | None, limit: int | None,
-                 fresh: bool, cache_dir: Path, seed: int, quiet: bool) -> None:
-    """Answer every probe with the model under test, locally and batched.
+                 fresh: bool, cache_dir: Path, seed: int, target_url: str | None,
+                 target_api_key: str | None, target_concurrency: int, quiet: bool) -> None:
+    """Answer every probe with the model under test: local weights, batched, or its server.
 
     Writes one record per probe with the model's answer as `output` and the probe block kept,
     so `run redteam` scores it directly. An interrupted run resumes: probes already in --output
@@ -207,22 +210,37 @@ def generate_cmd(model: str, input_path: Path, fields: tuple[str, ...], output: 
       nexagauge-local generate --model M --input harmbench_behaviors_text_all.csv --output r.jsonl
       nexagauge-local generate --model M --input prompts.txt --output r.jsonl
       nexagauge-local generate --model M --input mine.csv --field input=text --output r.jsonl
-    """
-    from nexagauge_local.redteam.service.generate import answer_probes, load_probes, open_responder
 
-    with cli_errors(resumable=True):
+    \b
+    The deployed system, behind its OpenAI-compatible server (docs/attacks.md):
+      nexagauge-local generate --target-url http://127.0.0.1:8000/v1 --input probes.jsonl \\
+          --output r.jsonl
+    """
+    from nexagauge_local.redteam.service.generate import (
+        answer_probes,
+        load_probes,
+        open_target,
+        target_options,
+    )
+
+    with cli_errors(resumable=True, resume_hint=OUTPUT_RESUME):
         items = load_probes(input_path, limit, fields)
-        responder = open_responder(model, backend=backend, gpu_ids=parse_gpu_ids(gpu), cache_dir=cache_dir,
-                                   seed=seed, batch_size=batch_size)
-    console = Console(stderr=True)
-    with lasting_bar("generate", len(items), quiet, console) as advance:
-        stats = answer_probes(items, responder, output, max_tokens=max_tokens,
-                              system_prompt=system_prompt, fresh=fresh, batch_size=batch_size,
-                              progress=advance)
-    console.print(f"[green]done[/]: {stats.generated} answered, {stats.skipped_existing} already in "
+        target = target_options(target_url, target_api_key, target_concurrency)
+        responder = open_target(model, target, backend=backend, gpu_ids=parse_gpu_ids(gpu),
+                                cache_dir=cache_dir, seed=seed, batch_size=batch_size)
+        console = Console(stderr=True)
+        with lasting_bar("generate", len(items), quiet, console) as advance:
+            stats = answer_probes(items, responder, output, max_tokens=max_tokens,
+                                  system_prompt=system_prompt, fresh=fresh, batch_size=batch_size,
+                                  progress=advance)
+    console.print(f"[green]done[/]: {stats.generated - stats.failed} answered, {stats.skipped_existing} already in "
                   f"{output}, {stats.truncated} cut at --max-tokens; {stats.prompt_tokens} prompt + "
                   f"{stats.output_tokens} output tokens in {stats.wall_seconds:.1f} s "
                   f"({stats.device_seconds:.1f} device-seconds)")
+    if stats.failed_ids:
+        console.print(f"[red]failed[/] (no answer, asked again on the next run): "
+                      f"{', '.join(stats.failed_ids[:10])}"
+                      + (" ..." if len(stats.failed_ids) > 10 else ""))
     if stats.truncated_ids:
         console.print(f"[yellow]cut off[/]: {', '.join(stats.truncated_ids[:10])}"
                       + (" ..." if len(stats.truncated_ids) > 10 else ""))

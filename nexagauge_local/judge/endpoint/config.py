@@ -19,6 +19,21 @@ class EndpointUnusable(RuntimeError):
 
 
 @dataclass(frozen=True)
+class ServerRole:
+    """How a set-up failure names the server and the options that fix it: the same checks
+    (GET /models, a refused key, an unknown model) serve the judge's server and the model
+    under test's, and each message must point at the flags of the command that was run."""
+
+    label: str = "judge server"
+    url_option: str = "--judge-url"
+    key_options: str = "--judge-api-key, NEXAGAUGE_JUDGE_API_KEY or the profile's api_key_env"
+    model_options: str = "--judge-model-name or the profile's served_model"
+
+
+JUDGE_SERVER = ServerRole()
+
+
+@dataclass(frozen=True)
 class RetryPolicy:
     """Bounded retries of one request: at most `attempts` tries and `total_seconds` of
     sleeping and waiting between the first try and the last, so a dead server costs a bounded

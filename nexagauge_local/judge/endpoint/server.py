@@ -13,7 +13,7 @@ from typing import Any
 import httpx
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from nexagauge_local.judge.endpoint.config import EndpointUnusable
+from nexagauge_local.judge.endpoint.config import JUDGE_SERVER, EndpointUnusable, ServerRole
 from nexagauge_local.judge.endpoint.http import EndpointHTTP
 from nexagauge_local.judge.endpoint.wire import ChatCompletion, server_message
 from nexagauge_local.judge.types import Messages
@@ -46,51 +46,53 @@ class _ModelList(BaseModel):
     data: list[ServedModel]
 
 
-def _unreachable(url: str, route: str, exc: httpx.HTTPError) -> EndpointUnusable:
+def _unreachable(url: str, route: str, exc: httpx.HTTPError,
+                 role: ServerRole = JUDGE_SERVER) -> EndpointUnusable:
     if isinstance(exc, httpx.TimeoutException):
-        return EndpointUnusable(f"judge server {url}: no answer to {route} within "
+        return EndpointUnusable(f"{role.label} {url}: no answer to {route} within "
                                 f"{PREFLIGHT_TIMEOUT:.0f}s; is it up and listening there?")
-    return EndpointUnusable(f"judge server {url}: cannot reach it ({type(exc).__name__}: {exc}); "
-                            "is it running, and is --judge-url right (it ends in /v1)?")
+    return EndpointUnusable(f"{role.label} {url}: cannot reach it ({type(exc).__name__}: {exc}); "
+                            f"is it running, and is {role.url_option} right (it ends in /v1)?")
 
 
-def _refused_key(url: str, response: httpx.Response) -> EndpointUnusable:
+def _refused_key(url: str, response: httpx.Response,
+                 role: ServerRole = JUDGE_SERVER) -> EndpointUnusable:
     return EndpointUnusable(
-        f"judge server {url} refused the request (HTTP {response.status_code}: "
-        f"{server_message(response)}); give its API key with --judge-api-key, "
-        "NEXAGAUGE_JUDGE_API_KEY or the profile's api_key_env")
+        f"{role.label} {url} refused the request (HTTP {response.status_code}: "
+        f"{server_message(response)}); give its API key with {role.key_options}")
 
 
-def served_models(http: EndpointHTTP) -> list[ServedModel]:
+def served_models(http: EndpointHTTP, role: ServerRole = JUDGE_SERVER) -> list[ServedModel]:
     """GET /models, one try."""
     try:
         response = http.once("GET", "/models", timeout=PREFLIGHT_TIMEOUT)
     except httpx.HTTPError as exc:
-        raise _unreachable(http.url, "GET /models", exc) from None
+        raise _unreachable(http.url, "GET /models", exc, role) from None
     if response.status_code in (401, 403):
-        raise _refused_key(http.url, response)
+        raise _refused_key(http.url, response, role)
     if response.status_code != 200:
-        raise EndpointUnusable(f"judge server {http.url}: GET /models answered HTTP "
+        raise EndpointUnusable(f"{role.label} {http.url}: GET /models answered HTTP "
                                f"{response.status_code}: {server_message(response)}")
     try:
         return _ModelList.model_validate_json(response.content).data
     except ValidationError:
-        raise EndpointUnusable(f"judge server {http.url}: GET /models did not answer an "
+        raise EndpointUnusable(f"{role.label} {http.url}: GET /models did not answer an "
                                "OpenAI model list; is it an OpenAI-compatible server?") from None
 
 
-def pick_model(url: str, models: list[ServedModel], wanted: str | None) -> ServedModel:
+def pick_model(url: str, models: list[ServedModel], wanted: str | None,
+               role: ServerRole = JUDGE_SERVER) -> ServedModel:
     """The model named (served_model / --judge-model-name), or the only one served."""
     ids = ", ".join(m.id for m in models) or "none"
     if wanted:
         for m in models:
             if m.id == wanted:
                 return m
-        raise EndpointUnusable(f"judge server {url} does not serve {wanted!r}; it serves: {ids}")
+        raise EndpointUnusable(f"{role.label} {url} does not serve {wanted!r}; it serves: {ids}")
     if len(models) == 1:
         return models[0]
-    raise EndpointUnusable(f"judge server {url} serves {len(models)} models ({ids}); name one "
-                           "with --judge-model-name or the profile's served_model")
+    raise EndpointUnusable(f"{role.label} {url} serves {len(models)} models ({ids}); name one "
+                           f"with {role.model_options}")
 
 
 def probe_schema(http: EndpointHTTP, model: str) -> None:

@@ -15,10 +15,9 @@ from nexagauge_local.nodes.redteam.prompt import BIAS, DEFAULT_METRICS, PROMPT_V
 from nexagauge_local.nodes.redteam.prompt import render as render_redteam
 from nexagauge_local.nodes.redteam.schema import verdict_schema
 from nexagauge_local.nodes.spec import NodeSpec
+from nexagauge_local.redteam.attacks.record import ATTACK, AttackBlock
 
 PROBE = "probe"  # the record key of a red-team probe's annotations (README.md "The record format")
-
-
 
 def answer_reason(case: Case) -> str | None:
     """A case needs a non-empty output, except a probe's: a blank answer to a probe is an
@@ -32,7 +31,7 @@ SPEC = NodeSpec("redteam", ("scan",), (), "llm",
                 "rubric safety metrics (bias, toxicity, custom) plus heuristic risk", order=6,
                 condition=answer_reason,
                 impl=f"{__name__}.node:RedteamNode", metric=True, reported=True,
-                block_model=RedteamBlock, more_blocks={PROBE: ProbeBlock}, report_panel=PANEL,
+                block_model=RedteamBlock, more_blocks={PROBE: ProbeBlock, ATTACK: AttackBlock}, report_panel=PANEL,
                 case_panel=CASE_PANEL, row_extras=probe_columns)
 
 __all__ = ["BIAS", "DEFAULT_METRICS", "PROBE", "PROMPT_VERSION", "SPEC", "TOXICITY", "RedteamBlock",

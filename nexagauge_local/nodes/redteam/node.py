@@ -37,6 +37,8 @@ from nexagauge_local.judge.formats import guard_format
 from nexagauge_local.nodes.base import CaseState, RunContext
 from nexagauge_local.nodes.llm_node import Answers, Ask, LLMNode
 from nexagauge_local.nodes.redteam import PROBE, SPEC
+from nexagauge_local.nodes.redteam.attack_outcome import attack_outcome
+from nexagauge_local.nodes.redteam.attack_panel import attack_section
 from nexagauge_local.nodes.redteam.block import RedteamBlock, RedteamMetric
 from nexagauge_local.nodes.redteam.guard_metric import (
     GuardQuestion,
@@ -59,6 +61,7 @@ from nexagauge_local.nodes.redteam.probe_metric import (
 from nexagauge_local.nodes.redteam.prompt import DEFAULT_METRICS, PROMPT_VERSION
 from nexagauge_local.nodes.redteam.prompt import render as render_redteam
 from nexagauge_local.nodes.redteam.schema import verdict_schema
+from nexagauge_local.redteam.attacks.record import ATTACK, AttackBlock
 from nexagauge_local.redteam.heuristics.aggregate import (
     aggregate_metrics,
     disagreements,
@@ -67,6 +70,11 @@ from nexagauge_local.redteam.heuristics.aggregate import (
 from nexagauge_local.redteam.heuristics.observability import build_observability
 from nexagauge_local.redteam.heuristics.scoring import PASS_THRESHOLD, CaseScore
 from nexagauge_local.redteam.heuristics.scoring import score_case as heuristic_score
+from nexagauge_local.redteam.outcomes.attack_rates import (
+    AttackOutcome,
+    attack_headlines,
+    attack_tables,
+)
 from nexagauge_local.redteam.outcomes.tables import (
     NO_ANSWER,
     ProbeOutcome,
@@ -151,6 +159,7 @@ class RedteamNode(LLMNode[Judged, NodeReport]):
         self._judge_passed: dict[str, bool] = {}
         self._explanations: dict[str, str] = {}
         self._outcomes: list[ProbeOutcome] = []
+        self._attacks: list[AttackOutcome] = []
         self._seed = 0
         self._memo_dir: Path | None = None
         # case id -> metrics its guard-format judge cannot judge (reported with the reason)
@@ -183,7 +192,7 @@ class RedteamNode(LLMNode[Judged, NodeReport]):
         probe = state.case.block_of(PROBE, ProbeBlock)
         if probe is not None:
             question = ProbeQuestion(probe, probe.input or state.case.field("input"),
-                                     state.case.output)
+                                     state.case.output, state.case.block_of(ATTACK, AttackBlock))
             asks.append(Ask(probe_request(question, knobs, state.case.case_id, self.name),
                             question))
         return asks
@@ -231,8 +240,14 @@ class RedteamNode(LLMNode[Judged, NodeReport]):
             metrics.append(no_answer_result())
         heuristic = heuristic_score(case.case_id, case.output, probe, case.field("input"))
         self._record(heuristic, metrics, probe)
-        return NodeReport(metrics=metrics, cost=answers.cost,
-                          extras={"case_score": heuristic.report()})
+        attack = case.block_of(ATTACK, AttackBlock)
+        if probe is not None and attack is not None:
+            self._attacks.append(attack_outcome(case, probe, attack, self._outcomes[-1],
+                                                answers.cost))
+        extras: dict[str, Any] = {"case_score": heuristic.report()}
+        if attack is not None:  # the drill-down shows the attack's transcript
+            extras["attack"] = attack_section(attack.model_dump(mode="json"))
+        return NodeReport(metrics=metrics, cost=answers.cost, extras=extras)
 
     def _threshold(self, metric: str) -> float:
         return self._thresholds.get(metric, METRIC_PASS)
@@ -276,6 +291,10 @@ class RedteamNode(LLMNode[Judged, NodeReport]):
             out["aggregate_metrics"].update(rates)
             out["probe_outcomes"] = tables
             out["headline"] = rates  # repeated in summary.json's `headlines`
+        if self._attacks:
+            attacks = attack_tables(self._attacks)
+            out["attack_outcomes"] = attacks
+            out["aggregate_metrics"]["attacks"] = attack_headlines(attacks)
         observability = build_observability(self._scores, self._explanations, seed=self._seed,
                                             memo_dir=self._memo_dir)
         if observability is not None:

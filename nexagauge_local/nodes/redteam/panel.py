@@ -20,6 +20,7 @@ from typing import Any
 
 from nexagauge_local.case_report import CaseReport
 from nexagauge_local.nodes.panel import CasePanel, PanelTools, ReportPanel, RowExtras
+from nexagauge_local.nodes.redteam.attack_panel import attacks_view
 
 MAX_LISTED = 50  # disagreement rows shown; all of them are in metrics/redteam.json
 INDEX_KEYS = (
@@ -175,6 +176,7 @@ def redteam_view(red: Mapping[str, Any] | None, tools: PanelTools) -> dict[str, 
         ),
         "observability": obs,
         "outcomes": outcomes_view(red.get("probe_outcomes")),
+        "attacks": attacks_view(red.get("attack_outcomes")),
         "points_shown": len(points),
         "chart_category": charts.grouped_rates(categories, series_cat, "pass rate by category"),
         "chart_severity": charts.grouped_rates(severities, series_sev, "pass rate by severity"),
@@ -190,11 +192,15 @@ NODE = "redteam"
 
 
 def case_heuristic(report: CaseReport) -> dict[str, Any] | None:
-    """The heuristic's score of the case (the section's `case_score`), None when redteam did
-    not run on it."""
+    """The heuristic's score of the case (the section's `case_score`) and, for an attack
+    record, the attack's transcript; None when redteam did not run on it."""
     section = report.section(NODE)
-    score = section.get("case_score") if section is not None else None
-    return score if isinstance(score, dict) else None
+    if section is None:
+        return None
+    score, attack = section.get("case_score"), section.get("attack")
+    if not isinstance(score, dict):
+        return None
+    return {"score": score, "attack": attack if isinstance(attack, dict) else None}
 
 
 CASE_PANEL = CasePanel(view=case_heuristic, template="case.html.j2")

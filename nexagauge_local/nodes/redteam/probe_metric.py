@@ -39,8 +39,9 @@ from typing import Any
 
 from nexagauge_local.blocks import Expect, ProbeBlock, ScoringKnobs
 from nexagauge_local.judge import JudgeRequest, JudgeResult, max_tokens_for
-from nexagauge_local.nodes.redteam.probe_prompt import PROMPT_VERSION, render
+from nexagauge_local.nodes.redteam.probe_prompt import ATTACK_PROMPT_VERSION, PROMPT_VERSION, render
 from nexagauge_local.nodes.redteam.schema import probe_schema
+from nexagauge_local.redteam.attacks.record import AttackBlock
 from nexagauge_local.redteam.outcomes.tables import REFUSALS
 from nexagauge_local.results import PASS_THRESHOLD, MetricResult, with_threshold
 from nexagauge_local.scoring.judge_scores import safety_entry
@@ -64,17 +65,26 @@ class ProbeQuestion:
     probe: ProbeBlock
     prompt: str | None
     output: str | None
+    attack: AttackBlock | None = None  # an attack record's block: its conversation is judged
+
+    def judged_texts(self) -> list[str]:
+        """The texts evidence spans may quote: the answer and, for an attack, every turn."""
+        turns = self.attack.turns if self.attack else []
+        return [self.output or "", *(t.text for t in turns), *(t.decoded or "" for t in turns)]
 
 
 def probe_request(question: ProbeQuestion, knobs: ScoringKnobs, case_id: str,
                   node: str) -> JudgeRequest:
     schema = probe_schema(knobs.scoring_mode, knobs.include_reasoning,
                           tuple(question.probe.failure_modes))
+    attack = question.attack
     return JudgeRequest(
         messages=render(question.probe, question.prompt, question.output, knobs.scoring_mode,
-                        knobs.include_reasoning),
+                        knobs.include_reasoning,
+                        (attack.strategy, attack.transcript()) if attack else None),
         schema=schema, max_tokens=max_tokens_for(schema), node=node,
-        prompt_version=PROMPT_VERSION, case_id=case_id, metric=PROBE_METRIC,
+        prompt_version=ATTACK_PROMPT_VERSION if attack else PROMPT_VERSION, case_id=case_id,
+        metric=PROBE_METRIC,
     )
 
 
@@ -114,7 +124,7 @@ def probe_entry(parsed: Any, knobs: ScoringKnobs, question: ProbeQuestion,
     entry = safety_entry(class_passes(parsed.response, expect), severity,
                          parsed.reasoning if knobs.include_reasoning else None,
                          dict.fromkeys(parsed.violations), parsed.evidence_spans,
-                         [question.output or ""])
+                         question.judged_texts())
     refused = parsed.response in REFUSALS
     entry["response"] = parsed.response
     entry["refused"] = refused

@@ -1,26 +1,35 @@
 """The `generate` service: answer probes with the model under test, ready for `run redteam`.
 
 Three steps, so a caller can show progress between them: read the probes (bad lines stop
-everything), open the responder (a missing model stops before any work), answer them.
+everything), open the responder (a missing model, or a target server that cannot be used,
+stops before any work), answer them.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import Any
 
-from nexagauge_local.app.errors import JudgeSetupError, ProbeFileError
+from nexagauge_local.app.errors import AppError, InputError, JudgeSetupError, ProbeFileError
 from nexagauge_local.judge import (
     NoLocalEngine,
     ProfileNotFound,
     WeightsMissing,
     resolve_profile,
 )
+from nexagauge_local.judge.endpoint import EndpointUnusable
 from nexagauge_local.redteam.service.suites import suite_fields
 from nexagauge_local.redteam.suites.probe_file import ProbeItem, read_probes
+from nexagauge_local.redteam.target.endpoint import TargetOptions, open_endpoint
 from nexagauge_local.redteam.target.factory import make_responder, responder_decision
 from nexagauge_local.redteam.target.run import GenerateStats, generate
 from nexagauge_local.redteam.target.types import Responder
+
+
+class TargetSetupError(AppError):
+    """The target server cannot be used as given: unreachable, a refused key, no model list,
+    a model it does not serve (exit 2, before any work)."""
 
 
 def load_probes(path: Path, limit: int | None = None, fields: Sequence[str] = ()) -> list[ProbeItem]:
@@ -53,6 +62,50 @@ def open_responder(
         raise JudgeSetupError(str(exc)) from None
     except NoLocalEngine as exc:
         raise JudgeSetupError(f"--model {model}: {exc}") from None
+
+
+def target_options(url: str | None, api_key: str | None, concurrency: int | None,
+                   served_model: str | None = None) -> TargetOptions | None:
+    """The target server the command line names (None without --target-url); a malformed
+    value is a TargetSetupError."""
+    if url is None:
+        return None
+    values: dict[str, Any] = {"url": url, "api_key": api_key, "served_model": served_model}
+    if concurrency is not None:
+        values["concurrency"] = concurrency
+    try:
+        return TargetOptions.of(**values)
+    except EndpointUnusable as exc:
+        raise TargetSetupError(str(exc)) from None
+
+
+def open_target(
+    model: str | None,
+    target: TargetOptions | None,
+    *,
+    backend: str,
+    gpu_ids: Sequence[int],
+    cache_dir: Path,
+    seed: int,
+    batch_size: int | None,
+) -> Responder:
+    """The model under test: behind `target`'s server when one is given (`model`, if any, is
+    then the served model id), else loaded locally from `model` (open_responder). The server
+    is asked which models it serves before any work, so every set-up problem is one line."""
+    if target is None:
+        if model is None:
+            raise InputError("--model is required (a profile or weights), or --target-url")
+        return open_responder(model, backend=backend, gpu_ids=gpu_ids, cache_dir=cache_dir,
+                              seed=seed, batch_size=batch_size)
+    if gpu_ids or backend != "auto":
+        raise InputError("--target-url: the server runs the model on its own devices; drop "
+                         "--backend and --gpu")
+    if model is not None:
+        target = target.model_copy(update={"served_model": model})
+    try:
+        return open_endpoint(target, seed=seed)
+    except EndpointUnusable as exc:
+        raise TargetSetupError(str(exc)) from None
 
 
 def answer_probes(

@@ -1,7 +1,9 @@
 """`generate`: answer every probe with the model under test and write records for `run redteam`.
 
 Crash-safe the same way judge runs are: records are appended and flushed chunk by chunk, and a
-rerun skips the case_ids already in the output file, so a killed generation resumes.
+rerun skips the case_ids already in the output file, so a killed generation resumes. A record
+whose request failed (a target server that kept refusing) is written, so the audit counts it,
+and dropped again by the next run, which asks once more.
 """
 
 from __future__ import annotations
@@ -30,7 +32,9 @@ class GenerateStats:
     device_seconds: float = 0.0
     wall_seconds: float = 0.0
     engine_calls: int = 0
+    failed: int = 0
     truncated_ids: list[str] = field(default_factory=list)
+    failed_ids: list[str] = field(default_factory=list)
 
     def as_dict(self) -> dict[str, Any]:
         return {k: round(v, 3) if isinstance(v, float) else v for k, v in self.__dict__.items()}
@@ -55,18 +59,65 @@ def conversation(item: ProbeItem, system_prompt: str | None) -> Messages:
     return msgs + [{"role": "user", "content": item.prompt}]
 
 
+def generation_meta(responder: Responder, max_tokens: int) -> dict[str, Any]:
+    """What every record's `generation` block says of the responder. A target server's base
+    URL (never its credentials: the responder holds it bare) is its `server` attribute, which
+    local engines lack."""
+    meta: dict[str, Any] = {"model": responder.model, "backend": responder.name,
+                            "max_tokens": max_tokens}
+    server = getattr(responder, "server", None)
+    if server:
+        meta["server"] = server
+    return meta
+
+
+def response_meta(resp: Response) -> dict[str, Any]:
+    """What one answer cost and how it ended, for its record's `generation` block."""
+    out: dict[str, Any] = {"prompt_tokens": resp.prompt_tokens,
+                           "output_tokens": resp.output_tokens, "finished": resp.finished}
+    if resp.wall_seconds is not None:
+        out["wall_seconds"] = round(resp.wall_seconds, 3)
+    if resp.error is not None:
+        out["error"] = resp.error
+    return out
+
+
 def answered_record(item: ProbeItem, resp: Response, meta: dict[str, Any]) -> dict[str, Any]:
     """The probe's record with the model's answer as `output`; the probe block stays intact so
-    `run redteam` can score it, and `generation` says how the answer was made."""
-    gen = meta | {
-        "prompt_tokens": resp.prompt_tokens,
-        "output_tokens": resp.output_tokens,
-        "finished": resp.finished,
-    }
-    return item.record | {"output": resp.text, "generation": gen}
+    `run redteam` can score it, and `generation` says how the answer was made. A failed
+    request's `output` is empty, so the audit counts it as no answer rather than losing it."""
+    return item.record | {"output": resp.text, "generation": meta | response_meta(resp)}
 
 
-def _truncate_torn_tail(path: Path) -> None:
+def is_failed(record: dict[str, Any]) -> bool:
+    """A record written for a request that failed (generation.error set)."""
+    gen = record.get("generation")
+    return isinstance(gen, dict) and bool(gen.get("error"))
+
+
+def drop_failed(path: Path) -> int:
+    """Remove the failed records of an earlier run so this one asks for them again; the file
+    is replaced atomically (a crash leaves the old one). Returns how many were dropped."""
+    if not path.exists():
+        return 0
+    kept: list[str] = []
+    dropped = 0
+    for line in path.read_text(encoding="utf-8").splitlines(keepends=True):
+        try:
+            failed = is_failed(json.loads(line))
+        except (json.JSONDecodeError, TypeError, AttributeError):
+            failed = False
+        dropped += failed
+        if not failed:
+            kept.append(line)
+    if dropped:
+        tmp = path.with_name(path.name + ".tmp")
+        tmp.write_text("".join(kept), encoding="utf-8")
+        os.replace(tmp, path)
+    return dropped
+
+
+def truncate_torn_tail(path: Path) -> None:
     """Drop a partial last line left by a crash so appended records start on a fresh line."""
     if not path.exists() or path.stat().st_size == 0:
         return
@@ -92,13 +143,14 @@ def generate(
     output.parent.mkdir(parents=True, exist_ok=True)
     if not resume and output.exists():
         output.unlink()
-    _truncate_torn_tail(output)
+    truncate_torn_tail(output)
+    drop_failed(output)
     done = existing_ids(output)
     todo = [it for it in items if it.case_id not in done]
     stats.skipped_existing = len(items) - len(todo)
     if progress and stats.skipped_existing:
         progress(stats.skipped_existing)
-    meta = {"model": responder.model, "backend": responder.name, "max_tokens": max_tokens}
+    meta = generation_meta(responder, max_tokens)
     if system_prompt:
         meta["system_prompt"] = system_prompt
     with output.open("a", encoding="utf-8") as fh:
@@ -114,7 +166,10 @@ def generate(
                 stats.prompt_tokens += resp.prompt_tokens
                 stats.output_tokens += resp.output_tokens
                 stats.device_seconds += resp.device_seconds
-                if not resp.finished:
+                if resp.error is not None:
+                    stats.failed += 1
+                    stats.failed_ids.append(item.case_id)
+                elif not resp.finished:
                     stats.truncated += 1
                     stats.truncated_ids.append(item.case_id)
             fh.flush()

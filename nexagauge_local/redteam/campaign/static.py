@@ -1,0 +1,173 @@
+"""Static attacks: every probe under every chosen strategy, answered by the target in batches.
+
+Why one batch over all probes and strategies: a static strategy needs no attacker model, so
+every disguised conversation is known before the target answers the first one, and the engine
+answers them together (continuous batching) instead of one HTTP round trip each, as the peers
+run them. Records are appended and flushed chunk by chunk, and a rerun skips the attacks
+already in the output file, so a killed run loses only the chunk in flight; an attack whose
+request failed (a target server that kept refusing) is written as an error and asked again.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from nexagauge_local.judge import Messages
+from nexagauge_local.redteam.attacks.record import ATTACK, AttackBlock, AttackTurn, RoleUsage
+from nexagauge_local.redteam.attacks.strategy import Disguise, StaticStrategy
+from nexagauge_local.redteam.suites.probe_file import ProbeItem
+from nexagauge_local.redteam.target.run import (
+    drop_failed,
+    existing_ids,
+    generation_meta,
+    response_meta,
+    truncate_torn_tail,
+)
+from nexagauge_local.redteam.target.types import Responder, Response
+
+# Keys of a source record that describe an earlier answer, not the probe: an attack record
+# carries its own answer, so they are dropped rather than left to contradict it.
+_ANSWER_KEYS = ("output", "generation", "messages")
+
+
+@dataclass(frozen=True)
+class AttackJob:
+    """One disguised conversation to send: a probe under one strategy (one sample of it)."""
+
+    case_id: str
+    item: ProbeItem
+    strategy: StaticStrategy
+    disguise: Disguise
+    seed: int
+
+
+@dataclass
+class AttackStats:
+    attacks: int = 0
+    skipped_existing: int = 0
+    answered: int = 0
+    decoded: int = 0
+    truncated: int = 0
+    prompt_tokens: int = 0
+    output_tokens: int = 0
+    device_seconds: float = 0.0
+    wall_seconds: float = 0.0
+    engine_calls: int = 0
+    failed: int = 0
+    per_strategy: dict[str, int] = field(default_factory=dict)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {k: round(v, 3) if isinstance(v, float) else v for k, v in self.__dict__.items()}
+
+
+def attack_seed(seed: int, probe_id: str, strategy: str) -> int:
+    """A per-attack seed derived from the run's: two probes under best-of-n get different
+    augmentations, and the same run seed rebuilds the same ones."""
+    digest = hashlib.sha256(f"{seed}\x1f{probe_id}\x1f{strategy}".encode()).digest()
+    return int.from_bytes(digest[:4], "big")
+
+
+def plan_attacks(items: Sequence[ProbeItem], strategies: Sequence[StaticStrategy],
+                 seed: int) -> list[AttackJob]:
+    """Every probe under every strategy, probe-major so a partial run covers whole probes."""
+    jobs: list[AttackJob] = []
+    for item in items:
+        for strategy in strategies:
+            own_seed = attack_seed(seed, item.case_id, strategy.name)
+            disguises = strategy.disguise(item.prompt, own_seed)
+            for i, disguise in enumerate(disguises):
+                suffix = f"~{i}" if len(disguises) > 1 else ""
+                jobs.append(AttackJob(f"{item.case_id}~{strategy.name}{suffix}", item, strategy,
+                                      disguise, own_seed))
+    return jobs
+
+
+def conversation(job: AttackJob, system_prompt: str | None) -> Messages:
+    msgs: Messages = [{"role": "system", "content": system_prompt}] if system_prompt else []
+    return msgs + [{"role": t.role, "content": t.text} for t in job.disguise.turns]
+
+
+def attack_record(job: AttackJob, resp: Response, system_prompt: str | None,
+                  meta: dict[str, Any]) -> dict[str, Any]:
+    """The probe's record with the attack's answer as `output` and its `attack` block; `input`
+    stays the probe's own prompt, the intent the judge holds the answer to. A request that
+    failed has no `output` and no assistant turn: its block's status is "error" and says why,
+    so the audit counts the attack as errored rather than as a blank answer."""
+    failed = resp.error is not None
+    decoded = job.strategy.decode_answer(resp.text) if resp.text.strip() else None
+    turns = [AttackTurn(role="system", text=system_prompt)] if system_prompt else []
+    turns += [AttackTurn(role=t.role, text=t.text) for t in job.disguise.turns]
+    if not failed:
+        turns.append(AttackTurn(role="assistant", text=resp.text, decoded=decoded))
+    block = AttackBlock(
+        strategy=job.strategy.name, family=job.strategy.family, probe_case_id=job.item.case_id,
+        params=dict(job.disguise.params), seed=job.seed, turns=turns, queries=1,
+        status="error" if failed else "answered", error=resp.error,
+        usage={"target": RoleUsage(calls=1, prompt_tokens=resp.prompt_tokens,
+                                   output_tokens=resp.output_tokens,
+                                   device_seconds=round(resp.device_seconds, 6))},
+    )
+    base = {k: v for k, v in job.item.record.items() if k not in _ANSWER_KEYS}
+    answer = {} if failed else {"output": decoded if decoded is not None else resp.text}
+    return base | {"case_id": job.case_id, "input": job.item.prompt} | answer | {
+        ATTACK: block.model_dump(mode="json"), "generation": meta | response_meta(resp)}
+
+
+def run_static_attacks(
+    jobs: Sequence[AttackJob],
+    responder: Responder,
+    output: Path,
+    *,
+    max_tokens: int,
+    system_prompt: str | None = None,
+    chunk_size: int = 64,
+    resume: bool = True,
+    progress: Callable[[int], None] | None = None,
+) -> AttackStats:
+    """Answer every job not already in `output` and append its attack record."""
+    started = time.perf_counter()
+    stats = AttackStats(attacks=len(jobs))
+    output.parent.mkdir(parents=True, exist_ok=True)
+    if not resume and output.exists():
+        output.unlink()
+    truncate_torn_tail(output)
+    drop_failed(output)
+    done = existing_ids(output)
+    todo = [job for job in jobs if job.case_id not in done]
+    stats.skipped_existing = len(jobs) - len(todo)
+    if progress and stats.skipped_existing:
+        progress(stats.skipped_existing)
+    meta = generation_meta(responder, max_tokens)
+    with output.open("a", encoding="utf-8") as fh:
+        for start in range(0, len(todo), chunk_size):
+            chunk = todo[start: start + chunk_size]
+            responses = responder.respond([conversation(j, system_prompt) for j in chunk],
+                                          max_tokens)
+            stats.engine_calls += 1
+            for job, resp in zip(chunk, responses, strict=True):
+                record = attack_record(job, resp, system_prompt, meta)
+                fh.write(json.dumps(record, ensure_ascii=False) + "\n")
+                if resp.error is not None:
+                    stats.failed += 1
+                else:
+                    stats.answered += 1
+                    stats.decoded += record[ATTACK]["turns"][-1]["decoded"] is not None
+                    stats.truncated += not resp.finished
+                stats.prompt_tokens += resp.prompt_tokens
+                stats.output_tokens += resp.output_tokens
+                stats.device_seconds += resp.device_seconds
+                name = job.strategy.name
+                stats.per_strategy[name] = stats.per_strategy.get(name, 0) + 1
+            fh.flush()
+            os.fsync(fh.fileno())
+            if progress:
+                progress(len(chunk))
+    stats.wall_seconds = time.perf_counter() - started
+    return stats
