@@ -1,7 +1,7 @@
 """`report`, `export` and `agreement`: commands that read a finished output directory.
 
-Option parsing and printing only; the work is in app/audit_report.py, app/export.py and
-app/agreement.py.
+Option parsing and printing only; the work is in app/audit_report.py, app/export.py,
+app/attack_export.py and app/agreement.py.
 """
 
 from __future__ import annotations
@@ -20,6 +20,8 @@ if TYPE_CHECKING:
     from nexagauge_local.app.audit_report import Rerendered
 
 OUT_DIR = click.Path(file_okay=False, path_type=Path)
+# export's formats of a run's attacks (app/attack_export.py), beside its row formats
+ATTACK_EXPORTS = ("jailbreakbench", "harmbench")
 
 
 def _say_rerendered(done: Rerendered, out_dir: Path) -> None:
@@ -66,17 +68,26 @@ def report_cmd(out_dir: Path, output: Path | None, quiet: bool) -> None:
 @click.option(
     "--format",
     "fmt",
-    type=click.Choice(["csv", "jsonl", "parquet"]),
+    type=click.Choice(["csv", "jsonl", "parquet", *ATTACK_EXPORTS]),
     default="csv",
     show_default=True,
-    help="parquet needs pyarrow: pip install 'nexagauge-local[export]'.",
+    help="parquet needs pyarrow: pip install 'nexagauge-local[export]'. jailbreakbench and "
+    "harmbench export a run's attacks (docs/attacks.md \"Exports\").",
 )
 @click.option(
     "--output",
-    type=click.Path(dir_okay=False, path_type=Path),
-    help="Output file (default OUTDIR/results.<format>).",
+    type=click.Path(path_type=Path),
+    help="Output file (default OUTDIR/results.<format>); jailbreakbench: a folder (default "
+    "OUTDIR/jailbreakbench/); harmbench: default OUTDIR/harmbench_completions.json.",
 )
-def export_cmd(out_dir: Path, fmt: str, output: Path | None) -> None:
+@click.option(
+    "--input",
+    "records",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="jailbreakbench, harmbench: the attack records the run read (default: the input "
+    "summary.json names).",
+)
+def export_cmd(out_dir: Path, fmt: str, output: Path | None, records: Path | None) -> None:
     """Write one row per case x metric of the run in OUTDIR, for pandas and spreadsheets.
 
     Columns: case_id, node, metric, category, score, passed, verdict, severity (judge 1-5,
@@ -84,18 +95,38 @@ def export_cmd(out_dir: Path, fmt: str, output: Path | None) -> None:
     and for redteam rows the heuristic's probe_category, probe_severity, heuristic_passed and
     risk_score. Empty cells are nulls; in CSV the list columns are JSON text.
 
+    A run of attack records (`attack`, then `run redteam`) also exports as JailbreakBench
+    artifacts, one <strategy>.json per strategy, or one HarmBench completions file, each
+    attack with the judge's label; a run without attack records exits 2.
+
     \b
     Examples:
       nexagauge-local export out/run1 --format csv
       nexagauge-local export out/run1 --format parquet --output run1.parquet
+      nexagauge-local export out/audit --format jailbreakbench --output jbb/
+      nexagauge-local export out/audit --format harmbench --input attacks.jsonl
       python -c "import pandas as pd; print(pd.read_csv('out/run1/results.csv').groupby('metric').score.mean())"
     """
+    if fmt in ATTACK_EXPORTS:
+        from nexagauge_local.app.attack_export import export_attacks
+
+        with cli_errors():
+            done = export_attacks(out_dir, fmt, output, records)
+        click.echo(f"{done.entries} entr{'y' if done.entries == 1 else 'ies'} in {done.files} "
+                   f"file(s) -> {done.path}", err=True)
+        click.echo(str(done.path))
+        return
+    if records is not None:
+        raise click.BadParameter(f"only for {' and '.join(ATTACK_EXPORTS)}", param_hint="--input")
+    if output is not None and output.is_dir():
+        raise click.BadParameter(f"{output}: a directory; {fmt} writes one file",
+                                 param_hint="--output")
     from nexagauge_local.app.export import export
 
     with cli_errors():
-        done = export(out_dir, fmt, output)
-    click.echo(f"{done.rows} row(s) -> {done.path}", err=True)
-    click.echo(str(done.path))
+        done_rows = export(out_dir, fmt, output)
+    click.echo(f"{done_rows.rows} row(s) -> {done_rows.path}", err=True)
+    click.echo(str(done_rows.path))
 
 
 AGREEMENT_EPILOG = """\b
