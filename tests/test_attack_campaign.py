@@ -164,3 +164,64 @@ def test_the_listing_has_one_line_per_strategy_and_names_template_files(tmp_path
     names = [line.split()[0] for line in res.output.splitlines()]
     assert {"base64", "rot13", "many-shot", "best-of-n", "template:mine"} <= set(names)
     assert len(names) == len(set(names))
+
+
+def test_static_is_the_default_and_all_adds_the_attacker_driven(tmp_path: Path) -> None:
+    from nexagauge_local.redteam.service.attack import model_strategies
+
+    default = AttackOptions()
+    assert {s.family for s in chosen_strategies(default)} == {"encoding", "template",
+                                                              "augmentation"}
+    assert model_strategies(default) == []
+    everything = AttackOptions(strategies=("all",))
+    assert len(chosen_strategies(everything)) == len(chosen_strategies(default))
+    assert model_strategies(everything) == ["iterative-rewrite", "multi-turn-escalation"]
+    assert model_strategies(AttackOptions(strategies=("base64,multi-turn-escalation",))) == [
+        "multi-turn-escalation"]
+    assert [s.name for s in chosen_strategies(AttackOptions(strategies=("model",)))] == []
+
+
+@pytest.mark.parametrize("command", ["attack", "generate"])
+def test_ctrl_c_exits_130_with_the_resume_hint(tmp_path: Path, command: str,
+                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    """Both keep what they wrote in --output: Ctrl-C says so (click said "Aborted!", exit 1)."""
+    import nexagauge_local.redteam.service.generate as gen
+
+    class Interrupted(Base64Target):
+        def respond(self, conversations: Sequence[Messages], max_tokens: int) -> list[Response]:
+            raise KeyboardInterrupt
+
+    monkeypatch.setattr(gen, "open_target", lambda *a, **k: Interrupted())
+    extra = ["--strategies", "base64"] if command == "attack" else []
+    res = CliRunner().invoke(main, [command, "--model", "demo", "--input",
+                                    str(probes_file(tmp_path)), "--output",
+                                    str(tmp_path / "o.jsonl"), "-q", *extra])
+    assert res.exit_code == 130, res.output
+    assert "every answer written so far is in --output" in res.output
+
+
+def test_an_attacker_that_cannot_start_is_one_line_exit_2_before_any_work(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import nexagauge_local.redteam.service.generate as gen
+
+    monkeypatch.setattr(gen, "open_target", lambda *a, **k: Base64Target())
+    out = tmp_path / "o.jsonl"
+    res = CliRunner().invoke(main, ["attack", "--model", "demo", "--input",
+                                    str(probes_file(tmp_path)), "--output", str(out),
+                                    "--strategies", "base64,multi-turn-escalation",
+                                    "--attacker", "no-such-attacker", "-q"])
+    assert res.exit_code == 2, res.output
+    assert "--attacker no-such-attacker" in res.output
+    assert not out.exists()  # not even the static attacks ran
+
+
+def test_a_bad_attack_block_names_file_line_and_field(tmp_path: Path) -> None:
+    out = tmp_path / "attacks.jsonl"
+    run_static_attacks(jobs_for(tmp_path, ("rot13",)), Base64Target(), out, max_tokens=32)
+    rows = read(out)
+    rows[1]["attack"]["turns"] = "not a list"
+    out.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    res = CliRunner().invoke(main, ["run", "redteam", "--input", str(out), "--output-dir",
+                                    str(tmp_path / "audit"), "-q"])
+    assert res.exit_code == 2, res.output
+    assert f"{out}:2" in res.output and "attack" in res.output and "turns" in res.output

@@ -3,6 +3,7 @@ by the model under test, written as attack records for `run redteam`."""
 
 from __future__ import annotations
 
+from contextlib import ExitStack
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -18,8 +19,8 @@ if TYPE_CHECKING:
     from nexagauge_local.redteam.campaign.static import AttackStats
 
 _STRATEGIES_HELP = ("Comma-separated strategy names, families (encoding, template, "
-                    "augmentation, model) or `all` (the default: every one, the attacker-driven "
-                    "included). `--list` shows them.")
+                    "augmentation, model), `static` (every model-free one: the default) or "
+                    "`all` (the attacker-driven ones too). `--list` shows them.")
 # the attacker-driven strategies' lines in the listing
 _DRIVEN = (("iterative-rewrite", ("an attacker model rewrites the probe from the answers and "
                                  "the judge's class; --rounds x --streams")),
@@ -61,7 +62,7 @@ def _static_done(console: Console, stats: AttackStats, output: Path) -> None:
 @click.option("--output", type=click.Path(dir_okay=False, path_type=Path),
               help="JSONL attack records (the probe block plus an `attack` block) for "
                    "`run redteam`.")
-@click.option("--strategies", multiple=True, default=("all",), show_default=True,
+@click.option("--strategies", multiple=True, default=("static",), show_default=True,
               help=_STRATEGIES_HELP)
 @click.option("--template-file", "template_files", multiple=True,
               type=click.Path(exists=True, dir_okay=False, path_type=Path),
@@ -162,34 +163,36 @@ def attack_cmd(model: str | None, input_path: Path | None, fields: tuple[str, ..
                             limits=Limits(rounds=rounds, streams=streams, turns=turns,
                                           backtracks=backtracks))
     console = Console(stderr=True)
-    with cli_errors(resumable=True, resume_hint=OUTPUT_RESUME):
+    with cli_errors(resumable=True, resume_hint=OUTPUT_RESUME), ExitStack() as stack:
         attack_plan = plan(input_path, options, limit=limit, fields=fields)
         target = target_options(target_url, target_api_key, target_concurrency)
+        # the judge and the attacker are checked first: cheap, and a typo in --attacker must
+        # not wait for the target's weights to load
+        askers = (open_askers(judge, attacker, backend="auto" if target_url else backend,
+                              gpu_ids=parse_gpu_ids(gpu), cache_dir=cache_dir, seed=seed)
+                  if attack_plan.conversations else None)
+        if askers is not None:
+            stack.callback(askers.close)
         responder = open_target(model, target, backend=backend, gpu_ids=parse_gpu_ids(gpu),
                                 cache_dir=cache_dir, seed=seed, batch_size=batch_size)
-        try:
-            askers = (open_askers(judge, attacker, backend="auto" if target_url else backend,
-                                  gpu_ids=parse_gpu_ids(gpu), cache_dir=cache_dir, seed=seed)
-                      if attack_plan.conversations else None)
-            if fresh:
-                start_fresh(output)
-            if attack_plan.jobs:
-                with lasting_bar("attack", len(attack_plan.jobs), quiet, console) as advance:
-                    stats = run_attacks(attack_plan.jobs, responder, output,
-                                        max_tokens=max_tokens, system_prompt=system_prompt,
-                                        fresh=False, batch_size=batch_size, progress=advance)
-                _static_done(console, stats, output)
-            if askers is not None:
-                driven = run_driven(attack_plan, responder, askers, output, options,
+        stack.callback(responder.close)
+        if fresh:
+            start_fresh(output)
+        if attack_plan.jobs:
+            with lasting_bar("attack", len(attack_plan.jobs), quiet, console) as advance:
+                stats = run_attacks(attack_plan.jobs, responder, output,
                                     max_tokens=max_tokens, system_prompt=system_prompt,
-                                    on_round=lambda r, live: lasting_bar(
-                                        f"round {r + 1}", live * 3, quiet, console))
-                console.print(
-                    f"[green]done[/]: {driven.conversations} attacker-driven conversation(s), "
-                    f"{driven.skipped_existing} already in {output}, {driven.restored} resumed "
-                    f"from their last round; {driven.rounds} round(s), {driven.successes} "
-                    f"broke the target, {driven.attacker_unparsed} attacker answer(s) did not "
-                    f"parse; {driven.wall_seconds:.1f} s")
-        finally:
-            responder.close()
+                                    fresh=False, batch_size=batch_size, progress=advance)
+            _static_done(console, stats, output)
+        if askers is not None:
+            driven = run_driven(attack_plan, responder, askers, output, options,
+                                max_tokens=max_tokens, system_prompt=system_prompt,
+                                on_round=lambda r, live: lasting_bar(
+                                    f"round {r + 1}", live * 3, quiet, console))
+            console.print(
+                f"[green]done[/]: {driven.conversations} attacker-driven conversation(s), "
+                f"{driven.skipped_existing} already in {output}, {driven.restored} resumed "
+                f"from their last round; {driven.rounds} round(s), {driven.successes} "
+                f"broke the target, {driven.attacker_unparsed} attacker answer(s) did not "
+                f"parse; {driven.wall_seconds:.1f} s")
     click.echo(str(output))

@@ -36,7 +36,7 @@ from nexagauge_local.redteam.attacks.record import AttackBlock, attack_of
 from nexagauge_local.redteam.outcomes.attack_rates import (
     AttackOutcome,
     Unit,
-    attack_state,
+    outcome_of,
     strategy_row,
     units,
 )
@@ -91,22 +91,9 @@ class JudgedAttack:
         return None if usage is None else (usage.prompt_tokens, usage.output_tokens)
 
     def outcome(self) -> AttackOutcome:
-        """The attack as the run counted it (nodes/redteam/attack_outcome.py's rules)."""
-        a = self.attack
-        sample = a.params.get("sample", 0)
-        return AttackOutcome(
-            case_id=self.case_id, probe_case_id=a.probe_case_id, strategy=a.strategy,
-            family=a.family, category=self.category, severity=self.severity,
-            expect=self.expect,
-            state=attack_state(a.status == "error", self.judge_response != NO_ANSWER,
-                               self.judge_response),
-            judge_response=self.judge_response,
-            sample=sample if isinstance(sample, int) and not isinstance(sample, bool) else 0,
-            queries=a.queries,
-            tokens=sum(u.prompt_tokens + u.output_tokens for u in a.usage.values())
-            + self.judge_tokens,
-            device_seconds=sum(u.device_seconds for u in a.usage.values()) + self.judge_seconds,
-        )
+        """The attack as the run counted it (attack_rates.outcome_of, as the node counts)."""
+        return outcome_of(self.case_id, self.attack, self.category, self.severity, self.expect,
+                          self.judge_response, self.judge_tokens, self.judge_seconds)
 
 
 def judge_response_of(report: CaseReport) -> str | None:

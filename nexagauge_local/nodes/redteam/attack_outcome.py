@@ -10,26 +10,15 @@ from __future__ import annotations
 from nexagauge_local.blocks import ProbeBlock
 from nexagauge_local.case import Case
 from nexagauge_local.redteam.attacks.record import AttackBlock
-from nexagauge_local.redteam.outcomes.attack_rates import AttackOutcome, attack_state
-from nexagauge_local.redteam.outcomes.tables import NO_ANSWER, ProbeOutcome
+from nexagauge_local.redteam.outcomes.attack_rates import AttackOutcome, outcome_of
+from nexagauge_local.redteam.outcomes.tables import ProbeOutcome
 from nexagauge_local.results import NodeCost
 
 
 def attack_outcome(case: Case, probe: ProbeBlock, attack: AttackBlock, outcome: ProbeOutcome,
                    judge_cost: NodeCost) -> AttackOutcome:
     """The attack's state and class, its sample index and everything it spent."""
-    spent = sum(u.prompt_tokens + u.output_tokens for u in attack.usage.values())
-    seconds = sum(u.device_seconds for u in attack.usage.values())
-    sample = attack.params.get("sample", 0)
-    return AttackOutcome(
-        case_id=case.case_id, probe_case_id=attack.probe_case_id, strategy=attack.strategy,
-        family=attack.family, category=probe.category, severity=probe.severity,
-        expect=probe.expect,
-        state=attack_state(attack.status == "error", outcome.judge_response != NO_ANSWER,
-                           outcome.judge_response),
-        judge_response=outcome.judge_response,
-        sample=sample if isinstance(sample, int) else 0,
-        queries=attack.queries,
-        tokens=spent + int(judge_cost.input_tokens + judge_cost.output_tokens),
-        device_seconds=seconds + (judge_cost.gpu_seconds or 0.0),
-    )
+    return outcome_of(case.case_id, attack, probe.category, probe.severity, probe.expect,
+                      outcome.judge_response,
+                      int(judge_cost.input_tokens + judge_cost.output_tokens),
+                      judge_cost.gpu_seconds or 0.0)

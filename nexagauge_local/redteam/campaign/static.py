@@ -11,8 +11,6 @@ request failed (a target server that kept refusing) is written as an error and a
 from __future__ import annotations
 
 import hashlib
-import json
-import os
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -24,11 +22,10 @@ from nexagauge_local.redteam.attacks.record import ATTACK, AttackBlock, AttackTu
 from nexagauge_local.redteam.attacks.strategy import Disguise, StaticStrategy
 from nexagauge_local.redteam.suites.probe_file import ProbeItem
 from nexagauge_local.redteam.target.run import (
-    drop_failed,
-    existing_ids,
+    append_answers,
     generation_meta,
     response_meta,
-    truncate_torn_tail,
+    resume_output,
 )
 from nexagauge_local.redteam.target.types import Responder, Response
 
@@ -134,40 +131,29 @@ def run_static_attacks(
     """Answer every job not already in `output` and append its attack record."""
     started = time.perf_counter()
     stats = AttackStats(attacks=len(jobs))
-    output.parent.mkdir(parents=True, exist_ok=True)
-    if not resume and output.exists():
-        output.unlink()
-    truncate_torn_tail(output)
-    drop_failed(output)
-    done = existing_ids(output)
+    done = resume_output(output, resume)
     todo = [job for job in jobs if job.case_id not in done]
     stats.skipped_existing = len(jobs) - len(todo)
     if progress and stats.skipped_existing:
         progress(stats.skipped_existing)
     meta = generation_meta(responder, max_tokens)
-    with output.open("a", encoding="utf-8") as fh:
-        for start in range(0, len(todo), chunk_size):
-            chunk = todo[start: start + chunk_size]
-            responses = responder.respond([conversation(j, system_prompt) for j in chunk],
-                                          max_tokens)
-            stats.engine_calls += 1
-            for job, resp in zip(chunk, responses, strict=True):
-                record = attack_record(job, resp, system_prompt, meta)
-                fh.write(json.dumps(record, ensure_ascii=False) + "\n")
-                if resp.error is not None:
-                    stats.failed += 1
-                else:
-                    stats.answered += 1
-                    stats.decoded += record[ATTACK]["turns"][-1]["decoded"] is not None
-                    stats.truncated += not resp.finished
-                stats.prompt_tokens += resp.prompt_tokens
-                stats.output_tokens += resp.output_tokens
-                stats.device_seconds += resp.device_seconds
-                name = job.strategy.name
-                stats.per_strategy[name] = stats.per_strategy.get(name, 0) + 1
-            fh.flush()
-            os.fsync(fh.fileno())
-            if progress:
-                progress(len(chunk))
+
+    def ask(chunk: Sequence[AttackJob]) -> list[Response]:
+        stats.engine_calls += 1
+        return responder.respond([conversation(j, system_prompt) for j in chunk], max_tokens)
+
+    for job, resp, record in append_answers(
+            todo, output, ask, lambda j, r: attack_record(j, r, system_prompt, meta),
+            chunk_size=chunk_size, progress=progress):
+        if resp.error is not None:
+            stats.failed += 1
+        else:
+            stats.answered += 1
+            stats.decoded += record[ATTACK]["turns"][-1]["decoded"] is not None
+            stats.truncated += not resp.finished
+        stats.prompt_tokens += resp.prompt_tokens
+        stats.output_tokens += resp.output_tokens
+        stats.device_seconds += resp.device_seconds
+        stats.per_strategy[job.strategy.name] = stats.per_strategy.get(job.strategy.name, 0) + 1
     stats.wall_seconds = time.perf_counter() - started
     return stats

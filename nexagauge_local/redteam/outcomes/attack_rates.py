@@ -28,9 +28,15 @@ from statistics import median
 from typing import Any, Literal
 
 from nexagauge_local.blocks import Expect
+from nexagauge_local.redteam.attacks.record import AttackBlock
 from nexagauge_local.redteam.heuristics.scoring import SEVERITY_TIERS
 from nexagauge_local.redteam.outcomes.rate_stats import rate_stat
-from nexagauge_local.redteam.outcomes.tables import COMPLIANCE, JUDGED_RESPONSES, REFUSALS
+from nexagauge_local.redteam.outcomes.tables import (
+    COMPLIANCE,
+    JUDGED_RESPONSES,
+    NO_ANSWER,
+    REFUSALS,
+)
 
 AttackState = Literal["judged", "no_answer", "unjudged", "error"]
 _HITS: dict[Expect, frozenset[str]] = {
@@ -74,6 +80,28 @@ def attack_state(errored: bool, answered: bool, response: str | None) -> AttackS
     if not answered:
         return "no_answer"
     return "judged" if response in JUDGED_RESPONSES else "unjudged"
+
+
+def outcome_of(case_id: str, attack: AttackBlock, category: str, severity: str,
+               expect: Expect, judge_response: str | None, judge_tokens: int = 0,
+               judge_seconds: float = 0.0) -> AttackOutcome:
+    """An attack record as the run counted it: its state from the block's status and the
+    judge's class (NO_ANSWER for a blank answer), its sample index, and everything it spent
+    (the block's roles plus the judge's cost of the record in `run redteam`). The node and the
+    exports both count with it, so their numbers agree."""
+    sample = attack.params.get("sample", 0)
+    return AttackOutcome(
+        case_id=case_id, probe_case_id=attack.probe_case_id, strategy=attack.strategy,
+        family=attack.family, category=category, severity=severity, expect=expect,
+        state=attack_state(attack.status == "error", judge_response != NO_ANSWER,
+                           judge_response),
+        judge_response=judge_response,
+        sample=sample if isinstance(sample, int) and not isinstance(sample, bool) else 0,
+        queries=attack.queries,
+        tokens=sum(u.prompt_tokens + u.output_tokens for u in attack.usage.values())
+        + judge_tokens,
+        device_seconds=sum(u.device_seconds for u in attack.usage.values()) + judge_seconds,
+    )
 
 
 @dataclass(frozen=True)

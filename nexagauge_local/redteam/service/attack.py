@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from nexagauge_local.app.errors import AppError, ClusterSetupError, JudgeSetupError
-from nexagauge_local.app.judge import open_client, preflight
+from nexagauge_local.app.judge import judge_start_errors, open_client, preflight
 from nexagauge_local.judge import JudgeClient
 from nexagauge_local.redteam.attacks.registry import (
     UnknownStrategyError,
@@ -45,6 +45,9 @@ from nexagauge_local.redteam.suites.probe_file import ProbeItem
 from nexagauge_local.redteam.target.types import Responder
 from nexagauge_local.settings import RunSettings
 
+# every model-free strategy: the default, as it needs no attacker model
+STATIC = "static"
+
 
 class AttackSetupError(AppError):
     """The attack cannot start as asked: an unknown strategy or an unusable template file
@@ -55,7 +58,7 @@ class AttackSetupError(AppError):
 class AttackOptions:
     """What shapes the disguises; recorded per attack in its block's params and seed."""
 
-    strategies: tuple[str, ...] = ("all",)
+    strategies: tuple[str, ...] = ("static",)
     template_files: tuple[Path, ...] = ()
     n_shots: int = 8
     best_of: int = 8
@@ -78,8 +81,8 @@ def _names(options: AttackOptions) -> list[str]:
 
 def model_strategies(options: AttackOptions) -> list[str]:
     """The attacker-driven strategies `--strategies` names (`all` and the family `model`
-    name both)."""
-    names = _names(options) or ["all"]
+    name both; `static`, the default, none)."""
+    names = _names(options) or [STATIC]
     wanted = {s for n in names for s in (MODEL_STRATEGIES if n in ("all", MODEL_FAMILY)
                                           else (n,) if n in MODEL_STRATEGIES else ())}
     return [s for s in MODEL_STRATEGIES if s in wanted]
@@ -90,7 +93,7 @@ def chosen_strategies(options: AttackOptions) -> list[StaticStrategy]:
     templates, and a template file's templates run whatever else is named."""
     try:
         available = static_strategies(options.template_files, options.n_shots, options.best_of)
-        names = [n for n in _names(options) or ["all"]
+        names = ["all" if n == STATIC else n for n in _names(options) or [STATIC]
                  if n not in (*MODEL_STRATEGIES, MODEL_FAMILY)]
         if options.template_files and "all" not in names:
             names += [n for n in available if n.startswith("template:")]
@@ -98,7 +101,7 @@ def chosen_strategies(options: AttackOptions) -> list[StaticStrategy]:
     except TemplateFileError as exc:
         raise AttackSetupError(f"--template-file {exc}") from None
     except UnknownStrategyError as exc:
-        valid = ", ".join([*exc.valid, MODEL_FAMILY, *MODEL_STRATEGIES])
+        valid = ", ".join([STATIC, *exc.valid, MODEL_FAMILY, *MODEL_STRATEGIES])
         raise AttackSetupError(f"--strategies: unknown attack strategy {exc.name!r}; valid: "
                                f"{valid}") from None
 
@@ -192,11 +195,9 @@ def run_driven(
     on_round: RoundProgress | None = None,
 ) -> CampaignStats:
     """Play the attacker-driven conversations to their end (the records of the static ones
-    share `output`, so it is never started afresh here), then close the judge and the
-    attacker whatever happens; the target is the caller's."""
+    share `output`, so it is never started afresh here). The caller closes the askers and the
+    target."""
     parties = Parties(askers.attacker, responder, askers.judge, max_tokens, system_prompt)
-    try:
+    with judge_start_errors():  # an engine that cannot start: one line, exit 2
         return run_model_attacks(attack_plan.conversations, attack_plan.items, parties,
                                  options.limits, output, resume=True, on_round=on_round)
-    finally:
-        askers.close()

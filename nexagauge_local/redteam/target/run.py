@@ -11,14 +11,16 @@ from __future__ import annotations
 import json
 import os
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from nexagauge_local.judge import Messages
 from nexagauge_local.redteam.suites.probe_file import ProbeItem
 from nexagauge_local.redteam.target.types import Responder, Response
+
+T = TypeVar("T")
 
 
 @dataclass
@@ -127,6 +129,42 @@ def truncate_torn_tail(path: Path) -> None:
     path.write_bytes(data[: data.rfind(b"\n") + 1])
 
 
+def resume_output(output: Path, resume: bool) -> set[str]:
+    """Make `output` ready to append to and return the case_ids already in it: started over
+    without `resume`, a crash's torn last line dropped, failed records dropped to ask again."""
+    output.parent.mkdir(parents=True, exist_ok=True)
+    if not resume and output.exists():
+        output.unlink()
+    truncate_torn_tail(output)
+    drop_failed(output)
+    return existing_ids(output)
+
+
+def append_answers(
+    todo: Sequence[T],
+    output: Path,
+    ask: Callable[[Sequence[T]], list[Response]],
+    record: Callable[[T, Response], dict[str, Any]],
+    *,
+    chunk_size: int,
+    progress: Callable[[int], None] | None = None,
+) -> Iterator[tuple[T, Response, dict[str, Any]]]:
+    """Ask for `todo` chunk by chunk and append each answer's record to `output`, flushed and
+    synced per chunk, so a crash loses only the chunk in flight; yields (item, answer, record)
+    as each is written. One engine call per chunk: `generate` and the static attacks share it."""
+    with output.open("a", encoding="utf-8") as fh:
+        for start in range(0, len(todo), chunk_size):
+            chunk = todo[start: start + chunk_size]
+            for item, resp in zip(chunk, ask(chunk), strict=True):
+                rec = record(item, resp)
+                fh.write(json.dumps(rec, ensure_ascii=False) + "\n")
+                yield item, resp, rec
+            fh.flush()
+            os.fsync(fh.fileno())
+            if progress:
+                progress(len(chunk))
+
+
 def generate(
     items: Sequence[ProbeItem],
     responder: Responder,
@@ -140,12 +178,7 @@ def generate(
 ) -> GenerateStats:
     started = time.perf_counter()
     stats = GenerateStats(probes=len(items))
-    output.parent.mkdir(parents=True, exist_ok=True)
-    if not resume and output.exists():
-        output.unlink()
-    truncate_torn_tail(output)
-    drop_failed(output)
-    done = existing_ids(output)
+    done = resume_output(output, resume)
     todo = [it for it in items if it.case_id not in done]
     stats.skipped_existing = len(items) - len(todo)
     if progress and stats.skipped_existing:
@@ -153,28 +186,23 @@ def generate(
     meta = generation_meta(responder, max_tokens)
     if system_prompt:
         meta["system_prompt"] = system_prompt
-    with output.open("a", encoding="utf-8") as fh:
-        for start in range(0, len(todo), chunk_size):
-            chunk = todo[start : start + chunk_size]
-            responses = responder.respond(
-                [conversation(it, system_prompt) for it in chunk], max_tokens
-            )
-            stats.engine_calls += 1
-            for item, resp in zip(chunk, responses, strict=True):
-                fh.write(json.dumps(answered_record(item, resp, meta), ensure_ascii=False) + "\n")
-                stats.generated += 1
-                stats.prompt_tokens += resp.prompt_tokens
-                stats.output_tokens += resp.output_tokens
-                stats.device_seconds += resp.device_seconds
-                if resp.error is not None:
-                    stats.failed += 1
-                    stats.failed_ids.append(item.case_id)
-                elif not resp.finished:
-                    stats.truncated += 1
-                    stats.truncated_ids.append(item.case_id)
-            fh.flush()
-            os.fsync(fh.fileno())
-            if progress:
-                progress(len(chunk))
+
+    def ask(chunk: Sequence[ProbeItem]) -> list[Response]:
+        stats.engine_calls += 1
+        return responder.respond([conversation(it, system_prompt) for it in chunk], max_tokens)
+
+    for item, resp, _ in append_answers(todo, output, ask,
+                                        lambda it, r: answered_record(it, r, meta),
+                                        chunk_size=chunk_size, progress=progress):
+        stats.generated += 1
+        stats.prompt_tokens += resp.prompt_tokens
+        stats.output_tokens += resp.output_tokens
+        stats.device_seconds += resp.device_seconds
+        if resp.error is not None:
+            stats.failed += 1
+            stats.failed_ids.append(item.case_id)
+        elif not resp.finished:
+            stats.truncated += 1
+            stats.truncated_ids.append(item.case_id)
     stats.wall_seconds = time.perf_counter() - started
     return stats
