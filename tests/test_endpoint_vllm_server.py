@@ -113,3 +113,35 @@ def test_sample_judged_through_the_server_parses_and_matches_in_process_vllm(
     assert local["requests"] == usage["requests"]
     assert local["input_tokens"] == usage["input_tokens"]  # the same prompts, token for token
     assert sections(via_server, node) == sections(in_process, node)
+
+
+def test_generate_and_attack_a_target_behind_the_real_server(demo_server: str,
+                                                           tmp_path: Path) -> None:
+    """The model under test behind vLLM's own OpenAI server (the deployed-system audit): the
+    same server as above, so this costs its requests only."""
+    probes = tmp_path / "probes.jsonl"
+    runner = CliRunner()
+    res = runner.invoke(main, ["probes", "export", "-o", str(probes), "--category",
+                               "violent_weapons"])
+    assert res.exit_code == 0, res.output
+    probes.write_text("".join(probes.read_text().splitlines(keepends=True)[:2]))
+    answers = tmp_path / "responses.jsonl"
+    res = runner.invoke(main, ["generate", "--target-url", demo_server, "--input", str(probes),
+                               "--output", str(answers), "--max-tokens", "16", "-q"])
+    assert res.exit_code == 0, res.output
+    rows = [json.loads(line) for line in answers.read_text().splitlines()]
+    assert len(rows) == 2 and all(r["output"].strip() for r in rows)
+    assert all(r["generation"]["backend"] == "endpoint"
+               and r["generation"]["output_tokens"] > 0 for r in rows)
+    attacks = tmp_path / "attacks.jsonl"
+    res = runner.invoke(main, ["attack", "--target-url", demo_server, "--input", str(probes),
+                               "--output", str(attacks), "--strategies", "base64,many-shot",
+                               "--n-shots", "2", "--max-tokens", "16", "-q"])
+    assert res.exit_code == 0, res.output
+    blocks = [json.loads(line)["attack"] for line in attacks.read_text().splitlines()]
+    assert sorted(b["strategy"] for b in blocks) == ["base64", "base64", "many-shot", "many-shot"]
+    assert all(b["status"] == "answered" and b["usage"]["target"]["prompt_tokens"] > 0
+               for b in blocks)
+    many = next(b for b in blocks if b["strategy"] == "many-shot")
+    # two fabricated exchanges, the probe, and the target's answer: real chat turns
+    assert [t["role"] for t in many["turns"]] == ["user", "assistant"] * 3
