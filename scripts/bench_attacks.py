@@ -24,7 +24,6 @@ import argparse
 import importlib.metadata as md
 import json
 import os
-import platform
 import sys
 import tempfile
 import time
@@ -34,15 +33,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-
-def _cpu() -> str:
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or "unknown CPU"
+from benchlib.host import cpu_model
 
 
 def _items(n: int, tmp: Path) -> list[Any]:
@@ -146,7 +137,7 @@ def main() -> int:
     report = {
         "compared": "multi-turn escalation, round-synchronous batched vs one conversation "
                     "at a time, same engines, no cache",
-        "host": {"cpu": _cpu(), "cores": os.cpu_count(), **versions},
+        "host": {"cpu": cpu_model(), "cores": os.cpu_count(), **versions},
         "workload": {"probes": len(items), "turns": args.turns, "backtracks": args.backtracks,
                      "target_max_tokens": args.max_tokens, "model": args.model,
                      "backend": args.backend, "engine_load_s": round(load_s, 1)},

@@ -47,6 +47,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_peer import NG_CLI, RunFailed, demo_gguf, judge_server, run_child, write_jsonl
 from bench_pipeline import make_records
+from benchlib.host import cpu_model
 
 ROOT = Path(__file__).resolve().parents[1]
 PHASES = ("cold", "warm", "changed")
@@ -81,16 +82,6 @@ def timed_run(cmd: list[str], env: dict[str, str], cwd: Path, timeout: float
         return run_child(cmd, env, cwd, timeout, ok=(0, 1))  # 1: a gate rule said no, still a run
     except RunFailed as exc:
         raise SystemExit(str(exc)) from None
-
-
-def cpu_model() -> str:
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or "?"
 
 
 def load() -> str:
