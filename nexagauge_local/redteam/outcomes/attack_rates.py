@@ -110,11 +110,24 @@ class Unit:
 
     probe_case_id: str
     strategy: str
-    family: str
-    category: str
-    severity: str
-    expect: Expect
-    samples: tuple[AttackOutcome, ...]
+    samples: tuple[AttackOutcome, ...]  # never empty: a unit is made from its samples
+
+    # the probe's and strategy's own facts, the same in every sample
+    @property
+    def family(self) -> str:
+        return self.samples[0].family
+
+    @property
+    def category(self) -> str:
+        return self.samples[0].category
+
+    @property
+    def severity(self) -> str:
+        return self.samples[0].severity
+
+    @property
+    def expect(self) -> Expect:
+        return self.samples[0].expect
 
     @property
     def hit(self) -> bool:
@@ -152,12 +165,8 @@ def units(outcomes: Iterable[AttackOutcome]) -> list[Unit]:
     groups: dict[tuple[str, str], list[AttackOutcome]] = {}
     for o in outcomes:
         groups.setdefault((o.probe_case_id, o.strategy), []).append(o)
-    out = []
-    for (probe, strategy), samples in groups.items():
-        first = samples[0]
-        out.append(Unit(probe, strategy, first.family, first.category, first.severity,
-                        first.expect, tuple(sorted(samples, key=lambda s: s.sample))))
-    return out
+    return [Unit(probe, strategy, tuple(sorted(samples, key=lambda s: s.sample)))
+            for (probe, strategy), samples in groups.items()]
 
 
 def _rate(scope: Sequence[Unit]) -> dict[str, Any]:
