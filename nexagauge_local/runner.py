@@ -182,22 +182,26 @@ class Runner:
         kept: list[dict[str, Any]] = []
         digester = CaseDigester(scan.valid, self.graph) if case_dir else None
 
-        with self._progress(specs, scan.valid) as advance, BackgroundWriter() as files:
-            sink = CaseSink(case_dir, files, digester)
-            planned = {s.name for s in specs}
-            ctx = RunContext(self.settings, self.embedder_factory, self.judge_factory, advance,
-                             metric_nodes=tuple(n for n in self.graph.metric_nodes if n in planned),
-                             node_judges=self.node_judges)
-            done_with = judges_done_after(specs, ctx)
-            last = -(-scan.valid // self.settings.shard_size) - 1  # the scan counted the cases
-            for n, shard in enumerate(shards(dataset.cases(), self.settings.shard_size)):
-                # a judge closes after its last node only in the last shard: earlier shards
-                # need it again, and reloading an engine per shard costs more than holding it
-                self._run_shard(shard, specs, nodes, stats, wall, ctx, kept, sink,
-                                done_with if n == last else {})
-                if ctx.embedder_started:
-                    ctx.embedder.forget()
-                release_free_pages()  # the shard's objects are gone: hand their pages back
+        try:
+            with self._progress(specs, scan.valid) as advance, BackgroundWriter() as files:
+                sink = CaseSink(case_dir, files, digester)
+                planned = {s.name for s in specs}
+                in_plan = tuple(n for n in self.graph.metric_nodes if n in planned)
+                ctx = RunContext(self.settings, self.embedder_factory, self.judge_factory, advance,
+                                 metric_nodes=in_plan, node_judges=self.node_judges)
+                done_with = judges_done_after(specs, ctx)
+                last = -(-scan.valid // self.settings.shard_size) - 1  # the scan counted the cases
+                for n, shard in enumerate(shards(dataset.cases(), self.settings.shard_size)):
+                    # a judge closes after its last node only in the last shard: earlier shards
+                    # need it again, and reloading an engine per shard costs more than holding it
+                    self._run_shard(shard, specs, nodes, stats, wall, ctx, kept, sink,
+                                    done_with if n == last else {})
+                    if ctx.embedder_started:
+                        ctx.embedder.forget()
+                    release_free_pages()  # the shard's objects are gone: hand their pages back
+        finally:  # also when the run stops early: no node's workers outlive it
+            for node in nodes.values():
+                node.close()
 
         node_summaries = {name: s.summary() for name, s in stats.items()}
         metric_nodes = set(ctx.metric_nodes)

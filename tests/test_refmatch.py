@@ -201,6 +201,47 @@ def test_case_done_is_offered_to_the_last_node_only_while_it_runs(
     assert json.loads((tmp_path / "o" / "case_report" / "a.json").read_text())["refmatch"]["metrics"]
 
 
+@pytest.mark.skipif(len(os.sched_getaffinity(0)) < 2, reason="the forked pool needs 2+ cores")
+def test_a_run_stopped_between_shards_ends_the_pool_it_started(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The pool outlives a shard (the next one reuses it). A stop after the first shard (a
+    SIGHUP arriving while reports are written) must still end its workers in the run, not
+    leave them to the interpreter's exit, where Pool.__del__ dies with a traceback."""
+    import json
+    import multiprocessing as mp
+
+    from nexagauge_local import runner as runner_mod
+    from nexagauge_local.dataset import Dataset
+    from nexagauge_local.nodes import refmatch
+    from nexagauge_local.runner import Runner
+    from nexagauge_local.settings import RunSettings
+
+    rows = [{"case_id": f"c{i}", "output": f"rose {i}", "reference": f"rose {i % 3}"}
+            for i in range(20)]
+    data = tmp_path / "d.jsonl"
+    data.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    monkeypatch.setattr(refmatch, "PARALLEL_MIN_CASES", 1)
+
+    def stop() -> None:
+        assert mp.active_children(), "the pool is alive between shards"
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(runner_mod, "release_free_pages", stop)
+    held: list[object] = []  # holds the pool as the interpreter's exit would: not collected
+    pool_for = refmatch.RefmatchNode._pool_for
+
+    def spy(self, *args):  # type: ignore[no-untyped-def]
+        held.append(pool_for(self, *args))
+        return held[-1]
+
+    monkeypatch.setattr(refmatch.RefmatchNode, "_pool_for", spy)
+    settings = RunSettings(target="refmatch", output_dir=tmp_path / "o", cache_dir=tmp_path / "c",
+                           progress=False, shard_size=10)
+    with pytest.raises(KeyboardInterrupt):
+        Runner(settings, render_report=False).run(Dataset(data))
+    assert held and mp.active_children() == []
+
+
 def _alive(pid: int) -> bool:
     """Running, not a zombie waiting for a reaper (a container's init may never reap it)."""
     try:

@@ -218,6 +218,11 @@ class Node(Protocol):
         (run-level aggregates over every shard). {} when the node has none."""
         ...
 
+    def close(self) -> None:
+        """Release what the node holds (worker pools). Called once the run ends, also when
+        it stops early: a pool left to the interpreter's exit dies with a traceback."""
+        ...
+
 
 class NodeBase:
     """Default `finalize` for nodes without run-level aggregates, so the runner calls it on
@@ -227,3 +232,6 @@ class NodeBase:
 
     def finalize(self) -> dict[str, Any]:
         return {}
+
+    def close(self) -> None:
+        return None

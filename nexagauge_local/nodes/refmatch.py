@@ -120,3 +120,11 @@ class RefmatchNode(NodeBase):
             self._pool.join()
             self._pool = None
         return {}
+
+    def close(self) -> None:
+        """A run stopped mid-shard (Ctrl-C, SIGTERM, SIGHUP) ends the workers now; finalize
+        already joined them on a run that finished."""
+        if self._pool is not None:
+            self._pool.terminate()
+            self._pool.join()
+            self._pool = None
