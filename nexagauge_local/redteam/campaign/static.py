@@ -22,10 +22,11 @@ from nexagauge_local.redteam.attacks.record import ATTACK, AttackBlock, AttackTu
 from nexagauge_local.redteam.attacks.strategy import Disguise, StaticStrategy
 from nexagauge_local.redteam.suites.probe_file import ProbeItem
 from nexagauge_local.redteam.target.run import (
+    TargetUsage,
     append_answers,
     generation_meta,
+    pending,
     response_meta,
-    resume_output,
 )
 from nexagauge_local.redteam.target.types import Responder, Response
 
@@ -46,22 +47,11 @@ class AttackJob:
 
 
 @dataclass
-class AttackStats:
+class AttackStats(TargetUsage):
     attacks: int = 0
-    skipped_existing: int = 0
     answered: int = 0
     decoded: int = 0
-    truncated: int = 0
-    prompt_tokens: int = 0
-    output_tokens: int = 0
-    device_seconds: float = 0.0
-    wall_seconds: float = 0.0
-    engine_calls: int = 0
-    failed: int = 0
     per_strategy: dict[str, int] = field(default_factory=dict)
-
-    def as_dict(self) -> dict[str, Any]:
-        return {k: round(v, 3) if isinstance(v, float) else v for k, v in self.__dict__.items()}
 
 
 def attack_seed(seed: int, probe_id: str, strategy: str) -> int:
@@ -131,11 +121,7 @@ def run_static_attacks(
     """Answer every job not already in `output` and append its attack record."""
     started = time.perf_counter()
     stats = AttackStats(attacks=len(jobs))
-    done = resume_output(output, resume)
-    todo = [job for job in jobs if job.case_id not in done]
-    stats.skipped_existing = len(jobs) - len(todo)
-    if progress and stats.skipped_existing:
-        progress(stats.skipped_existing)
+    todo = pending(jobs, lambda job: job.case_id, output, resume, stats, progress)
     meta = generation_meta(responder, max_tokens)
 
     def ask(chunk: Sequence[AttackJob]) -> list[Response]:
@@ -151,9 +137,7 @@ def run_static_attacks(
             stats.answered += 1
             stats.decoded += record[ATTACK]["turns"][-1]["decoded"] is not None
             stats.truncated += not resp.finished
-        stats.prompt_tokens += resp.prompt_tokens
-        stats.output_tokens += resp.output_tokens
-        stats.device_seconds += resp.device_seconds
+        stats.spent(resp)
         stats.per_strategy[job.strategy.name] = stats.per_strategy.get(job.strategy.name, 0) + 1
     stats.wall_seconds = time.perf_counter() - started
     return stats

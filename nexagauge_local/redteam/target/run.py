@@ -24,22 +24,31 @@ T = TypeVar("T")
 
 
 @dataclass
-class GenerateStats:
-    probes: int = 0
+class TargetUsage:
+    """What the model under test was asked and spent: `generate` and the static attacks
+    count the same things, each adding its own counts (GenerateStats, AttackStats)."""
+
     skipped_existing: int = 0
-    generated: int = 0
     truncated: int = 0
+    failed: int = 0
     prompt_tokens: int = 0
     output_tokens: int = 0
     device_seconds: float = 0.0
     wall_seconds: float = 0.0
     engine_calls: int = 0
-    failed: int = 0
+
+    def spent(self, resp: Response) -> None:
+        self.prompt_tokens += resp.prompt_tokens
+        self.output_tokens += resp.output_tokens
+        self.device_seconds += resp.device_seconds
+
+
+@dataclass
+class GenerateStats(TargetUsage):
+    probes: int = 0
+    generated: int = 0
     truncated_ids: list[str] = field(default_factory=list)
     failed_ids: list[str] = field(default_factory=list)
-
-    def as_dict(self) -> dict[str, Any]:
-        return {k: round(v, 3) if isinstance(v, float) else v for k, v in self.__dict__.items()}
 
 
 def existing_ids(path: Path) -> set[str]:
@@ -140,6 +149,18 @@ def resume_output(output: Path, resume: bool) -> set[str]:
     return existing_ids(output)
 
 
+def pending(items: Sequence[T], case_id: Callable[[T], str], output: Path, resume: bool,
+            usage: TargetUsage, progress: Callable[[int], None] | None) -> list[T]:
+    """The items whose answers `output` does not hold yet (made ready to append to); those it
+    holds are counted as skipped and reported to `progress` at once."""
+    done = resume_output(output, resume)
+    todo = [it for it in items if case_id(it) not in done]
+    usage.skipped_existing = len(items) - len(todo)
+    if progress and usage.skipped_existing:
+        progress(usage.skipped_existing)
+    return todo
+
+
 def append_answers(
     todo: Sequence[T],
     output: Path,
@@ -178,11 +199,7 @@ def generate(
 ) -> GenerateStats:
     started = time.perf_counter()
     stats = GenerateStats(probes=len(items))
-    done = resume_output(output, resume)
-    todo = [it for it in items if it.case_id not in done]
-    stats.skipped_existing = len(items) - len(todo)
-    if progress and stats.skipped_existing:
-        progress(stats.skipped_existing)
+    todo = pending(items, lambda it: it.case_id, output, resume, stats, progress)
     meta = generation_meta(responder, max_tokens)
     if system_prompt:
         meta["system_prompt"] = system_prompt
@@ -195,9 +212,7 @@ def generate(
                                         lambda it, r: answered_record(it, r, meta),
                                         chunk_size=chunk_size, progress=progress):
         stats.generated += 1
-        stats.prompt_tokens += resp.prompt_tokens
-        stats.output_tokens += resp.output_tokens
-        stats.device_seconds += resp.device_seconds
+        stats.spent(resp)
         if resp.error is not None:
             stats.failed += 1
             stats.failed_ids.append(item.case_id)
