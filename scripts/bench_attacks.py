@@ -85,7 +85,7 @@ def main() -> int:
         run_model_attacks,
     )
     from nexagauge_local.redteam.campaign.rounds import Limits, Parties
-    from nexagauge_local.redteam.service.generate import open_responder
+    from nexagauge_local.redteam.service.generate import open_target
     from nexagauge_local.settings import RunSettings
 
     tmp = Path(tempfile.mkdtemp(prefix="bench-attacks-"))
@@ -95,8 +95,8 @@ def main() -> int:
                            cache_dir=tmp / "cache", progress=False)
     started = time.perf_counter()
     asker = open_client(settings, preflight(settings))
-    target = open_responder(args.model, backend=args.backend, gpu_ids=(), cache_dir=tmp / "cache",
-                            seed=0, batch_size=None)
+    target = open_target(args.model, None, backend=args.backend, gpu_ids=(),
+                         cache_dir=tmp / "cache", seed=0, batch_size=None)
     parties = Parties(asker, target, asker, max_tokens=args.max_tokens)
     # warm both engines so neither mode pays their start-up
     warm = Limits(turns=1, backtracks=0)

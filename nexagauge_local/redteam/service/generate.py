@@ -41,29 +41,6 @@ def load_probes(path: Path, limit: int | None = None, fields: Sequence[str] = ()
     return items[:limit] if limit else items
 
 
-def open_responder(
-    model: str,
-    *,
-    backend: str,
-    gpu_ids: Sequence[int],
-    cache_dir: Path,
-    seed: int,
-    batch_size: int | None,
-) -> Responder:
-    """The model under test, loaded; an unknown profile or absent weights is a JudgeSetupError
-    (the same resolution rules as the judge's). Its engine, dtype and devices are decided
-    once here and the responder is built from that decision."""
-    try:
-        profile = resolve_profile(model)
-        decision = responder_decision(profile, backend=backend, gpu_ids=gpu_ids)
-        return make_responder(profile, decision, cache_dir=cache_dir, seed=seed,
-                              batch_size=batch_size)
-    except (WeightsMissing, ProfileNotFound) as exc:
-        raise JudgeSetupError(str(exc)) from None
-    except NoLocalEngine as exc:
-        raise JudgeSetupError(f"--model {model}: {exc}") from None
-
-
 def target_options(url: str | None, api_key: str | None, concurrency: int | None,
                    served_model: str | None = None) -> TargetOptions | None:
     """The target server the command line names (None without --target-url); a malformed
@@ -90,13 +67,22 @@ def open_target(
     batch_size: int | None,
 ) -> Responder:
     """The model under test: behind `target`'s server when one is given (`model`, if any, is
-    then the served model id), else loaded locally from `model` (open_responder). The server
-    is asked which models it serves before any work, so every set-up problem is one line."""
+    then the served model id), else loaded locally from `model`: an unknown profile or absent
+    weights is a JudgeSetupError (the judge's resolution rules), and its engine, dtype and
+    devices are decided once, the responder built from that decision. The server is asked
+    which models it serves before any work, so every set-up problem is one line."""
     if target is None:
         if model is None:
             raise InputError("--model is required (a profile or weights), or --target-url")
-        return open_responder(model, backend=backend, gpu_ids=gpu_ids, cache_dir=cache_dir,
-                              seed=seed, batch_size=batch_size)
+        try:
+            profile = resolve_profile(model)
+            decision = responder_decision(profile, backend=backend, gpu_ids=gpu_ids)
+            return make_responder(profile, decision, cache_dir=cache_dir, seed=seed,
+                                  batch_size=batch_size)
+        except (WeightsMissing, ProfileNotFound) as exc:
+            raise JudgeSetupError(str(exc)) from None
+        except NoLocalEngine as exc:
+            raise JudgeSetupError(f"--model {model}: {exc}") from None
     if gpu_ids or backend != "auto":
         raise InputError("--target-url: the server runs the model on its own devices; drop "
                          "--backend and --gpu")
