@@ -60,3 +60,10 @@ def test_the_check_can_fail(tmp_path: Path) -> None:
         "page.md:3: other.md#missing: other.md has no heading with that anchor",
         "page.md:3: #there: page.md has no heading with that anchor",
     ]
+
+
+def test_the_readme_leads_to_every_docs_page() -> None:
+    """The README is the front door: a page it does not link is a page no one finds."""
+    linked = {(ROOT / urlsplit(t).path).resolve() for t, _ in links(ROOT / "README.md")
+              if not urlsplit(t).scheme}  # fmt: skip
+    assert [rel(p) for p in doc_pages()[1:] if p.resolve() not in linked] == []
