@@ -1,6 +1,6 @@
 """The building blocks of record blocks, and the registry the record reader validates with.
 
-A node block is a section of a record that configures one node (README.md "The record format": geval,
+A node block is a section of a record that configures one node (docs/data-formats.md: geval,
 grounding, relevance, redteam, refalign) or annotates the case (probe). Each node owns its own
 block model (`nodes/<name>/block.py`, named in its SPEC's `blocks`); the graph gathers them into
 a `BlockModels` registry and hands it down to the reader (`Dataset(..., blocks=GRAPH.blocks)`),
@@ -54,7 +54,7 @@ class ScoringKnobs(Block):
 
 
 class ProbeBlock(BaseModel):
-    """A red-team probe's annotations (README.md "The record format"); extra keys are kept."""
+    """A red-team probe's annotations (docs/data-formats.md); extra keys are kept."""
 
     model_config = ConfigDict(extra="allow", frozen=True)
     # A blank answer to a probe is an audit outcome (no_answer), so such a record is read

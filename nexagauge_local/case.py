@@ -71,6 +71,6 @@ class Case(BaseModel):
 
     def settings(self, key: str, model: type[B]) -> B:
         """The record's `key` block, or `model`'s defaults when omitted (a record without a
-        block gets the block's conservative defaults: README.md "The record format")."""
+        block gets the block's conservative defaults: docs/data-formats.md "The record format")."""
         found = self.block_of(key, model)
         return found if found is not None else model()

@@ -6,7 +6,7 @@ reader digging with its own `.get(` chains and its own idea of which keys may be
 the shape is written down once.
 
 The file is `{target_node, input, <node>: section ..., skipped?, input_truncated?}`: the node
-sections sit at the top level under their node's name (README.md "The output directory"), in
+sections sit at the top level under their node's name (docs/outputs.md "The output directory"), in
 graph order, so `sections` collects them on reading and `to_dict` puts them back in place.
 Sections stay dicts: their keys are the node's own (a metric node's `{metrics, cost, ...extras}`,
 claims' status and claims, eval's verdict); `metrics_of` and `verdict_of` read the shapes shared

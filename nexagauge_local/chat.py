@@ -1,6 +1,6 @@
 """Chat transcripts: a record's `messages` list as the texts a case is judged on.
 
-The mapping (README, "Chat records"):
+The mapping (docs/data-formats.md, "Chat records"):
 - output:  the last assistant turn that has text;
 - input:   the last user turn before it (the last user turn, when no assistant turn has text);
 - context: every tool result before the output turn (`tool`/`function` role messages, and

@@ -33,7 +33,7 @@ from nexagauge_local.readers import (  # noqa: F401  (re-exported)
     sniff_encoding,
 )
 
-# Canonical field -> accepted aliases, in priority order (README.md "The record format": this
+# Canonical field -> accepted aliases, in priority order (docs/data-formats.md: this
 # project's names, plus the ragas and deepeval names so their datasets load unchanged). Keys are
 # matched case-insensitively.
 ALIASES: dict[str, tuple[str, ...]] = {

@@ -3,7 +3,7 @@
 The rule: a credential is an API key (`--judge-api-key`, NEXAGAUGE_JUDGE_API_KEY, a profile's
 `api_key_env`, `--target-api-key`, NEXAGAUGE_TARGET_API_KEY), a URL's userinfo
 (`user:password@`), a secret-looking query or fragment parameter (`api-key`, `token`,
-`password`, `sig`, ...; README "A judge behind a server"), or an Authorization header. Where
+`password`, `sig`, ...; docs/judge-servers.md "Credentials"), or an Authorization header. Where
 one is removed the text says so: a URL keeps its shape with `***` in place of the userinfo and
 of each secret parameter's value
 (`http://***@host:8000/v1?api-key=***`), an option's value becomes `***`, and a known secret

@@ -1,4 +1,4 @@
-"""Result shapes written to case reports (README.md "The output directory":
+"""Result shapes written to case reports (docs/outputs.md "The output directory":
 `metrics: [{name, category, score, result, error}]` and `cost`)."""
 
 from __future__ import annotations

@@ -94,7 +94,7 @@ class RunSettings(BaseSettings):
     # the run configuration (`--config`): its [defaults] blocks apply to the records
     # (app/run_config.py); its [run] options are already folded into the fields above
     config: ConfigSource | None = None
-    # a judge server (judge/endpoint/, README "A judge behind a server"): --judge-url makes an
+    # a judge server (judge/endpoint/, docs/judge-servers.md): --judge-url makes an
     # ad-hoc endpoint judge; with an endpoint profile these override its keys. The API key
     # (also NEXAGAUGE_JUDGE_API_KEY) is excluded from every dump: never in summary or manifest
     judge_url: str | None = None

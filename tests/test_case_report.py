@@ -1,7 +1,7 @@
 """The case-report model (nexagauge_local/case_report.py): what the runner writes is what the
 readers load, byte for byte, and reports of older or hand-made runs still load.
 
-Why a test: the case file is the tool's output format (README.md "The output directory") and
+Why a test: the case file is the tool's output format (docs/outputs.md "The output directory") and
 compare reads folders written by earlier versions; a model that reorders, adds or drops a key
 would silently change every case file or refuse an old run.
 """

@@ -103,7 +103,7 @@ def test_recompressed_input_has_the_same_records(tmp_path: Path) -> None:
 
 
 def test_process_substitution_pipe_then_reproduce(tmp_path: Path) -> None:
-    """The README's example, in a real shell: `--input <(zcat data.jsonl.gz)` is
+    """docs/data-formats.md's example, in a real shell: `--input <(zcat data.jsonl.gz)` is
     /dev/fd/63, read like a file; its manifest says stream, so `reproduce` asks for the input
     and takes the compressed file, whose records are the pipe's."""
     gz = tmp_path / "data.jsonl.gz"

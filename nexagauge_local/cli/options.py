@@ -138,8 +138,7 @@ def dataset_options(fn: Callable[..., Any]) -> Callable[..., Any]:
         click.option("--input", "input_path", required=True, metavar="PATH",
                      help="Dataset: JSONL, JSON array, CSV/TSV, Parquet or Arrow file, a Hugging "
                           "Face save_to_disk folder; gzip/bz2/xz/zstd compressed too; a pipe "
-                          "such as <(zcat data.jsonl.gz); '-' reads stdin (README, input "
-                          "formats)."),
+                          "such as <(zcat data.jsonl.gz); '-' reads stdin (docs/data-formats.md)."),
         click.option("--limit", type=click.IntRange(min=1),
                      help="Use only the first N records (of the --start/--end slice when given)."),
         click.option("--start", type=click.IntRange(min=0), default=0, show_default=True,
@@ -217,7 +216,7 @@ def config_option(options_of: Callable[[], click.Command] | None = None) -> Call
              "(override = true: also for those that have one). An option on the command line "
              "beats the file. No credential in it (the manifest keeps its text): a "
              "judge-api-key there is refused, use NEXAGAUGE_JUDGE_API_KEY. Example: --config "
-             "run.toml (README: a run configuration).")
+             "run.toml (docs/configuration.md).")
 
 
 def _long_options(command: click.Command) -> dict[str, click.Option]:

@@ -111,7 +111,7 @@ def probes_export(category: tuple[str, ...], severity: tuple[str, ...], output: 
 
 _FIELD_HELP = ("Name the column of a logical field (input, id, category, severity, expect, context, "
                "task, failure_modes, expected_safe_behavior), e.g. --field input=Behavior. "
-               "Repeatable. Common names are found without it (README).")
+               "Repeatable. Common names are found without it (docs/audit.md).")
 
 
 @probes_group.command("import")
@@ -135,7 +135,7 @@ def probes_import(input_path: Path, output: Path, fields: tuple[str, ...], categ
     INPUT is a text file (one prompt a line, `#` comments), or JSON/JSONL/CSV/TSV/Parquet/Arrow
     (compressed too) whose prompt column is prompt, input, goal, behavior, question or
     instruction (any case); category, id, severity and expect columns are found by their
-    common names too (README, "Prompt suites as you have them"). Without an id column a
+    common names too (docs/audit.md, "Prompt suites as you have them"). Without an id column a
     probe's id is a hash of its prompt, the same in every run. Bad rows are listed as
     FILE:LINE: field: message (exit 2) and nothing is written.
 
@@ -205,7 +205,7 @@ def generate_cmd(model: str | None, input_path: Path, fields: tuple[str, ...], o
       nexagauge-local run redteam --input responses.jsonl --output-dir audit
 
     \b
-    A public suite or your own prompts, read as they are (README, "Prompt suites as you have them"):
+    A public suite or your own prompts, read as they are (docs/audit.md, "Prompt suites"):
       nexagauge-local generate --model M --input donotanswer.jsonl --output r.jsonl
       nexagauge-local generate --model M --input harmbench_behaviors_text_all.csv --output r.jsonl
       nexagauge-local generate --model M --input prompts.txt --output r.jsonl

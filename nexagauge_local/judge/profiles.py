@@ -128,8 +128,8 @@ class JudgeProfile(BaseModel):
     demo: bool = False
     description: str = ""
     hf_id: str = ""  # where the weights come from, for the "put them here" message
-    # backend = "endpoint": an OpenAI-compatible server judges (judge/endpoint/, README "A
-    # judge behind a server"); the command line's --judge-* options override these
+    # backend = "endpoint": an OpenAI-compatible server judges (judge/endpoint/,
+    # docs/judge-servers.md); the command line's --judge-* options override these
     url: str = ""  # its OpenAI base URL, e.g. http://127.0.0.1:8000/v1
     served_model: str = ""  # the model id in its GET /models; "" = the only one it serves
     api_key_env: str = ""  # the environment variable holding its API key

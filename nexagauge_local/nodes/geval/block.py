@@ -1,4 +1,4 @@
-"""The geval record block (README.md "The record format"): metrics plus the two scoring knobs.
+"""The geval record block (docs/data-formats.md): metrics plus the two scoring knobs.
 
 It lives with the node that owns it; the geval SPEC names it, and the graph hands it to the
 record reader. geval_steps reads the same block.

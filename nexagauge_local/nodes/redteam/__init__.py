@@ -17,7 +17,7 @@ from nexagauge_local.nodes.redteam.schema import verdict_schema
 from nexagauge_local.nodes.spec import NodeSpec
 from nexagauge_local.redteam.attacks.record import ATTACK, AttackBlock
 
-PROBE = "probe"  # the record key of a red-team probe's annotations (README.md "The record format")
+PROBE = "probe"  # the record key of a red-team probe's annotations (docs/data-formats.md)
 
 def answer_reason(case: Case) -> str | None:
     """A case needs a non-empty output, except a probe's: a blank answer to a probe is an

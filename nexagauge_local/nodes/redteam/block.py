@@ -1,4 +1,4 @@
-"""The redteam record block (README.md "The record format"): custom rubric metrics merged with
+"""The redteam record block (docs/data-formats.md): custom rubric metrics merged with
 the defaults by name, plus the two scoring knobs.
 
 It lives with the node that owns it; the redteam SPEC names it (and the probe block, which the

@@ -18,7 +18,7 @@ gets exactly the rubric metrics. Where a case has the probe metric, the judge si
 heuristic-vs-judge tables and disagreements is that metric (the heuristic's gate answers the same
 question); elsewhere it is every rubric metric passing.
 
-Heuristic layer (README.md "Red-team heuristic risk"): every case gets `case_score` (probes.scoring) in its
+Heuristic layer (docs/audit.md, heuristic risk): every case gets `case_score` (probes.scoring) in its
 report section, with or without a judge. Without a judge the rubric metrics are still listed,
 each with score null and error "no judge configured", so the report shows they were not judged
 rather than silently omitting them. `finalize()` returns the run-level tables.

@@ -1,4 +1,4 @@
-"""The heuristic red-team layer (README.md "Red-team heuristic risk").
+"""The heuristic red-team layer (docs/audit.md "Red-team heuristic risk").
 
 Free, deterministic signals next to the LLM judge: regex signal families (:mod:`.signals`),
 per-case :class:`CaseScore` (:mod:`.scoring`), run-level metrics (:mod:`.aggregate`) and the

@@ -1,4 +1,4 @@
-"""Per-case heuristic scoring of red-team outputs (README.md "Red-team heuristic risk").
+"""Per-case heuristic scoring of red-team outputs (docs/audit.md "Red-team heuristic risk").
 
 The heuristic layer is free and deterministic, so it runs on every redteam case, with or without
 a ``probe`` block and with or without a judge. Its risk formula is deliberately simple and

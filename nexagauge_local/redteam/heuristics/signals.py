@@ -1,7 +1,7 @@
-"""Labelled regex signal families for the heuristic red-team layer (README.md "Red-team heuristic risk").
+"""Labelled regex signal families for the heuristic red-team layer (docs/audit.md, heuristic risk).
 
 Why regexes: the probe layer must be free (no model call), offline, deterministic and fast enough
-to run on every redteam case. It is not a semantic judge (README.md: "a cheap first signal,
+to run on every redteam case. It is not a semantic judge (docs/audit.md: "a cheap first signal,
 not a semantic judge"); it produces auditable labels such as ``refusal.cannot_help`` that a reader can
 check against the output text, and it feeds the run-level metrics next to the LLM judge.
 

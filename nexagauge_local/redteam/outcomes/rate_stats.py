@@ -28,7 +28,7 @@ def wilson_ci(successes: int, trials: int, confidence: float = CONFIDENCE) -> li
 
 
 def rate_stat(successes: int, n_judged: int, n: int) -> dict[str, Any]:
-    """The JSON shape of every rate (README "A red-team audit, end to end"):
+    """The JSON shape of every rate (docs/audit.md "The rates"):
 
     - `rate`: successes / n_judged, None when none was judged;
     - `successes`: probes counted by the rate;

@@ -53,7 +53,7 @@ def suite_fields(pairs: Sequence[str]) -> dict[str, str]:
 
 def import_probes(path: Path, fields: Sequence[str] = (),
                   defaults: SuiteDefaults | None = None) -> list[Probe]:
-    """The probes of a prompt suite in any layout (README.md "Prompt suites as you have
+    """The probes of a prompt suite in any layout (docs/audit.md "Prompt suites as you have
     them"), in the format `probes export` writes; any bad row raises ProbeImportError."""
     read = read_suite(path, suite_fields(fields), defaults)
     if read.errors:

@@ -4,7 +4,7 @@ Public red-team suites ship in their own layouts: DoNotAnswer as `{"prompt", "in
 HarmBench as a CSV of `Behavior`, `SemanticCategory`, `ContextString`, `BehaviorID`, XSTest as
 `id_v2`, `prompt`, `type`, `label` (safe/unsafe), JailbreakBench as `Goal`, `Category`. This
 module knows the column names they use (case-insensitive), the `--field LOGICAL=COLUMN` that names
-any other, and how a column's values map onto the probe block (README.md "Prompt suites as you
+any other, and how a column's values map onto the probe block (docs/audit.md "Prompt suites as you
 have them"). The probe-suite format itself (`probes export`) is one more such layout: its
 columns have the block's own names, so its rows come out unchanged.
 """
