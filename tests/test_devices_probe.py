@@ -47,5 +47,6 @@ def test_gpu_visible_asks_torch_only_when_a_gpu_may_exist(monkeypatch: pytest.Mo
     assert devices.gpu_visible() is False
 
     monkeypatch.setattr(devices, "cuda_ruled_out", lambda: False)
+    devices.host_gpus.cache_clear()  # the probe's answer is kept for the process
     with pytest.raises(AssertionError, match="torch was imported"):
         devices.gpu_visible()

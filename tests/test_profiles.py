@@ -136,10 +136,14 @@ def test_gpu_ids_reach_the_engines_as_parameters(
     monkeypatch.setattr(F, "vllm_importable", lambda: True)
     model = str(tmp_path)
 
+    # backends are handed the decision, and read their devices from it
     fac = F.make_backend_factory(model, backend="hf", gpu_ids=[2, 3], cache_dir=tmp_path)
-    assert fac().kwargs["device"] == "cuda:2"  # type: ignore[attr-defined]
+    assert fac().kwargs["decision"].torch_device == "cuda:2"  # type: ignore[attr-defined]
+    assert fac.decision.gpu_ids == ("2",)  # the hf engine holds one GPU, and says so
+    assert fac.decision.notes and "hf backend uses one GPU" in fac.decision.notes[0]
     fac = F.make_backend_factory(model, backend="vllm", gpu_ids=[2, 3], cache_dir=tmp_path)
-    assert fac().kwargs["device_ids"] == ("2", "3")  # type: ignore[attr-defined]
+    assert fac().kwargs["decision"].gpu_ids == ("2", "3")  # type: ignore[attr-defined]
+    assert not fac.decision.notes
     prof = resolve_profile(model)
 
     def responder(backend: str, gpu_ids: list[int]) -> Any:
@@ -152,7 +156,7 @@ def test_gpu_ids_reach_the_engines_as_parameters(
 
     # no --gpu: hf takes the default device; vllm the GPUs this process was given (Ray workers)
     fac = F.make_backend_factory(model, backend="hf", cache_dir=tmp_path)
-    assert fac().kwargs["device"] == "cuda"  # type: ignore[attr-defined]
+    assert fac().kwargs["decision"].torch_device == "cuda"  # type: ignore[attr-defined]
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "4,5")
     fac = F.make_backend_factory(model, backend="vllm", cache_dir=tmp_path)
     assert fac.decision.gpu_ids == ("4",)  # the profile asks for one GPU

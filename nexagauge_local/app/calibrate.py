@@ -27,22 +27,36 @@ from nexagauge_local.judge import (
     max_tokens_for,
     schema_id,
 )
+from nexagauge_local.judge.runtime import gpu_names
 from nexagauge_local.nodes.geval import geval_schema
 from nexagauge_local.nodes.redteam import verdict_schema
 from nexagauge_local.settings import RunSettings
 
 
 def device_key(backend: Backend) -> str:
-    """What the throughput depends on besides the model: the device kind and count. A judge
-    server's devices are not this host's: its key names only the GPUs the user stated."""
+    """What the throughput depends on besides the model: the device kind and count of the GPUs
+    the engine holds (not every GPU of the host). A judge server's devices are not this
+    host's: its key names only the GPUs the user stated."""
     if backend.name == "endpoint":
         return f"server:{backend.gpu_count or 'unstated'}"
     if backend.gpu_count > 0:
-        import torch
-
-        names = {torch.cuda.get_device_name(i) for i in range(torch.cuda.device_count())}
+        names = set(gpu_names(engine_gpu_indices(backend)))
         return f"cuda:{backend.gpu_count}x{'/'.join(sorted(names))}"
     return f"cpu:{os.cpu_count()}x{platform.machine()}"
+
+
+def engine_gpu_indices(backend: Backend) -> list[int]:
+    """This process's torch indices of the GPUs the engine holds: an hf engine's `cuda:N`
+    device; a vLLM engine's first `gpu_count` devices, which is what this process sees once
+    the engine wrote its CUDA_VISIBLE_DEVICES (judge/vllm/host.py)."""
+    device = str(getattr(backend, "device", ""))
+    _, _, index = device.partition(":")
+    if index.isdigit():
+        return [int(index)]
+    decision = getattr(backend, "decision", None)
+    if getattr(backend, "data_parallel", False) and decision is not None:
+        return list(decision.gpu_indices)  # spawned engines: this process sees every GPU
+    return list(range(backend.gpu_count))
 
 
 def _workload(n: int, schema: type, tag: str) -> list[JudgeRequest]:

@@ -166,6 +166,8 @@ def run(
                                             factories.values() if f.endpoint is not None):
                     if notice:
                         events.warning(notice)
+            for note in dict.fromkeys(n for f in factories.values() for n in f.decision.notes):
+                events.note(note)  # e.g. the hf engine uses one of the GPUs --gpu named
             if settings.progress:
                 own = own_models(settings, planned)
                 for profile, factory in factories.items():
