@@ -95,3 +95,25 @@ def test_retry_after_seconds_and_dates() -> None:
     assert got is not None and 3.0 < got <= 5.0
     assert retry_after(httpx.Response(429, request=req)) is None
     assert retry_after(httpx.Response(429, headers={"Retry-After": "soon"}, request=req)) is None
+
+
+def test_the_server_options_are_one_typed_value_under_their_flat_names(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """RunSettings holds the --judge-* options as one EndpointOptions; keyword arguments,
+    NEXAGAUGE_JUDGE_* variables and a recorded manifest keep their flat judge_* names, and the
+    API key is in no dump."""
+    import json
+
+    from nexagauge_local.settings import RunSettings
+
+    monkeypatch.setenv("NEXAGAUGE_JUDGE_API_KEY", "from-env")
+    nested = RunSettings(endpoint={"url": "http://h/v1", "concurrency": 4})
+    flat = RunSettings(judge_url="http://h/v1", judge_concurrency=4)
+    assert nested.endpoint == flat.endpoint == EndpointOptions(
+        url="http://h/v1", concurrency=4, api_key="from-env")
+    assert nested.endpoint.key() == "from-env"
+    dump = nested.model_dump(mode="json")
+    assert (dump["judge_url"], dump["judge_concurrency"]) == ("http://h/v1", 4)
+    assert "endpoint" not in dump and "from-env" not in json.dumps(dump)
+    assert RunSettings.model_validate(dump).endpoint == nested.endpoint  # reproduce's way back

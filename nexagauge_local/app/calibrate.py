@@ -159,7 +159,8 @@ def resolve_calibration_judge(
     """The judge to calibrate (no weights loaded yet, so the caller can warn about a demo),
     checked as `run` checks its judge: an unknown profile, missing or unusable weights, a
     broken vLLM or a --gpu without CUDA is a JudgeSetupError (one line, exit 2); so is a judge
-    server (`endpoint`: RunSettings' judge_* fields) that is unreachable or refuses the schema."""
+    server (`endpoint`: the `endpoint` settings keyword, EndpointOptions' fields) that is
+    unreachable or refuses the schema."""
     from nexagauge_local.app.judge import check_gpus, preflight
 
     settings = RunSettings(model=model, backend=backend, gpu_ids=list(gpu_ids),

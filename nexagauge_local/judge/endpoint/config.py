@@ -9,6 +9,17 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from nexagauge_local.redact import redact_url
+from nexagauge_local.settings import EndpointOptions  # the run's --judge-* options, typed once
+
+__all__ = [
+    "JUDGE_SERVER",
+    "EndpointConfig",
+    "EndpointOptions",
+    "EndpointUnusable",
+    "RetryPolicy",
+    "ServerIdentity",
+    "ServerRole",
+]
 
 # One line a user reads when the server cannot judge (exit 2 before any record is judged).
 
@@ -43,19 +54,6 @@ class RetryPolicy:
     base_seconds: float = 0.5  # first back-off; doubles each time, with jitter
     max_sleep_seconds: float = 30.0  # longest single back-off (and Retry-After honoured up to it)
     total_seconds: float = 300.0
-
-
-@dataclass(frozen=True)
-class EndpointOptions:
-    """What the command line (or the library caller) says of the server; None = the
-    profile's value. The API key is never written anywhere."""
-
-    url: str | None = None
-    api_key: str | None = field(default=None, repr=False)
-    model_name: str | None = None
-    concurrency: int | None = None
-    revision: str | None = None
-    gpus: int | None = None
 
 
 @dataclass(frozen=True)
