@@ -15,6 +15,7 @@ from pydantic import (
     BaseModel,
     ConfigDict,
     Field,
+    PrivateAttr,
     SecretStr,
     SerializerFunctionWrapHandler,
     model_serializer,
@@ -53,6 +54,15 @@ class ConfigSource(BaseModel):
     path: str  # as given on the command line (display only)
     sha256: str  # of the file's bytes
     text: str
+    # the text as parsed (app/run_config.py: RunConfig, with the block models it was read
+    # with), kept with the text so a run parses its configuration once; never dumped
+    _parsed: Any = PrivateAttr(default=None)
+
+    def remember(self, parsed: object) -> None:
+        self._parsed = parsed
+
+    def remembered(self) -> Any:
+        return self._parsed
 
 
 class EndpointOptions(BaseModel):
