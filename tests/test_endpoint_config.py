@@ -55,8 +55,8 @@ def test_factory_asks_the_server_for_its_model(tmp_path: Path) -> None:
     with StubServer(models=("only-one",), max_model_len=2048) as stub:
         factory = make_backend_factory("demo", cache_dir=tmp_path,
                                        endpoint=EndpointOptions(url=stub.url, revision="v2"))
-    assert factory.backend == "endpoint" and factory.grammar_backend == "server"
-    assert factory.fingerprint == \
+    assert factory.decision.backend == "endpoint" and factory.decision.grammar == "server"
+    assert factory.decision.fingerprint == \
         "endpoint:only-one@v2/json_schema[root=/weights/stub-judge,max_model_len=2048]"
     assert factory.profile.max_model_len == 2048  # the server's window
     assert not factory.device_seconds_known

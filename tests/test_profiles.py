@@ -186,10 +186,10 @@ def test_factory_fingerprint_matches_backend(
     from nexagauge_local.judge.runtime import resolve_dtype
 
     # an ad-hoc profile's dtype is auto: bf16 on a CPU with native bf16, else float32
-    assert fac.backend == "hf" and fac.dtype == resolve_dtype("auto", "cpu")
+    assert fac.decision.backend == "hf" and fac.decision.dtype == resolve_dtype("auto", "cpu")
     backend = fac()
-    assert fac.fingerprint == backend.fingerprint  # cache keys need no weights loaded
-    same_weights = fac.fingerprint.split("@")[1].split("/")[0]
+    assert fac.decision.fingerprint == backend.fingerprint  # cache keys need no weights loaded
+    same_weights = fac.decision.fingerprint.split("@")[1].split("/")[0]
     assert same_weights == tiny_backend.fingerprint.split("@")[1].split("/")[0]
     assert backend.gpu_count == 0 and backend.load_seconds > 0
     with pytest.raises(Exception, match="nexagauge-local\\[vllm\\]"):

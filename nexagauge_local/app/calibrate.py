@@ -177,7 +177,7 @@ def calibrate_judge(factory: BackendFactory, n: int, cache_dir: Path) -> Calibra
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(result, indent=2))
     return Calibration(
-        fingerprint=factory.fingerprint,
+        fingerprint=factory.decision.fingerprint,
         load_seconds=float(judge.load_seconds),
         gpu_count=judge.gpu_count,
         n=n,

@@ -162,7 +162,7 @@ def preflight(settings: RunSettings) -> BackendFactory:
         return _endpoint_preflight(settings, factory)
     try:
         check_loadable(factory.profile)
-        if factory.backend == "vllm" and not settings.cluster:
+        if factory.decision.backend == "vllm" and not settings.cluster:
             check_vllm_imports()
     except (WeightsUnusable, WeightsMissing, VLLMMissing) as exc:
         raise JudgeSetupError(str(exc)) from None

@@ -173,8 +173,9 @@ def run(
                 for profile, factory in factories.items():
                     nodes = [n for n, p in own.items() if p == profile]
                     which = f"judge for {', '.join(nodes)}" if nodes else "judge"
-                    events.info(f"{which}: {factory.model_name} on the {factory.backend} "
-                                f"backend ({factory.reason})")
+                    decision = factory.decision
+                    events.info(f"{which}: {decision.profile} on the {decision.backend} "
+                                f"backend ({decision.reason})")
         trail = AuditTrail.start(settings, argv, sign_key)  # checks a --sign key first
         with _staged(settings, keep=(*dataset.reads, settings.cache_dir)) as (staged, folder):
             with JudgeClients(settings, factories) as clients:

@@ -54,41 +54,14 @@ def choose_backend(requested: str, profile: JudgeProfile, judgements: int | None
 @dataclass(frozen=True)
 class BackendFactory:
     """A judge's decision (judge/decision.py) and what building its backend needs besides,
-    known before any weights are loaded. Everything that names the judge reads `decision`."""
+    known before any weights are loaded. Everything that names the judge (backend, dtype,
+    fingerprint, model, demo, why) reads `decision`: the factory keeps no copy of it."""
 
     decision: JudgeDecision
     profile: JudgeProfile
     cache_dir: Path
     seed: int = 0
     endpoint: EndpointConfig | None = None  # backend "endpoint": the server, resolved
-
-    @property
-    def backend(self) -> str:
-        return self.decision.backend
-
-    @property
-    def dtype(self) -> str:
-        return self.decision.dtype
-
-    @property
-    def grammar_backend(self) -> str:
-        return self.decision.grammar
-
-    @property
-    def reason(self) -> str:
-        return self.decision.reason
-
-    @property
-    def fingerprint(self) -> str:
-        return self.decision.fingerprint
-
-    @property
-    def model_name(self) -> str:
-        return self.decision.profile
-
-    @property
-    def is_demo(self) -> bool:
-        return self.decision.demo
 
     @property
     def device_seconds_known(self) -> bool:
