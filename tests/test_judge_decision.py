@@ -271,8 +271,17 @@ def test_the_manifest_and_summary_name_the_gpus_the_engine_uses(
     monkeypatch.setattr(W, "host_gpus", lambda: W.HostGPUs(count=2))  # the one probe, faked
     for module in (D, app_run):
         monkeypatch.setattr(module, "gpu_visible", W.gpu_visible)
-    summary, out = _run(tmp_path, "redteam", "--model", str(tiny_judge_dir),
-                        "--backend", backend, "--gpu", "0,1")
+    data = tmp_path / "data.jsonl"
+    data.write_text("".join(json.dumps(r) + "\n" for r in ROWS), encoding="utf-8")
+    out = tmp_path / "out"
+    result = CliRunner().invoke(main, [
+        "run", "redteam", "--input", str(data), "--output-dir", str(out), "-q", "--cache-dir",
+        str(tmp_path / "cache"), "--model", str(tiny_judge_dir), "--backend", backend,
+        "--gpu", "0,1"], catch_exceptions=False)
+    assert result.exit_code == 0, result.output
+    summary = json.loads((out / "summary.json").read_text(encoding="utf-8"))
+    said = "the hf backend uses one GPU, cuda:0" in " ".join(result.output.split())
+    assert said == (backend == "hf")  # one line says what the engine does otherwise
     [(built, kwargs)] = engines.engines
     assert built == backend and kwargs["decision"].devices == devices
     judge = read_manifest(out).judge
