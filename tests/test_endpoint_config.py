@@ -117,3 +117,18 @@ def test_the_server_options_are_one_typed_value_under_their_flat_names(
     assert (dump["judge_url"], dump["judge_concurrency"]) == ("http://h/v1", 4)
     assert "endpoint" not in dump and "from-env" not in json.dumps(dump)
     assert RunSettings.model_validate(dump).endpoint == nested.endpoint  # reproduce's way back
+
+
+def test_each_server_option_is_one_judge_flag() -> None:
+    """The --judge-* flags are EndpointOptions' fields, no more and no fewer: a field added
+    there without a flag (or a flag without a field) fails here, not in a user's run."""
+    import click
+
+    from nexagauge_local.cli.options import endpoint_options
+    from nexagauge_local.settings import ENDPOINT_FIELDS
+
+    def command(**values: object) -> None:
+        pass
+
+    flags = click.command()(endpoint_options(command))
+    assert sorted(p.name or "" for p in flags.params) == sorted(ENDPOINT_FIELDS)
