@@ -367,11 +367,21 @@ class Runner:
             prompt_versions=dict(sorted(ctx.prompt_versions.items())),
             judge_outcomes={n: JudgeOutcome.model_validate(o.as_dict())
                             for n, o in ctx.judge_outcomes.items()},
-            gpus=self.settings.gpu_ids,
+            # the GPUs the default judge's engine uses, as its decision says (the manifest's
+            # devices name the same ones): not every id --gpu named
+            gpus=self._engine_gpus(ctx),
             gpu_hour_price=price,
             nodes={n: NodeUsageSummary.model_validate(u) for n, u in usage.items()},
             cost=CostTotals.model_validate(totals),
         )
+
+    def _engine_gpus(self, ctx: RunContext) -> list[int]:
+        """The default judge's engine's GPUs (the first judge that ran when every judged node
+        had its own); none when no judge ran."""
+        used = ctx.judges_used()
+        opened = used.get(DEFAULT_JUDGE) or next(iter(used.values()), None)
+        decision = opened[-1].decision if opened else None
+        return decision.gpu_indices if decision is not None else []
 
     def _profile(self, key: str) -> str:
         """The profile a judge key names: the key itself, the settings' model for the

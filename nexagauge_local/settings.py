@@ -7,11 +7,26 @@ share defaults.
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
-from typing import Annotated, Literal, Self, get_args
+from typing import Annotated, Any, Literal, Self, get_args
 
-from pydantic import BaseModel, ConfigDict, Field, SecretStr, model_validator
-from pydantic_settings import BaseSettings, SettingsConfigDict
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    PrivateAttr,
+    SecretStr,
+    SerializerFunctionWrapHandler,
+    model_serializer,
+    model_validator,
+)
+from pydantic.fields import FieldInfo
+from pydantic_settings import (
+    BaseSettings,
+    PydanticBaseSettingsSource,
+    SettingsConfigDict,
+)
 
 
 def default_cache_dir() -> Path:
@@ -39,6 +54,59 @@ class ConfigSource(BaseModel):
     path: str  # as given on the command line (display only)
     sha256: str  # of the file's bytes
     text: str
+    # the text as parsed (app/run_config.py: RunConfig, with the block models it was read
+    # with), kept with the text so a run parses its configuration once; never dumped
+    _parsed: Any = PrivateAttr(default=None)
+
+    def remember(self, parsed: object) -> None:
+        self._parsed = parsed
+
+    def remembered(self) -> Any:
+        return self._parsed
+
+
+class EndpointOptions(BaseModel):
+    """What the command line (or the library caller, or NEXAGAUGE_JUDGE_*) says of a judge
+    server (judge/endpoint/, docs/judge-servers.md); None = the profile's value.
+    With a URL they make an ad-hoc endpoint judge; with an endpoint profile they override its
+    keys. The one list of the server's options: the --judge-* flags, the run configuration's
+    keys and the settings' flat names (`judge_<field>`) are these fields. The API key is
+    excluded from every dump: never in summary or manifest."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    url: str | None = None
+    api_key: SecretStr | None = Field(default=None, exclude=True)
+    model_name: str | None = None
+    concurrency: int | None = Field(default=None, ge=1)
+    revision: str | None = None
+    gpus: int | None = Field(default=None, ge=1)
+
+    def key(self) -> str | None:
+        """The API key's text, for the one request header that carries it."""
+        return self.api_key.get_secret_value() if self.api_key else None
+
+
+# The flat names of the server's options: --judge-url ... as keyword arguments, environment
+# variables (NEXAGAUGE_JUDGE_URL ...) and the manifest's recorded settings.
+ENDPOINT_PREFIX = "judge_"
+ENDPOINT_FIELDS: tuple[str, ...] = tuple(f"{ENDPOINT_PREFIX}{n}"
+                                         for n in EndpointOptions.model_fields)
+
+
+class _EndpointEnv(PydanticBaseSettingsSource):
+    """NEXAGAUGE_JUDGE_URL, NEXAGAUGE_JUDGE_API_KEY, ...: the endpoint options' environment
+    variables, kept under their flat names while the settings hold one nested value."""
+
+    def get_field_value(self, field: FieldInfo, field_name: str) -> tuple[Any, str, bool]:
+        return None, field_name, False
+
+    def __call__(self) -> dict[str, Any]:
+        env = {k.upper(): v for k, v in os.environ.items()}
+        found = {n: env[f"NEXAGAUGE_{flat.upper()}"]
+                 for n, flat in zip(EndpointOptions.model_fields, ENDPOINT_FIELDS)
+                 if f"NEXAGAUGE_{flat.upper()}" in env}
+        return {"endpoint": found} if found else {}
 
 
 class RunSettings(BaseSettings):
@@ -94,18 +162,49 @@ class RunSettings(BaseSettings):
     # the run configuration (`--config`): its [defaults] blocks apply to the records
     # (app/run_config.py); its [run] options are already folded into the fields above
     config: ConfigSource | None = None
-    # a judge server (judge/endpoint/, docs/judge-servers.md): --judge-url makes an
-    # ad-hoc endpoint judge; with an endpoint profile these override its keys. The API key
-    # (also NEXAGAUGE_JUDGE_API_KEY) is excluded from every dump: never in summary or manifest
-    judge_url: str | None = None
-    judge_api_key: SecretStr | None = Field(default=None, exclude=True)
-    judge_model_name: str | None = None
-    judge_concurrency: int | None = Field(default=None, ge=1)
-    judge_revision: str | None = None
-    judge_gpus: int | None = Field(default=None, ge=1)
+    # a judge server: --judge-url and its companions as one typed value (EndpointOptions)
+    endpoint: EndpointOptions = Field(default_factory=EndpointOptions)
     # judge requests the run is predicted to send, counted from its dataset by the run itself
     # (not a user setting): `--backend auto` on a CPU host decides with it (judge/cpu_auto.py)
     predicted_judgements: int | None = Field(default=None, ge=0)
+
+    @classmethod
+    def settings_customise_sources(
+        cls, settings_cls: type[BaseSettings], init_settings: PydanticBaseSettingsSource,
+        env_settings: PydanticBaseSettingsSource, dotenv_settings: PydanticBaseSettingsSource,
+        file_secret_settings: PydanticBaseSettingsSource,
+    ) -> tuple[PydanticBaseSettingsSource, ...]:
+        return (init_settings, env_settings, _EndpointEnv(settings_cls), dotenv_settings,
+                file_secret_settings)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _nest_endpoint(cls, data: Any) -> Any:
+        """`judge_url=...` and its companions (keyword arguments, a recorded manifest's
+        settings) folded into `endpoint`, over what the environment gave."""
+        if not isinstance(data, dict) or not any(k in ENDPOINT_FIELDS for k in data):
+            return data
+        data = dict(data)
+        given = data.get("endpoint")
+        nested = ({**given.model_dump(), "api_key": given.api_key}
+                  if isinstance(given, EndpointOptions) else dict(given or {}))
+        for flat in ENDPOINT_FIELDS:
+            if flat in data:
+                nested[flat[len(ENDPOINT_PREFIX):]] = data.pop(flat)
+        data["endpoint"] = nested
+        return data
+
+    @model_serializer(mode="wrap")
+    def _flat_endpoint(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        """Dumps (the manifest's recorded settings) keep the flat `judge_*` names, so a
+        manifest reads as before and `reproduce` takes older ones unchanged."""
+        out: dict[str, Any] = {}
+        for key, value in handler(self).items():
+            if key == "endpoint" and isinstance(value, dict):
+                out.update({f"{ENDPOINT_PREFIX}{k}": v for k, v in value.items()})
+            else:
+                out[key] = value
+        return out
 
     @model_validator(mode="after")
     def _slice_not_empty(self) -> Self:

@@ -189,8 +189,8 @@ def main() -> None:
     machine = f"{platform.machine()} {platform.processor() or ''} {os.cpu_count()} cores".strip()
     print(
         f"machine: {platform.node()} | {machine} | Python {platform.python_version()} | "
-        f"ray {ray.__version__} | judge {factory.model_name} ({factory.backend}, "
-        f"{factory.dtype}, CPU)"
+        f"ray {ray.__version__} | judge {factory.decision.profile} "
+        f"({factory.decision.backend}, {factory.decision.dtype}, CPU)"
     )
     print(
         f"compared: {args.n} redteam judgements through ClusterExecutor on a local 2-CPU Ray, "

@@ -139,3 +139,12 @@ def vllm_demo(demo_cache_dir: Path):
     backend = make_vllm_demo(demo_cache_dir)
     yield backend
     backend.close()
+
+
+@pytest.fixture(autouse=True)
+def _fresh_gpu_probe() -> None:
+    """The host's GPUs are probed once per process (judge/runtime/devices.py host_gpus); a
+    test that fakes the probe's inputs gets its own answer, not an earlier test's."""
+    from nexagauge_local.judge.runtime.devices import host_gpus
+
+    host_gpus.cache_clear()

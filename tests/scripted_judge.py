@@ -15,6 +15,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
+from nexagauge_local.judge.decision import JudgeDecision
 from nexagauge_local.judge.ledger import CostLedger
 from nexagauge_local.judge.schemas import schema_value
 from nexagauge_local.judge.types import JudgeRequest, JudgeResult
@@ -52,6 +53,7 @@ class ScriptedJudge:
     ledger: CostLedger = field(default_factory=CostLedger)  # stays empty, as a fake has no cost
     judge_format: str = "rubric_json"
     thresholds: dict[str, float] = field(default_factory=dict)
+    decision: JudgeDecision | None = None  # no engine: the summary lists no GPUs
 
     def describe(self) -> dict[str, Any]:
         return {"model": "scripted", "demo": self.is_demo}

@@ -46,7 +46,7 @@ def test_preflight_reports_missing_weights_and_unreachable_cluster(
     )
     with pytest.raises(ClusterSetupError, match="cannot connect"):
         app_judge.preflight(settings)
-    assert app_judge.preflight(settings.model_copy(update={"cluster": None})).backend == "hf"
+    assert app_judge.preflight(settings.model_copy(update={"cluster": None})).decision.backend == "hf"
 
 
 def test_open_dataset_raises_input_errors(tmp_path: Path) -> None:

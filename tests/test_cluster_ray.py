@@ -15,7 +15,7 @@ import sqlite3
 import subprocess
 import sys
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -30,6 +30,7 @@ from nexagauge_local.cluster.plan import (
     token_balanced_batches,
 )
 from nexagauge_local.cluster.spec import INSTALL_HINT, ClusterUnavailable, parse_cluster
+from nexagauge_local.judge import JudgeDecision
 from nexagauge_local.judge.types import JudgeRequest, JudgeResult
 from tests.cli_args import run_args
 
@@ -333,9 +334,10 @@ class _BoomFactory:
 
     profile: Any
     cache_dir: Path
-    backend: str = "hf"
     gpu_ids: tuple[int, ...] = ()
-    fingerprint: str = "boom@test"
+    decision: JudgeDecision = field(default_factory=lambda: JudgeDecision(
+        profile="boom", backend="hf", grammar="outlines", dtype="float32", device="cpu",
+        reason="test", fingerprint="boom@test"))
 
     def on_worker(self) -> _BoomFactory:
         return self

@@ -100,6 +100,6 @@ def test_the_factory_chooses_with_the_workload_on_this_host(
     """))
     small = F.make_backend_factory(str(profile), cache_dir=tmp_path, judgements=20)
     large = F.make_backend_factory(str(profile), cache_dir=tmp_path, judgements=400)
-    assert (small.backend, large.backend) == ("hf", "vllm")
-    assert "~400 judgements: about 102 s on vLLM-CPU, 270 s on hf" in large.reason
-    assert small.fingerprint != large.fingerprint  # each engine's answers cached apart
+    assert (small.decision.backend, large.decision.backend) == ("hf", "vllm")
+    assert "~400 judgements: about 102 s on vLLM-CPU, 270 s on hf" in large.decision.reason
+    assert small.decision.fingerprint != large.decision.fingerprint  # each engine's answers cached apart

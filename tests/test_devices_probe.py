@@ -47,5 +47,40 @@ def test_gpu_visible_asks_torch_only_when_a_gpu_may_exist(monkeypatch: pytest.Mo
     assert devices.gpu_visible() is False
 
     monkeypatch.setattr(devices, "cuda_ruled_out", lambda: False)
+    devices.host_gpus.cache_clear()  # the probe's answer is kept for the process
     with pytest.raises(AssertionError, match="torch was imported"):
         devices.gpu_visible()
+
+
+def test_the_host_is_asked_once_per_process(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every "is a GPU visible? how many?" of a run reads one probe: torch is asked once."""
+    import types
+
+    asked: list[str] = []
+    cuda = types.SimpleNamespace(
+        is_available=lambda: asked.append("is_available") or True,
+        device_count=lambda: asked.append("device_count") or 2)
+    monkeypatch.setitem(sys.modules, "torch", types.SimpleNamespace(cuda=cuda))
+    monkeypatch.setattr(devices, "cuda_ruled_out", lambda: False)
+    monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
+    assert devices.gpu_visible() and devices.torch_device([1]) == "cuda:1"
+    assert devices.visible_device_ids(4) == ("0", "1")
+    assert asked == ["is_available", "device_count"]
+
+
+def test_calibration_names_the_engines_gpus_not_the_hosts(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """calibrate's device key: an hf engine's one cuda:N device, an in-process vLLM engine's
+    own devices; never every GPU the host has."""
+    import types
+
+    from nexagauge_local.app import calibrate as C
+
+    named: list[list[int]] = []
+    monkeypatch.setattr(C, "gpu_names", lambda ix: named.append(list(ix)) or ("H100",))
+    hf = types.SimpleNamespace(name="hf", gpu_count=1, device="cuda:1")
+    vllm = types.SimpleNamespace(name="vllm", gpu_count=2, device="cuda")
+    assert C.device_key(hf) == "cuda:1xH100"  # type: ignore[arg-type]
+    assert C.device_key(vllm) == "cuda:2xH100"  # type: ignore[arg-type]
+    assert named == [[1], [0, 1]]

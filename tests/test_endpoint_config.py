@@ -55,8 +55,8 @@ def test_factory_asks_the_server_for_its_model(tmp_path: Path) -> None:
     with StubServer(models=("only-one",), max_model_len=2048) as stub:
         factory = make_backend_factory("demo", cache_dir=tmp_path,
                                        endpoint=EndpointOptions(url=stub.url, revision="v2"))
-    assert factory.backend == "endpoint" and factory.grammar_backend == "server"
-    assert factory.fingerprint == \
+    assert factory.decision.backend == "endpoint" and factory.decision.grammar == "server"
+    assert factory.decision.fingerprint == \
         "endpoint:only-one@v2/json_schema[root=/weights/stub-judge,max_model_len=2048]"
     assert factory.profile.max_model_len == 2048  # the server's window
     assert not factory.device_seconds_known
@@ -95,3 +95,40 @@ def test_retry_after_seconds_and_dates() -> None:
     assert got is not None and 3.0 < got <= 5.0
     assert retry_after(httpx.Response(429, request=req)) is None
     assert retry_after(httpx.Response(429, headers={"Retry-After": "soon"}, request=req)) is None
+
+
+def test_the_server_options_are_one_typed_value_under_their_flat_names(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """RunSettings holds the --judge-* options as one EndpointOptions; keyword arguments,
+    NEXAGAUGE_JUDGE_* variables and a recorded manifest keep their flat judge_* names, and the
+    API key is in no dump."""
+    import json
+
+    from nexagauge_local.settings import RunSettings
+
+    monkeypatch.setenv("NEXAGAUGE_JUDGE_API_KEY", "from-env")
+    nested = RunSettings(endpoint={"url": "http://h/v1", "concurrency": 4})
+    flat = RunSettings(judge_url="http://h/v1", judge_concurrency=4)
+    assert nested.endpoint == flat.endpoint == EndpointOptions(
+        url="http://h/v1", concurrency=4, api_key="from-env")
+    assert nested.endpoint.key() == "from-env"
+    dump = nested.model_dump(mode="json")
+    assert (dump["judge_url"], dump["judge_concurrency"]) == ("http://h/v1", 4)
+    assert "endpoint" not in dump and "from-env" not in json.dumps(dump)
+    assert RunSettings.model_validate(dump).endpoint == nested.endpoint  # reproduce's way back
+
+
+def test_each_server_option_is_one_judge_flag() -> None:
+    """The --judge-* flags are EndpointOptions' fields, no more and no fewer: a field added
+    there without a flag (or a flag without a field) fails here, not in a user's run."""
+    import click
+
+    from nexagauge_local.cli.options import endpoint_options
+    from nexagauge_local.settings import ENDPOINT_FIELDS
+
+    def command(**values: object) -> None:
+        pass
+
+    flags = click.command()(endpoint_options(command))
+    assert sorted(p.name or "" for p in flags.params) == sorted(ENDPOINT_FIELDS)

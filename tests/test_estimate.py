@@ -48,7 +48,7 @@ def test_calibration_turns_tokens_into_gpu_seconds(tiny_judge_dir: Path, tmp_pat
     from nexagauge_local.judge.factory import make_backend_factory
 
     cache = tmp_path / "cache"
-    fp = make_backend_factory(str(tiny_judge_dir), backend="hf", cache_dir=cache).fingerprint
+    fp = make_backend_factory(str(tiny_judge_dir), backend="hf", cache_dir=cache).decision.fingerprint
     calib = {
         "version": 1,
         "fingerprint": fp,

@@ -37,10 +37,10 @@ def test_the_grammar_engine_is_part_of_the_fingerprint(tiny_judge_dir: Path, tmp
     default = make_backend_factory(str(tiny_judge_dir), **hf)
     guidance = make_backend_factory(str(tiny_judge_dir), grammar_backend="guidance", **hf)
     outlines = make_backend_factory(str(tiny_judge_dir), grammar_backend="outlines", **hf)
-    assert default.grammar_backend == outlines.grammar_backend == "outlines"
-    assert default.fingerprint == outlines.fingerprint
-    assert outlines.fingerprint.endswith(f"/outlines=={version('outlines')}")
-    assert guidance.fingerprint.endswith(f"/llguidance=={version('llguidance')}")
+    assert default.decision.grammar == outlines.decision.grammar == "outlines"
+    assert default.decision.fingerprint == outlines.decision.fingerprint
+    assert outlines.decision.fingerprint.endswith(f"/outlines=={version('outlines')}")
+    assert guidance.decision.fingerprint.endswith(f"/llguidance=={version('llguidance')}")
     vllm = JudgeProfile(name="v", weights=str(tiny_judge_dir))
     assert "/grammar=" not in fingerprint(vllm, "vllm", "bfloat16", "xgrammar")
     assert fingerprint(vllm, "vllm", "bfloat16", "guidance").endswith(

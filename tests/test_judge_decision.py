@@ -44,8 +44,10 @@ class _Built:
             name, gpu_count, load_seconds = engine, 0, 0.0
 
             def __init__(self, profile: Any, **kwargs: Any) -> None:
-                built.append((engine, kwargs))
-                self.fingerprint = f"{profile.name}@fake/{engine}"
+                decision = kwargs["decision"]  # an engine reads what it runs from the decision
+                built.append((engine, {"grammar": decision.grammar, "dtype": decision.dtype,
+                                       **kwargs}))
+                self.fingerprint = decision.fingerprint
 
             def count_tokens(self, messages: Messages) -> int:
                 return sum(len(m["content"]) for m in messages) // 4
@@ -250,3 +252,38 @@ def test_a_real_hf_run_records_the_engine_that_judged(tmp_path: Path, demo_cache
     assert judge.reason == "--backend hf" == summary["judge"]["backend_reason"]
     assert judge.fingerprint == summary["judge"]["fingerprint"]
     assert judge.dtype in judge.fingerprint
+
+
+@pytest.mark.parametrize(("backend", "devices", "gpus"), [
+    ("hf", ["cuda:0"], [0]),  # one device: the second GPU --gpu named is not the engine's
+    ("vllm", ["cuda:0", "cuda:1"], [0, 1]),
+])
+def test_the_manifest_and_summary_name_the_gpus_the_engine_uses(
+    tmp_path: Path, tiny_judge_dir: Path, engines: _Built, monkeypatch: pytest.MonkeyPatch,
+    backend: str, devices: list[str], gpus: list[int],
+) -> None:
+    """`--gpu 0,1` on a (faked) two-GPU host: the manifest's devices and summary.json's gpus
+    agree, and list only what the engine holds."""
+    from nexagauge_local.app import run as app_run
+    from nexagauge_local.judge import decision as D
+    from nexagauge_local.judge.runtime import devices as W
+
+    monkeypatch.setattr(W, "host_gpus", lambda: W.HostGPUs(count=2))  # the one probe, faked
+    for module in (D, app_run):
+        monkeypatch.setattr(module, "gpu_visible", W.gpu_visible)
+    data = tmp_path / "data.jsonl"
+    data.write_text("".join(json.dumps(r) + "\n" for r in ROWS), encoding="utf-8")
+    out = tmp_path / "out"
+    result = CliRunner().invoke(main, [
+        "run", "redteam", "--input", str(data), "--output-dir", str(out), "-q", "--cache-dir",
+        str(tmp_path / "cache"), "--model", str(tiny_judge_dir), "--backend", backend,
+        "--gpu", "0,1"], catch_exceptions=False)
+    assert result.exit_code == 0, result.output
+    summary = json.loads((out / "summary.json").read_text(encoding="utf-8"))
+    said = "the hf backend uses one GPU, cuda:0" in " ".join(result.output.split())
+    assert said == (backend == "hf")  # one line says what the engine does otherwise
+    [(built, kwargs)] = engines.engines
+    assert built == backend and kwargs["decision"].devices == devices
+    judge = read_manifest(out).judge
+    assert judge is not None and judge.devices == devices
+    assert summary["gpus"] == gpus

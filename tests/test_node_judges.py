@@ -280,7 +280,7 @@ def test_the_command_line_completes_a_configs_judges_rather_than_dropping_them()
 
 def test_the_judge_server_options_describe_the_default_judge_only() -> None:
     from nexagauge_local.app.judge import with_model
-    from nexagauge_local.settings import RunSettings
+    from nexagauge_local.settings import EndpointOptions
 
     settings = RunSettings(target="redteam", model="demo", judge_url="http://127.0.0.1:9/v1",
                            judge_concurrency=4, judge_revision="r1",
@@ -288,4 +288,4 @@ def test_the_judge_server_options_describe_the_default_judge_only() -> None:
     assert with_model(settings, "demo") is settings
     own = with_model(settings, "guard.toml")
     assert own.model == "guard.toml"
-    assert (own.judge_url, own.judge_concurrency, own.judge_revision) == (None, None, None)
+    assert own.endpoint == EndpointOptions()  # the default judge's server is not its

@@ -39,8 +39,8 @@ def test_each_node_is_judged_by_its_own_demo_profile_end_to_end(tmp_path: Path) 
     assert result.exit_code == 0, result.output
 
     settings = RunSettings(cache_dir=cache, backend="hf")
-    fp_a = backend_factory(settings).fingerprint
-    fp_b = backend_factory(settings.model_copy(update={"model": str(other)})).fingerprint
+    fp_a = backend_factory(settings).decision.fingerprint
+    fp_b = backend_factory(settings.model_copy(update={"model": str(other)})).decision.fingerprint
     assert fp_a.startswith("demo@") and fp_b.startswith("demo-b@")
 
     summary = read(out / "summary.json")

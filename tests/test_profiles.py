@@ -136,10 +136,14 @@ def test_gpu_ids_reach_the_engines_as_parameters(
     monkeypatch.setattr(F, "vllm_importable", lambda: True)
     model = str(tmp_path)
 
+    # backends are handed the decision, and read their devices from it
     fac = F.make_backend_factory(model, backend="hf", gpu_ids=[2, 3], cache_dir=tmp_path)
-    assert fac().kwargs["device"] == "cuda:2"  # type: ignore[attr-defined]
+    assert fac().kwargs["decision"].torch_device == "cuda:2"  # type: ignore[attr-defined]
+    assert fac.decision.gpu_ids == ("2",)  # the hf engine holds one GPU, and says so
+    assert fac.decision.notes and "hf backend uses one GPU" in fac.decision.notes[0]
     fac = F.make_backend_factory(model, backend="vllm", gpu_ids=[2, 3], cache_dir=tmp_path)
-    assert fac().kwargs["device_ids"] == ("2", "3")  # type: ignore[attr-defined]
+    assert fac().kwargs["decision"].gpu_ids == ("2", "3")  # type: ignore[attr-defined]
+    assert not fac.decision.notes
     prof = resolve_profile(model)
 
     def responder(backend: str, gpu_ids: list[int]) -> Any:
@@ -152,7 +156,7 @@ def test_gpu_ids_reach_the_engines_as_parameters(
 
     # no --gpu: hf takes the default device; vllm the GPUs this process was given (Ray workers)
     fac = F.make_backend_factory(model, backend="hf", cache_dir=tmp_path)
-    assert fac().kwargs["device"] == "cuda"  # type: ignore[attr-defined]
+    assert fac().kwargs["decision"].torch_device == "cuda"  # type: ignore[attr-defined]
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "4,5")
     fac = F.make_backend_factory(model, backend="vllm", cache_dir=tmp_path)
     assert fac.decision.gpu_ids == ("4",)  # the profile asks for one GPU
@@ -182,10 +186,10 @@ def test_factory_fingerprint_matches_backend(
     from nexagauge_local.judge.runtime import resolve_dtype
 
     # an ad-hoc profile's dtype is auto: bf16 on a CPU with native bf16, else float32
-    assert fac.backend == "hf" and fac.dtype == resolve_dtype("auto", "cpu")
+    assert fac.decision.backend == "hf" and fac.decision.dtype == resolve_dtype("auto", "cpu")
     backend = fac()
-    assert fac.fingerprint == backend.fingerprint  # cache keys need no weights loaded
-    same_weights = fac.fingerprint.split("@")[1].split("/")[0]
+    assert fac.decision.fingerprint == backend.fingerprint  # cache keys need no weights loaded
+    same_weights = fac.decision.fingerprint.split("@")[1].split("/")[0]
     assert same_weights == tiny_backend.fingerprint.split("@")[1].split("/")[0]
     assert backend.gpu_count == 0 and backend.load_seconds > 0
     with pytest.raises(Exception, match="nexagauge-local\\[vllm\\]"):

@@ -170,6 +170,26 @@ def test_the_command_line_beats_the_config_which_beats_the_default(tmp_path: Pat
     assert a["shard_size"] == 5000  # neither gave it: the option's default
 
 
+def test_a_run_parses_its_configuration_once(tmp_path: Path,
+                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    """The command line parses --config (checking [run]); the settings carry that parse, and
+    the records' [defaults] are read from it, not from the text again."""
+    from nexagauge_local.app import run_config as R
+
+    parses: list[str] = []
+    real = R.parse_run_config
+
+    def counted(*args: Any, **kwargs: Any) -> Any:
+        parses.append(args[0].path)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(R, "parse_run_config", counted)
+    config = _write(tmp_path, CONFIG)
+    _run(["--input", str(SAMPLE), "--config", str(config), "--cache-dir", str(tmp_path / "c"),
+          "--output-dir", str(tmp_path / "out")])
+    assert parses == [str(config)]
+
+
 def test_manifest_and_summary_record_the_config_and_verify_checks_it(tmp_path: Path) -> None:
     import hashlib
 

@@ -27,22 +27,36 @@ from nexagauge_local.judge import (
     max_tokens_for,
     schema_id,
 )
+from nexagauge_local.judge.runtime import gpu_names
 from nexagauge_local.nodes.geval import geval_schema
 from nexagauge_local.nodes.redteam import verdict_schema
 from nexagauge_local.settings import RunSettings
 
 
 def device_key(backend: Backend) -> str:
-    """What the throughput depends on besides the model: the device kind and count. A judge
-    server's devices are not this host's: its key names only the GPUs the user stated."""
+    """What the throughput depends on besides the model: the device kind and count of the GPUs
+    the engine holds (not every GPU of the host). A judge server's devices are not this
+    host's: its key names only the GPUs the user stated."""
     if backend.name == "endpoint":
         return f"server:{backend.gpu_count or 'unstated'}"
     if backend.gpu_count > 0:
-        import torch
-
-        names = {torch.cuda.get_device_name(i) for i in range(torch.cuda.device_count())}
+        names = set(gpu_names(engine_gpu_indices(backend)))
         return f"cuda:{backend.gpu_count}x{'/'.join(sorted(names))}"
     return f"cpu:{os.cpu_count()}x{platform.machine()}"
+
+
+def engine_gpu_indices(backend: Backend) -> list[int]:
+    """This process's torch indices of the GPUs the engine holds: an hf engine's `cuda:N`
+    device; a vLLM engine's first `gpu_count` devices, which is what this process sees once
+    the engine wrote its CUDA_VISIBLE_DEVICES (judge/vllm/host.py)."""
+    device = str(getattr(backend, "device", ""))
+    _, _, index = device.partition(":")
+    if index.isdigit():
+        return [int(index)]
+    decision = getattr(backend, "decision", None)
+    if getattr(backend, "data_parallel", False) and decision is not None:
+        return list(decision.gpu_indices)  # spawned engines: this process sees every GPU
+    return list(range(backend.gpu_count))
 
 
 def _workload(n: int, schema: type, tag: str) -> list[JudgeRequest]:
@@ -145,7 +159,8 @@ def resolve_calibration_judge(
     """The judge to calibrate (no weights loaded yet, so the caller can warn about a demo),
     checked as `run` checks its judge: an unknown profile, missing or unusable weights, a
     broken vLLM or a --gpu without CUDA is a JudgeSetupError (one line, exit 2); so is a judge
-    server (`endpoint`: RunSettings' judge_* fields) that is unreachable or refuses the schema."""
+    server (`endpoint`: the `endpoint` settings keyword, EndpointOptions' fields) that is
+    unreachable or refuses the schema."""
     from nexagauge_local.app.judge import check_gpus, preflight
 
     settings = RunSettings(model=model, backend=backend, gpu_ids=list(gpu_ids),
@@ -162,7 +177,7 @@ def calibrate_judge(factory: BackendFactory, n: int, cache_dir: Path) -> Calibra
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(result, indent=2))
     return Calibration(
-        fingerprint=factory.fingerprint,
+        fingerprint=factory.decision.fingerprint,
         load_seconds=float(judge.load_seconds),
         gpu_count=judge.gpu_count,
         n=n,

@@ -122,7 +122,7 @@ def _judge_estimates(dataset: Dataset, settings: RunSettings) -> dict[str, dict[
             raise JudgeSetupError(", ".join(f"--model {n}={profile}" for n in nodes)
                                   + f": {exc}") from None
         counter = token_counter(factory)
-        found = judge_estimates(dataset, judged, counter, factory.fingerprint,
+        found = judge_estimates(dataset, judged, counter, factory.decision.fingerprint,
                                 max_model_len=factory.profile.max_model_len,
                                 profile=factory.profile)
         out.update({n: {**found[n], "profile": profile} for n in nodes if n in found})

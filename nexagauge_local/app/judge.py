@@ -54,17 +54,7 @@ def backend_factory(settings: RunSettings) -> BackendFactory:
         seed=settings.seed,
         grammar_backend=settings.grammar_backend,
         judgements=settings.predicted_judgements,
-        endpoint=endpoint_options(settings),
-    )
-
-
-def endpoint_options(settings: RunSettings) -> EndpointOptions:
-    """The run's --judge-* options (a judge server); all None for a local judge."""
-    key = settings.judge_api_key
-    return EndpointOptions(
-        url=settings.judge_url, api_key=key.get_secret_value() if key else None,
-        model_name=settings.judge_model_name, concurrency=settings.judge_concurrency,
-        revision=settings.judge_revision, gpus=settings.judge_gpus,
+        endpoint=settings.endpoint,
     )
 
 
@@ -115,21 +105,16 @@ def check_node_models(node_models: Mapping[str, str]) -> None:
             raise JudgeSetupError(f"--model {node}=: no profile named after '='")
 
 
-# The --judge-* options that describe the default judge's server: a node's own judge
-# (`--model NODE=PROFILE`) is its profile's, so a guard model on redteam stays in-process (or on
-# its own profile's server) while the other nodes judge through --judge-url. The API key is
-# among them: it belongs to the default judge's server, and a node's server gets only its
-# profile's api_key_env.
-_SERVER_OPTIONS = ("judge_url", "judge_api_key", "judge_model_name", "judge_revision",
-                   "judge_gpus", "judge_concurrency")
-
-
 def with_model(settings: RunSettings, profile: str) -> RunSettings:
-    """The settings with `profile` as the judge: how each node's judge is resolved."""
+    """The settings with `profile` as the judge: how each node's judge is resolved. The
+    --judge-* options describe the default judge's server, so they are dropped: a node's own
+    judge (`--model NODE=PROFILE`) is its profile's, and a guard model on redteam stays
+    in-process (or on its own profile's server) while the other nodes judge through
+    --judge-url. The API key goes with them: a node's server gets only its profile's
+    api_key_env."""
     if profile == settings.model:
         return settings
-    return settings.model_copy(update={"model": profile,
-                                       **dict.fromkeys(_SERVER_OPTIONS, None)})
+    return settings.model_copy(update={"model": profile, "endpoint": EndpointOptions()})
 
 
 def judge_models(settings: RunSettings, nodes: Iterable[str]) -> dict[str, str]:
@@ -177,7 +162,7 @@ def preflight(settings: RunSettings) -> BackendFactory:
         return _endpoint_preflight(settings, factory)
     try:
         check_loadable(factory.profile)
-        if factory.backend == "vllm" and not settings.cluster:
+        if factory.decision.backend == "vllm" and not settings.cluster:
             check_vllm_imports()
     except (WeightsUnusable, WeightsMissing, VLLMMissing) as exc:
         raise JudgeSetupError(str(exc)) from None

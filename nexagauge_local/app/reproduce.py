@@ -40,7 +40,7 @@ from nexagauge_local.graph import BLOCKS
 from nexagauge_local.readers import FORMATS, is_stream
 from nexagauge_local.readers.streams import spool_path
 from nexagauge_local.redact import URL_SETTINGS, has_credentials, redact_url
-from nexagauge_local.settings import RunSettings
+from nexagauge_local.settings import ENDPOINT_FIELDS, RunSettings
 
 __all__ = ["ReproduceRefused", "ReproduceSetupError", "Reproduction", "reproduce"]
 
@@ -57,7 +57,8 @@ BACKEND_CHOICES: tuple[str, ...] = get_args(RunSettings.model_fields["backend"].
 def _settings(plan_settings: dict[str, object], new_dir: Path, backend: str | None) -> RunSettings:
     renamed = {"gpus": "gpu_ids"}  # manifests written before the setting's rename
     known = {renamed.get(k, k): v for k, v in plan_settings.items()}
-    known = {k: v for k, v in known.items() if k in RunSettings.model_fields}
+    known = {k: v for k, v in known.items()
+             if k in RunSettings.model_fields or k in ENDPOINT_FIELDS}
     known.update(output_dir=new_dir, use_cache=False, overwrite=False)
     for name in URL_SETTINGS:
         recorded = known.get(name)

@@ -166,13 +166,16 @@ def run(
                                             factories.values() if f.endpoint is not None):
                     if notice:
                         events.warning(notice)
+            for note in dict.fromkeys(n for f in factories.values() for n in f.decision.notes):
+                events.note(note)  # e.g. the hf engine uses one of the GPUs --gpu named
             if settings.progress:
                 own = own_models(settings, planned)
                 for profile, factory in factories.items():
                     nodes = [n for n, p in own.items() if p == profile]
                     which = f"judge for {', '.join(nodes)}" if nodes else "judge"
-                    events.info(f"{which}: {factory.model_name} on the {factory.backend} "
-                                f"backend ({factory.reason})")
+                    decision = factory.decision
+                    events.info(f"{which}: {decision.profile} on the {decision.backend} "
+                                f"backend ({decision.reason})")
         trail = AuditTrail.start(settings, argv, sign_key)  # checks a --sign key first
         with _staged(settings, keep=(*dataset.reads, settings.cache_dir)) as (staged, folder):
             with JudgeClients(settings, factories) as clients:

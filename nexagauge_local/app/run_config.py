@@ -82,7 +82,22 @@ def read_run_config(path: str | Path, options: Mapping[str, OptionCheck] | None 
         line = data[: exc.start].count(b"\n") + 1
         raise RunConfigError(shown, [f"{shown}:{line}: encoding: not UTF-8 text"]) from None
     source = ConfigSource(path=shown, sha256=hashlib.sha256(data).hexdigest(), text=text)
-    return parse_run_config(source, options, blocks)
+    config = parse_run_config(source, options, blocks)
+    source.remember((GRAPH.blocks if blocks is None else blocks, config))
+    return config
+
+
+def parsed_config(source: ConfigSource, blocks: BlockModels | None = None) -> RunConfig:
+    """The configuration `source` holds, parsed once: the parse the command line made of the
+    file (read_run_config), else the first use's, kept on the source the settings carry. A
+    library caller or `reproduce` (a recorded text, no file) parses here on first use."""
+    blocks = GRAPH.blocks if blocks is None else blocks
+    kept = source.remembered()
+    if isinstance(kept, tuple) and kept[0] is blocks:
+        return kept[1]  # type: ignore[no-any-return]
+    config = parse_run_config(source, blocks=blocks)
+    source.remember((blocks, config))
+    return config
 
 
 def parse_run_config(source: ConfigSource, options: Mapping[str, OptionCheck] | None = None,
@@ -257,17 +272,16 @@ def _syntax_problem(shown: str, text: str, exc: tomllib.TOMLDecodeError) -> str:
 
 def with_config(dataset: Dataset, settings: RunSettings) -> Dataset:
     """The dataset with the run configuration's [defaults] blocks applied to its records (the
-    recorded text, parsed again: a library caller or `reproduce` needs no file)."""
+    settings' configuration as parsed once: a library caller or `reproduce` needs no file)."""
     if settings.config is None:
         return dataset
-    return replace(dataset, defaults=parse_run_config(settings.config,
-                                                      blocks=dataset.blocks).defaults)
+    return replace(dataset, defaults=parsed_config(settings.config, dataset.blocks).defaults)
 
 
 def effective_blocks(settings: RunSettings) -> dict[str, dict[str, Any]]:
     """The configuration's default blocks as JSON, `override` marked (for `nodes`)."""
     if settings.config is None:
         return {}
-    defaults = parse_run_config(settings.config).defaults
+    defaults = parsed_config(settings.config).defaults
     return {name: {**block.model_dump(mode="json"), OVERRIDE: name in defaults.override}
             for name, block in defaults.blocks.items()}

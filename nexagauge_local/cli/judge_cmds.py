@@ -108,7 +108,7 @@ def calibrate_cmd(
         factory = resolve_calibration_judge(model, backend=backend, gpu_ids=parse_gpu_ids(gpu),
                                             cache_dir=cache,
                                             endpoint=endpoint_settings(judge_server))
-        if factory.is_demo:
+        if factory.decision.demo:
             console.print(f"[yellow]note:[/] {DEMO_NOTICE}")
         done = calibrate_judge(factory, n, cache)
     result = done.result

@@ -11,6 +11,7 @@ from typing import Any
 import click
 
 from nexagauge_local.graph import NODES, UnknownTarget, plan
+from nexagauge_local.settings import ENDPOINT_FIELDS, ENDPOINT_PREFIX
 
 DEFAULT_MODEL = "demo"
 
@@ -251,10 +252,6 @@ def _checker(ctx: click.Context, option: click.Option) -> Callable[[Any], Any]:
     return check
 
 
-ENDPOINT_FIELDS = ("judge_url", "judge_api_key", "judge_model_name", "judge_concurrency",
-                   "judge_revision", "judge_gpus")
-
-
 def endpoint_options(fn: Callable[..., Any]) -> Callable[..., Any]:
     """--judge-url and its companions: judge through an OpenAI-compatible server. They reach
     the command as keyword arguments named as RunSettings' fields (`endpoint_settings`)."""
@@ -287,9 +284,11 @@ def endpoint_options(fn: Callable[..., Any]) -> Callable[..., Any]:
 
 
 def endpoint_settings(values: dict[str, Any]) -> dict[str, Any]:
-    """The --judge-* values given, as RunSettings keyword arguments; unset ones are left out
-    so NEXAGAUGE_JUDGE_* environment variables still apply."""
-    return {k: v for k, v in values.items() if k in ENDPOINT_FIELDS and v is not None}
+    """The --judge-* values given, as RunSettings' one `endpoint` keyword argument; unset
+    ones are left out so NEXAGAUGE_JUDGE_* environment variables still apply."""
+    given = {k[len(ENDPOINT_PREFIX):]: v for k, v in values.items()
+             if k in ENDPOINT_FIELDS and v is not None}
+    return {"endpoint": given} if given else {}
 
 
 def target_server_options(fn: Callable[..., Any]) -> Callable[..., Any]:

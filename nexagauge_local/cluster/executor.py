@@ -150,7 +150,7 @@ class ClusterExecutor:
         metric (exit 3), which would read as a judge that answered badly."""
         try:
             resources, gpus = ray.cluster_resources(), self.factory.profile.gpu_count
-            plan = plan_pool(resources, self.factory.backend, self.spec, gpus)
+            plan = plan_pool(resources, self.factory.decision.backend, self.spec, gpus)
         except ClusterUnavailable as exc:
             raise self._start_error(exc) from None
         self._plan = plan
@@ -164,7 +164,7 @@ class ClusterExecutor:
             ))
 
     def _start_error(self, cause: ClusterUnavailable) -> JudgeStartError:
-        return JudgeStartError(self.factory.profile.name, self.factory.backend, cause)
+        return JudgeStartError(self.factory.profile.name, self.factory.decision.backend, cause)
 
     def _start(self, ray: Any, plan: PoolPlan, n: int) -> None:
         if n <= 0:
@@ -201,12 +201,12 @@ class ClusterExecutor:
             except Exception as exc:  # noqa: BLE001 - the actor's constructor failed
                 self._reject(ray, worker, _short(exc))
                 continue
-            if info["fingerprint"] != self.factory.fingerprint:
+            if info["fingerprint"] != self.factory.decision.fingerprint:
                 self._reject(
                     ray,
                     worker,
                     f"judge fingerprint {info['fingerprint']} differs from "
-                    f"the driver's {self.factory.fingerprint} (same weights, copied with "
+                    f"the driver's {self.factory.decision.fingerprint} (same weights, copied with "
                     "mtimes kept, and the same package versions are needed)",
                 )
                 continue

@@ -16,7 +16,14 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from nexagauge_local.graph import GRAPH, Graph
-from nexagauge_local.judge import CostLedger, FailureKind, JudgeProfile, JudgeRequest, JudgeResult
+from nexagauge_local.judge import (
+    CostLedger,
+    FailureKind,
+    JudgeDecision,
+    JudgeProfile,
+    JudgeRequest,
+    JudgeResult,
+)
 from nexagauge_local.nodes.base import Node
 from nexagauge_local.nodes.judging import failed
 
@@ -31,6 +38,7 @@ class RecordingJudge:
     ledger: CostLedger = field(default_factory=CostLedger)  # stays empty: nothing is judged
     judge_format: str = "rubric_json"  # the profile's: requests are recorded as they'd be asked
     thresholds: dict[str, float] = field(default_factory=dict)
+    decision: JudgeDecision | None = None  # no engine runs
 
     @classmethod
     def asking_as(cls, profile: JudgeProfile) -> RecordingJudge:

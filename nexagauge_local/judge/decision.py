@@ -16,6 +16,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict
 
 from nexagauge_local.judge.cpu_auto import cpu_backend, mem_available_gb
+from nexagauge_local.judge.endpoint.config import ServerIdentity
 from nexagauge_local.judge.profiles import (
     BACKEND_GRAMMARS,
     DEFAULT_GRAMMAR,
@@ -48,11 +49,15 @@ class NoLocalEngine(ValueError):
 
 
 class JudgeDecision(BaseModel):
-    """What will run for one judge profile, and why; immutable once resolved.
+    """What will run for one judge profile, and why; immutable once resolved. The judge's
+    identity (fingerprint, device, dtype, the GPUs its engine holds, a server's identity) is
+    made here and nowhere else: backends, client, cluster, manifest and summary read it.
 
-    `gpu_ids` are the GPU ids the engine is given (--gpu, else on vLLM the GPUs this process
-    may use); empty on a CUDA device means torch's current device (the hf backend without
-    --gpu) or, on a cluster worker, the GPUs Ray gave that worker."""
+    `gpu_ids` are the GPU ids the engine uses (not merely those --gpu named: the hf engine
+    holds one device, so `--backend hf --gpu 0,1` decides ("0",) and says so in `notes`;
+    vLLM takes every --gpu id, else the GPUs this process may use); empty on a CUDA device
+    means torch's current device (the hf backend without --gpu) or, on a cluster worker, the
+    GPUs Ray gave that worker."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
@@ -67,6 +72,8 @@ class JudgeDecision(BaseModel):
     reason: str
     fingerprint: str
     server: dict[str, Any] | None = None  # an endpoint judge's summary block (no API key)
+    identity: ServerIdentity | None = None  # an endpoint judge: what its server serves
+    notes: tuple[str, ...] = ()  # what the user asked that the engine does otherwise, one line each
     # how the judge is asked: our rubric JSON, or a guard family's own format (judge/formats)
     judge_format: str = DEFAULT_JUDGE_FORMAT
     thresholds: dict[str, float] = {}  # the profile's fitted pass thresholds per metric
@@ -90,6 +97,12 @@ class JudgeDecision(BaseModel):
             return "cpu"
         return f"cuda:{self.gpu_ids[0]}" if self.gpu_ids else "cuda"
 
+    @property
+    def gpu_indices(self) -> list[int]:
+        """The engine's GPUs as the summary lists them (ids that are indices; a UUID from
+        CUDA_VISIBLE_DEVICES is left out)."""
+        return [int(g) for g in self.gpu_ids if g.isdigit()] if self.device == "cuda" else []
+
     def unpinned(self) -> JudgeDecision:
         """This decision on a cluster worker: Ray sets the worker's CUDA_VISIBLE_DEVICES, so
         the driver's GPU ids mean nothing there."""
@@ -100,14 +113,15 @@ class JudgeDecision(BaseModel):
 
 
 def backend_choice(requested: str, profile: JudgeProfile,
-                   judgements: int | None = None) -> tuple[str, str]:
+                   judgements: int | None = None, cuda: bool | None = None) -> tuple[str, str]:
     """(backend, why). `auto` (from the flag, else the profile) -> vllm when importable and a
-    GPU is visible; on a CPU host the engine that judges `judgements` requests sooner."""
+    GPU is visible (`cuda`, else the host's probe); on a CPU host the engine that judges
+    `judgements` requests sooner."""
     if requested != "auto":
         return requested, f"--backend {requested}"
     if profile.backend != "auto":
         return profile.backend, f"judge profile {profile.name!r} sets backend = {profile.backend}"
-    if not gpu_visible():
+    if not (gpu_visible() if cuda is None else cuda):
         return cpu_backend(judgements, vllm_importable(), mem_available_gb(),
                            hf_peak_gb(profile))
     if vllm_importable():
@@ -149,16 +163,22 @@ def choose_grammar(requested: str, profile: JudgeProfile, backend: str) -> str:
 
 
 def placement(backend: str, profile: JudgeProfile, gpu_ids: Sequence[int | str],
-              cuda: bool) -> tuple[Device, tuple[str, ...]]:
-    """(device, GPU ids): --gpu when given; else vLLM takes the profile's count of the GPUs
-    this process may use and hf torch's current device; none on a CPU host."""
+              cuda: bool) -> tuple[Device, tuple[str, ...], tuple[str, ...]]:
+    """(device, the GPU ids the engine uses, notes): --gpu when given, all of it on vLLM and
+    its first id on hf (one device: the note says so); without --gpu vLLM takes the profile's
+    count of the GPUs this process may use and hf torch's current device; none on a CPU host."""
     if not cuda:
-        return "cpu", ()
-    if gpu_ids:
-        return "cuda", tuple(str(g) for g in gpu_ids)
+        return "cpu", (), ()
+    ids = tuple(str(g) for g in gpu_ids)
+    if backend == "hf" and len(ids) > 1:
+        note = (f"--gpu {','.join(ids)}: the hf backend uses one GPU, cuda:{ids[0]}; "
+                "--backend vllm uses them all")
+        return "cuda", ids[:1], (note,)
+    if ids:
+        return "cuda", ids, ()
     if backend == "vllm":
-        return "cuda", visible_device_ids(profile.gpu_count)
-    return "cuda", ()
+        return "cuda", visible_device_ids(profile.gpu_count), ()
+    return "cuda", (), ()
 
 
 # ------------------------------------------------------------------ the decision
@@ -177,30 +197,52 @@ def decide(
     engine decodes free text (the model under test). Reads the host (GPU, memory, CPU
     features) once; loads no weights."""
     cuda = gpu_visible()
-    chosen, reason = backend_choice(backend, profile, judgements)
+    chosen, reason = backend_choice(backend, profile, judgements, cuda)
     if chosen not in ("hf", "vllm"):
         raise NoLocalEngine(f"profile {profile.name!r} is served by a judge server "
                             f"(backend = {chosen}), not a local engine")
     grammar = "none" if grammar_backend is None else choose_grammar(
         grammar_backend, profile, chosen)
-    device, ids = placement(chosen, profile, gpu_ids, cuda)
-    dtype = resolve_dtype(profile.dtype, device)
+    device, ids, notes = placement(chosen, profile, gpu_ids, cuda)
+    return local_decision(profile, chosen, device=device, gpu_ids=ids, grammar=grammar,
+                          reason=reason, notes=notes)
+
+
+def local_decision(profile: JudgeProfile, backend: str, *, device: Device,
+                   grammar: str, reason: str, dtype: str | None = None,
+                   gpu_ids: Sequence[str] = (), notes: Sequence[str] = (),
+                   string_caps: bool = True) -> JudgeDecision:
+    """A local engine's decision once its backend, device and grammar engine are known: the
+    dtype resolved and the fingerprint computed, here only. `decide` ends here; so does a
+    backend built directly (a benchmark, a test) from its own arguments. `string_caps` False:
+    vLLM with its string caps switched off to measure them (judge/profiles.py fingerprint)."""
+    dtype = resolve_dtype(dtype or profile.dtype, device)
     return JudgeDecision(
-        profile=profile.name, backend=chosen, grammar=grammar,
-        dtype=dtype, device=device, gpu_ids=ids, batch_invariant=profile.batch_invariant,
-        demo=profile.demo, reason=reason, judge_format=profile.judge_format,
-        thresholds=profile.thresholds,
-        fingerprint=fingerprint(profile, chosen, dtype, None if grammar == "none" else grammar),
+        profile=profile.name, backend=backend, grammar=grammar,
+        dtype=dtype, device=device, gpu_ids=tuple(gpu_ids) if device == "cuda" else (),
+        batch_invariant=profile.batch_invariant, demo=profile.demo, reason=reason,
+        judge_format=profile.judge_format, thresholds=profile.thresholds, notes=tuple(notes),
+        fingerprint=fingerprint(profile, backend, dtype, None if grammar == "none" else grammar,
+                                string_caps),
     )
 
 
+def device_of(torch_device: str) -> tuple[Device, tuple[str, ...]]:
+    """A torch device string (cpu, cuda, cuda:N) as a decision's device and GPU ids."""
+    if not torch_device.startswith("cuda"):
+        return "cpu", ()
+    _, _, index = torch_device.partition(":")
+    return "cuda", (index,) if index else ()
+
+
 def decide_endpoint(profile: JudgeProfile, *, grammar_backend: str, reason: str,
-                    fingerprint: str, server: dict[str, Any]) -> JudgeDecision:
-    """The decision for a judge behind a server: its own engine, grammar and devices."""
+                    identity: ServerIdentity, server: dict[str, Any]) -> JudgeDecision:
+    """The decision for a judge behind a server: its own engine, grammar and devices; its
+    fingerprint the server's identity's."""
     return JudgeDecision(
         profile=profile.name, backend="endpoint",
         grammar=choose_grammar(grammar_backend, profile, "endpoint"),
         dtype=profile.dtype, device="server", batch_invariant=profile.batch_invariant,
-        demo=profile.demo, reason=reason, fingerprint=fingerprint, server=server,
-        judge_format=profile.judge_format, thresholds=profile.thresholds,
+        demo=profile.demo, reason=reason, fingerprint=identity.fingerprint, server=server,
+        identity=identity, judge_format=profile.judge_format, thresholds=profile.thresholds,
     )

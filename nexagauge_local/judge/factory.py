@@ -1,8 +1,8 @@
 """Pick and build the judge backend for a run.
 
 `make_backend_factory` resolves the profile and makes the judge's decision (judge/decision.py:
-backend, grammar engine, dtype, devices) *without* loading weights or touching CUDA beyond
-`torch.cuda.is_available()`, and returns a callable that builds the backend from that decision
+backend, grammar engine, dtype, devices, fingerprint) *without* loading weights or touching CUDA
+beyond the host's one GPU probe (runtime/devices.py host_gpus), and returns a callable that builds the backend from that decision
 later.
 The JudgeClient calls it only on the first uncached request, so a fully cached rerun never loads
 a model; the factory already knows the fingerprint, which the cache keys need.
@@ -54,41 +54,14 @@ def choose_backend(requested: str, profile: JudgeProfile, judgements: int | None
 @dataclass(frozen=True)
 class BackendFactory:
     """A judge's decision (judge/decision.py) and what building its backend needs besides,
-    known before any weights are loaded. Everything that names the judge reads `decision`."""
+    known before any weights are loaded. Everything that names the judge (backend, dtype,
+    fingerprint, model, demo, why) reads `decision`: the factory keeps no copy of it."""
 
     decision: JudgeDecision
     profile: JudgeProfile
     cache_dir: Path
     seed: int = 0
     endpoint: EndpointConfig | None = None  # backend "endpoint": the server, resolved
-
-    @property
-    def backend(self) -> str:
-        return self.decision.backend
-
-    @property
-    def dtype(self) -> str:
-        return self.decision.dtype
-
-    @property
-    def grammar_backend(self) -> str:
-        return self.decision.grammar
-
-    @property
-    def reason(self) -> str:
-        return self.decision.reason
-
-    @property
-    def fingerprint(self) -> str:
-        return self.decision.fingerprint
-
-    @property
-    def model_name(self) -> str:
-        return self.decision.profile
-
-    @property
-    def is_demo(self) -> bool:
-        return self.decision.demo
 
     @property
     def device_seconds_known(self) -> bool:
@@ -102,6 +75,8 @@ class BackendFactory:
         return replace(self, decision=self.decision.unpinned())
 
     def __call__(self) -> Backend:
+        """The backend the decision names, given the decision itself: it reads its device,
+        dtype, grammar engine and fingerprint from it and works none of them out again."""
         decision = self.decision
         if self.endpoint is not None:
             return EndpointBackend(self.endpoint, seed=self.seed)
@@ -109,28 +84,19 @@ class BackendFactory:
             from nexagauge_local.judge.runtime import visible_device_ids
             from nexagauge_local.judge.vllm.backend import VLLMBackend
 
-            ids = decision.gpu_ids
-            if decision.device == "cuda" and not ids:  # a cluster worker: the GPUs Ray gave it
-                ids = visible_device_ids(self.profile.gpu_count)
-            return VLLMBackend(
-                self.profile,
-                dtype=decision.dtype,
-                device_ids=ids,
-                device="cuda" if decision.device == "cuda" else "cpu",
-                seed=self.seed,
-                cache_dir=self.cache_dir,
-                grammar=decision.grammar,
-            )
+            if decision.device == "cuda" and not decision.gpu_ids:  # a cluster worker: the
+                ids = visible_device_ids(self.profile.gpu_count)  # GPUs Ray gave it
+                decision = decision.model_copy(update={"gpu_ids": ids})
+            return VLLMBackend(self.profile, decision=decision, seed=self.seed,
+                               cache_dir=self.cache_dir)
         from nexagauge_local.judge.hf.backend import HFBackend
 
         return HFBackend(
             self.profile,
             cache_dir=self.cache_dir,
-            device=decision.torch_device,
-            dtype=decision.dtype,
+            decision=decision,
             token_budget=self.profile.hf_token_budget,
             max_batch=self.profile.hf_max_batch,
-            grammar=decision.grammar,
         )
 
 
@@ -177,7 +143,7 @@ def _endpoint_factory(profile: JudgeProfile, options: EndpointOptions, backend: 
     reason = f"judge server {redact_url(config.url)} (" + (
         "--judge-url)" if options.url else f"judge profile {profile.name!r})")
     decision = decide_endpoint(profile, grammar_backend=grammar_backend, reason=reason,
-                               fingerprint=config.fingerprint, server=config.describe())
+                               identity=config.identity, server=config.describe())
     return BackendFactory(decision=decision, profile=profile, cache_dir=Path(cache_dir),
                           seed=seed, endpoint=config)
 

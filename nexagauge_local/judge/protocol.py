@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Protocol
 
+from nexagauge_local.judge.decision import JudgeDecision
 from nexagauge_local.judge.ledger import CostLedger
 from nexagauge_local.judge.types import JudgeRequest, JudgeResult
 
@@ -26,6 +27,12 @@ class Judge(Protocol):
     @property
     def thresholds(self) -> Mapping[str, float]:
         """Pass thresholds fitted for this judge, per metric (its profile's `thresholds`)."""
+        ...
+
+    @property
+    def decision(self) -> JudgeDecision | None:
+        """What the run decided for this judge (judge/decision.py: engine, devices, identity),
+        which the summary reads; None for a judge that runs no engine (a recorder, a fake)."""
         ...
 
     def run(

@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
+from nexagauge_local.judge.decision import JudgeDecision
 from nexagauge_local.judge.ledger import CostLedger
 from nexagauge_local.judge.protocol import Judge
 from nexagauge_local.judge.types import JudgeRequest, JudgeResult
@@ -40,6 +41,10 @@ class TappedJudge:
     @property
     def thresholds(self) -> Mapping[str, float]:
         return self.inner.thresholds
+
+    @property
+    def decision(self) -> JudgeDecision | None:
+        return self.inner.decision
 
     def describe(self) -> dict[str, Any]:
         return self.inner.describe()

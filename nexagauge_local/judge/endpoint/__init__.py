@@ -10,6 +10,7 @@ from nexagauge_local.judge.endpoint.config import (
     EndpointOptions,
     EndpointUnusable,
     RetryPolicy,
+    ServerIdentity,
     ServerRole,
 )
 from nexagauge_local.judge.endpoint.http import EndpointHTTP
@@ -28,7 +29,7 @@ from nexagauge_local.judge.endpoint.wire import ChatCompletion, server_message
 
 __all__ = [
     "ChatCompletion", "EndpointBackend", "EndpointConfig", "EndpointHTTP", "EndpointOptions",
-    "EndpointUnusable", "RetryPolicy", "ServedModel", "ServerRole", "ServerTokenCounter",
+    "EndpointUnusable", "RetryPolicy", "ServedModel", "ServerIdentity", "ServerRole", "ServerTokenCounter",
     "check_endpoint", "endpoint_profile", "pick_model", "resolve_endpoint", "served_models",
     "server_message",
 ]

@@ -9,6 +9,17 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from nexagauge_local.redact import redact_url
+from nexagauge_local.settings import EndpointOptions  # the run's --judge-* options, typed once
+
+__all__ = [
+    "JUDGE_SERVER",
+    "EndpointConfig",
+    "EndpointOptions",
+    "EndpointUnusable",
+    "RetryPolicy",
+    "ServerIdentity",
+    "ServerRole",
+]
 
 # One line a user reads when the server cannot judge (exit 2 before any record is judged).
 
@@ -46,16 +57,25 @@ class RetryPolicy:
 
 
 @dataclass(frozen=True)
-class EndpointOptions:
-    """What the command line (or the library caller) says of the server; None = the
-    profile's value. The API key is never written anywhere."""
+class ServerIdentity:
+    """What a judge server says it serves, and what the user says of it: the part of an
+    endpoint judge that names its answers. The URL is not part of it: the same model moved to
+    another host is the same judge."""
 
-    url: str | None = None
-    api_key: str | None = field(default=None, repr=False)
-    model_name: str | None = None
-    concurrency: int | None = None
-    revision: str | None = None
-    gpus: int | None = None
+    model: str  # the id the server reports in GET /models
+    revision: str = ""  # stated by the user (--judge-revision or the profile's)
+    root: str | None = None  # the weights the server says that id serves
+    max_model_len: int | None = None  # the window it reports
+
+    @property
+    def fingerprint(self) -> str:
+        """The judge part of cache keys: the server's model id, the stated revision, the
+        grammar route (the server's JSON-schema decoding with the schema's own bounds) and what
+        the server says it serves (root and window; `?` where it does not say). Other weights
+        behind the same id are another judge when the server reports another root; weights
+        changed in place under the same root are so only when the revision changes."""
+        served = f"root={self.root or '?'},max_model_len={self.max_model_len or '?'}"
+        return f"endpoint:{self.model}@{self.revision or 'unrevised'}/json_schema[{served}]"
 
 
 @dataclass(frozen=True)
@@ -77,15 +97,15 @@ class EndpointConfig:
     root: str | None = None
 
     @property
+    def identity(self) -> ServerIdentity:
+        return ServerIdentity(model=self.model, revision=self.revision, root=self.root,
+                              max_model_len=self.max_model_len)
+
+    @property
     def fingerprint(self) -> str:
-        """The judge part of cache keys: the server's model id, the stated revision, the
-        grammar route (the server's JSON-schema decoding with the schema's own bounds) and what
-        the server says it serves (root and window; `?` where it does not say). The URL is not
-        part of it: the same model moved to another host is the same judge. Other weights
-        behind the same id are another judge when the server reports another root; weights
-        changed in place under the same root are so only when the revision changes."""
-        served = f"root={self.root or '?'},max_model_len={self.max_model_len or '?'}"
-        return f"endpoint:{self.model}@{self.revision or 'unrevised'}/json_schema[{served}]"
+        """The identity's fingerprint (ServerIdentity.fingerprint): a view, not another
+        formula."""
+        return self.identity.fingerprint
 
     def reuse_notice(self) -> str | None:
         """What a run without a revision says once: what its cached verdicts are reused by,

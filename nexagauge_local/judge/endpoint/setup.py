@@ -27,7 +27,7 @@ def api_key(profile: JudgeProfile, options: EndpointOptions,
     another server."""
     env = os.environ if env is None else env
     if options.api_key:
-        return options.api_key
+        return options.key()
     if profile.api_key_env and env.get(profile.api_key_env):
         return env[profile.api_key_env]
     return None

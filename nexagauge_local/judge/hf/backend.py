@@ -22,18 +22,19 @@ from nexagauge_local.judge.batch_plan import (
     kv_bytes_per_token,
     left_padded,
 )
+from nexagauge_local.judge.decision import JudgeDecision, device_of, local_decision
 from nexagauge_local.judge.hf.grammar import Grammars
 from nexagauge_local.judge.hf.processors import TopLogprobs, TopSteps, batch_processors
 from nexagauge_local.judge.ledger import split_device_seconds
 from nexagauge_local.judge.long_inputs import refusal
-from nexagauge_local.judge.profiles import DEFAULT_GRAMMAR, JudgeProfile, fingerprint
+from nexagauge_local.judge.profiles import DEFAULT_GRAMMAR, JudgeProfile
 from nexagauge_local.judge.runtime import (
     count_prompt_tokens,
     eos_token_ids,
     load_model,
     request_prompt,
-    resolve_dtype,
     token_pieces,
+    torch_device,
 )
 from nexagauge_local.judge.schemas import engine_schema_json, parse_request_answer, schema_id
 from nexagauge_local.judge.string_caps import StringCaps, token_texts
@@ -59,22 +60,31 @@ class HFBackend:
         max_batch: int | None = None,
         threads: int | None = None,
         grammar: str = DEFAULT_GRAMMAR["hf"],
+        decision: JudgeDecision | None = None,
     ) -> None:
-        """`threads` pins torch's CPU thread count during generate (restored after): 1 is
-        fastest for tiny models and on a host other jobs keep busy, where OpenMP threads
-        spin-waiting on a descheduled peer make every op slow."""
-        import torch
+        """`decision`: the run's decision for this judge (judge/factory.py), whose device,
+        dtype, grammar engine and fingerprint it takes; without one (a benchmark, a test) they
+        come from `device` (default: the host's GPU probe), `dtype` and `grammar`. `threads`
+        pins torch's CPU thread count during generate (restored after): 1 is fastest for tiny
+        models and on a host other jobs keep busy, where OpenMP threads spin-waiting on a
+        descheduled peer make every op slow."""
         from transformers import GenerationConfig
 
+        if decision is None:
+            where, ids = device_of(device or torch_device(()))
+            decision = local_decision(profile, "hf", device=where, gpu_ids=ids, dtype=dtype,
+                                      grammar=grammar, reason="hf backend built directly")
         self.profile = profile
-        self.device = device or ("cuda" if torch.cuda.is_available() else "cpu")
-        self.dtype = resolve_dtype(dtype or profile.dtype, self.device)
+        self.decision = decision
+        self.device = decision.torch_device
+        self.dtype = decision.dtype
+        grammar = decision.grammar
         on_gpu = self.device.startswith("cuda")
         self.gpu_count = 1 if on_gpu else 0
         self.max_batch = 1 if profile.batch_invariant else max_batch or (256 if on_gpu else 64)
         self.threads = threads
         self.grammar = grammar
-        self.fingerprint = fingerprint(profile, self.name, self.dtype, grammar)
+        self.fingerprint = decision.fingerprint
         started = time.perf_counter()
         self.model, self.tokenizer = load_model(profile, cache_dir, self.dtype, self.device)
         self._eos_ids = eos_token_ids(self.model, self.tokenizer)

@@ -6,7 +6,10 @@ needs them.
 """
 
 from nexagauge_local.judge.runtime.devices import (
+    HostGPUs,
+    gpu_names,
     gpu_visible,
+    host_gpus,
     resolve_dtype,
     torch_device,
     visible_device_ids,
@@ -35,10 +38,10 @@ from nexagauge_local.judge.runtime.weights import (
 )
 
 __all__ = [
-    "TokenCounter", "WeightsUnusable", "cast_copy", "check_loadable", "count_prompt_tokens",
-    "dequantised_dir", "engine_model_path", "ensure_dequantised", "eos_set",
-    "eos_token_ids", "generation_eos_ids", "gpu_visible", "load_model", "load_tokenizer",
-    "prompt_ids", "render_prompt", "request_prompt", "request_prompt_ids", "resolve_dtype",
-    "token_pieces", "torch_device", "visible_device_ids",
+    "HostGPUs", "TokenCounter", "WeightsUnusable", "cast_copy", "check_loadable",
+    "count_prompt_tokens", "dequantised_dir", "engine_model_path", "ensure_dequantised",
+    "eos_set", "eos_token_ids", "generation_eos_ids", "gpu_names", "gpu_visible", "host_gpus",
+    "load_model", "load_tokenizer", "prompt_ids", "render_prompt", "request_prompt",
+    "request_prompt_ids", "resolve_dtype", "token_pieces", "torch_device", "visible_device_ids",
     "vllm_importable",
 ]

