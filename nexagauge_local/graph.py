@@ -47,6 +47,13 @@ class UnknownTarget(ValueError):
     pass
 
 
+def judged_nodes(specs: Iterable[NodeSpec]) -> tuple[str, ...]:
+    """The nodes among `specs` that ask a judge (kind "llm"), in their order: the one rule by
+    which the run's pre-flight, `--model NODE=`, the run configuration, `estimate`, `prompts`
+    and the report tell a judged node from a deterministic one."""
+    return tuple(s.name for s in specs if s.kind == "llm")
+
+
 @dataclass(frozen=True)
 class Graph:
     """Checked node specs in topological order (ties broken by each spec's `order`)."""
@@ -67,6 +74,11 @@ class Graph:
         runner (and with it the aggregate node), the report's overview, export's rows and the
         CLI's summary lines take, so a node added to the graph reaches all of them."""
         return tuple(s.name for s in self.nodes if s.metric)
+
+    @property
+    def judged_nodes(self) -> tuple[str, ...]:
+        """The nodes that ask a judge, in graph order (judged_nodes over every node)."""
+        return judged_nodes(self.nodes)
 
     @property
     def targets(self) -> tuple[str, ...]:
@@ -213,6 +225,7 @@ NODES: tuple[NodeSpec, ...] = GRAPH.nodes
 SPECS: Mapping[str, NodeSpec] = GRAPH.specs
 TARGETS = GRAPH.targets
 METRIC_NODES: tuple[str, ...] = GRAPH.metric_nodes
+JUDGED_NODES: tuple[str, ...] = GRAPH.judged_nodes
 BLOCKS: BlockModels = GRAPH.blocks
 
 

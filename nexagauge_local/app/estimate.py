@@ -26,7 +26,7 @@ from nexagauge_local.app.run import OpenInput
 from nexagauge_local.app.run_config import with_config
 from nexagauge_local.dataset import Dataset
 from nexagauge_local.estimate.plan import judge_estimates
-from nexagauge_local.graph import plan, predicted_eligibility
+from nexagauge_local.graph import judged_nodes, plan, predicted_eligibility
 from nexagauge_local.records import RecordsError
 from nexagauge_local.settings import RunSettings
 
@@ -92,7 +92,7 @@ def estimate(settings: RunSettings, open_input: OpenInput) -> Estimate:
                 else:
                     reasons[name][reason] += 1
         with cache_errors():
-            judge = (_judge_estimates(dataset, settings) if any(s.kind == "llm" for s in specs)
+            judge = (_judge_estimates(dataset, settings) if judged_nodes(specs)
                      else {})
     return Estimate(
         target=settings.target,

@@ -15,7 +15,7 @@ from typing import Self
 
 from nexagauge_local.app.errors import ClusterSetupError, JudgeSetupError
 from nexagauge_local.cluster import ClusterUnavailable, connect_cluster, make_executor
-from nexagauge_local.graph import NODES
+from nexagauge_local.graph import JUDGED_NODES
 from nexagauge_local.judge import (
     BackendFactory,
     CostLedger,
@@ -91,16 +91,15 @@ def check_gpus(settings: RunSettings) -> None:
 
 
 # The nodes `--model NODE=PROFILE` may name: the graph's LLM nodes.
-LLM_NODES: tuple[str, ...] = tuple(s.name for s in NODES if s.kind == "llm")
 
 
 def check_node_models(node_models: Mapping[str, str]) -> None:
     """Each NODE=PROFILE names an LLM node of the graph and a profile: else one JudgeSetupError
     line (exit 2), before any work."""
     for node, profile in node_models.items():
-        if node not in LLM_NODES:
+        if node not in JUDGED_NODES:
             raise JudgeSetupError(f"--model {node}={profile}: {node!r} is not an LLM node; "
-                                  f"choose one of: {', '.join(LLM_NODES)}")
+                                  f"choose one of: {', '.join(JUDGED_NODES)}")
         if not profile.strip():
             raise JudgeSetupError(f"--model {node}=: no profile named after '='")
 
@@ -120,7 +119,7 @@ def with_model(settings: RunSettings, profile: str) -> RunSettings:
 def judge_models(settings: RunSettings, nodes: Iterable[str]) -> dict[str, str]:
     """LLM node -> the profile that judges it (its own `--model NODE=PROFILE`, else the
     default `--model`), for the LLM nodes among `nodes`."""
-    return {n: settings.node_models.get(n, settings.model) for n in nodes if n in LLM_NODES}
+    return {n: settings.node_models.get(n, settings.model) for n in nodes if n in JUDGED_NODES}
 
 
 def own_models(settings: RunSettings, nodes: Iterable[str]) -> dict[str, str]:

@@ -10,7 +10,7 @@ are built from the same stand-ins `estimate` uses, and each such request says so
 from __future__ import annotations
 
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
@@ -23,7 +23,7 @@ from nexagauge_local.case import Case
 from nexagauge_local.dataset import Dataset, Duplicate
 from nexagauge_local.estimate.recorder import PROXIED, RecordingJudge, estimate_registry
 from nexagauge_local.events import NullEvents
-from nexagauge_local.graph import GRAPH, plan
+from nexagauge_local.graph import GRAPH, judged_nodes, plan
 from nexagauge_local.judge import (
     JudgeRequest,
     ProfileNotFound,
@@ -95,7 +95,7 @@ def case_prompts(
     target does not plan, RecordsError for bad records when on_error is "fail"."""
     from nexagauge_local.runner import Runner
 
-    llm_nodes = [s.name for s in plan(settings.target) if s.kind == "llm"]
+    llm_nodes = judged_nodes(plan(settings.target))
     if node is not None and node not in llm_nodes:
         asks = ", ".join(llm_nodes) or "none"
         raise InputError(f"--node {node}: not a judge node of {settings.target} (its judge nodes: {asks})")
@@ -140,7 +140,7 @@ def case_prompts(
     return out
 
 
-def _judges(settings: RunSettings, llm_nodes: list[str]) -> dict[str, tuple[RecordingJudge, Any]]:
+def _judges(settings: RunSettings, llm_nodes: Sequence[str]) -> dict[str, tuple[RecordingJudge, Any]]:
     """profile -> (a recorder asked as that profile's judge, its tokenizer or None). A rubric
     profile needs nothing but its file (as before: no weights); a guard family rendered
     through the weights' chat template needs the tokenizer, and its absence is a set-up error

@@ -28,7 +28,7 @@ from nexagauge_local.app.output_folder import OutputFolder
 from nexagauge_local.app.run_config import with_config
 from nexagauge_local.dataset import Dataset
 from nexagauge_local.events import LogEvents, RunEvents
-from nexagauge_local.graph import METRIC_NODES, plan, predicted_eligibility
+from nexagauge_local.graph import METRIC_NODES, judged_nodes, plan, predicted_eligibility
 from nexagauge_local.judge import AUTO_COUNT_CAP, JUDGEMENTS_PER_UNIT
 from nexagauge_local.judge.runtime import gpu_visible, vllm_importable
 from nexagauge_local.nodes.base import NodeJudge
@@ -93,7 +93,7 @@ def needs_judge(target: str, dataset: Dataset | None = None) -> bool:
     so it runs (and is pre-flighted) like the deterministic node it is for those records."""
     specs = [s for s in plan(target) if s.per_case]
     if dataset is None:
-        return any(s.kind == "llm" for s in specs)
+        return bool(judged_nodes(specs))
     return judge_units(target, dataset, stop_at=1) > 0
 
 
@@ -106,7 +106,7 @@ def judge_units(target: str, dataset: Dataset, stop_at: int | None = None) -> in
     """How many (case, LLM node) pairs the run will judge, counting no further than `stop_at`
     (a cap keeps a million-record count cheap where only "enough" matters)."""
     specs = [s for s in plan(target) if s.per_case]
-    llm = [s.name for s in specs if s.kind == "llm"]
+    llm = judged_nodes(specs)
     units = 0
     if not llm:
         return 0

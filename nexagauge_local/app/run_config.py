@@ -151,7 +151,7 @@ def _run_table(table: Mapping[str, Any], options: Mapping[str, OptionCheck] | No
     """[run]'s options (checked by `options`) and its [run.models] table."""
     out: dict[str, Any] = {}
     models: dict[str, str] = {}
-    judged = [s.name for s in GRAPH.nodes if s.kind == "llm"]
+    judged = GRAPH.judged_nodes
     for key, value in table.items():
         if key == MODELS:
             if not isinstance(value, dict):

@@ -10,7 +10,7 @@ from typing import Any
 
 import click
 
-from nexagauge_local.graph import NODES, UnknownTarget, plan
+from nexagauge_local.graph import JUDGED_NODES, UnknownTarget, plan
 from nexagauge_local.settings import ENDPOINT_FIELDS, ENDPOINT_PREFIX
 
 DEFAULT_MODEL = "demo"
@@ -56,7 +56,7 @@ def parse_thresholds(values: Sequence[str]) -> dict[str, float]:
 def model_option(what: str) -> Callable[..., Any]:
     """--model, repeatable: PROFILE for every LLM node, NODE=PROFILE for one node (as
     nexa-gauge's --llm-model NODE=MODEL); parsed by `parse_models`."""
-    llm = ", ".join(s.name for s in NODES if s.kind == "llm")
+    llm = ", ".join(JUDGED_NODES)
     return click.option(
         "--model", "models", multiple=True, metavar="PROFILE|NODE=PROFILE",
         help=f"The judge: a profile name (see `models`) or a path to weights, for every LLM node "
@@ -86,7 +86,7 @@ def parse_model_items(values: tuple[str, ...]) -> tuple[str | None, dict[str, st
 
     An item is NODE=PROFILE when the text before its first '=' is a bare name (no path
     separator), so a weights path with '=' in it stays a path."""
-    llm = [s.name for s in NODES if s.kind == "llm"]
+    llm = JUDGED_NODES
     default: str | None = None
     per_node: dict[str, str] = {}
     for value in values:

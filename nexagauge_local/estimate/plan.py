@@ -8,7 +8,7 @@ from nexagauge_local.dataset import Dataset
 from nexagauge_local.estimate.cost import TokenCounting, estimate_llm, load_calibration
 from nexagauge_local.estimate.recorder import RecordingJudge, estimate_registry, stand_in_sources
 from nexagauge_local.events import NullEvents, RunEvents
-from nexagauge_local.graph import GRAPH, plan
+from nexagauge_local.graph import GRAPH, judged_nodes, plan
 from nexagauge_local.judge import JudgeCache, JudgeProfile
 from nexagauge_local.settings import RunSettings
 
@@ -29,7 +29,7 @@ def judge_estimates(
     own prompt), as the real run would send them."""
     from nexagauge_local.runner import Runner
 
-    llm_nodes = [s.name for s in plan(settings.target) if s.kind == "llm"]
+    llm_nodes = judged_nodes(plan(settings.target))
     if not llm_nodes:
         return {}
     recorder = RecordingJudge.asking_as(profile) if profile is not None else RecordingJudge()

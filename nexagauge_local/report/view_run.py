@@ -14,7 +14,7 @@ from typing import Any
 
 from markupsafe import Markup
 
-from nexagauge_local.graph import SPECS
+from nexagauge_local.graph import JUDGED_NODES, SPECS
 from nexagauge_local.report import charts
 from nexagauge_local.report.run_summary import JudgeInfo, RunSummary
 from nexagauge_local.report.usage import USAGE_TOTALS
@@ -37,7 +37,7 @@ def header_view(summary: RunSummary, n_cases: int) -> dict[str, Any]:
         "nodes_unavailable": summary.nodes_unavailable,
         "judge": judge,
         "node_judges": other_judges(summary, judge),
-        "llm_nodes": [n for n in summary.nodes_run if n in SPECS and SPECS[n].kind == "llm"],
+        "llm_nodes": [n for n in summary.nodes_run if n in JUDGED_NODES],
         "gpus": summary.gpus,
         "versions": {k: v for k, v in summary.versions.items() if v},
         "skipped_records": summary.skipped[:20],
