@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from nexagauge_local.app.compare import CompareHooks, compare
 from nexagauge_local.app.errors import RunInputError
-from nexagauge_local.app.gate import gate
+from nexagauge_local.app.policy_check import gate
+from nexagauge_local.app.run_comparison import CompareHooks, compare
 from tests.test_compare import claims_metric, redteam_metric, write_run
 from tests.test_gate import METRICS, _cases
 

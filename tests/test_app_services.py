@@ -13,7 +13,6 @@ from pathlib import Path
 import pytest
 
 from nexagauge_local.agreement import bundled_labels_path
-from nexagauge_local.app.agreement import agreement, labels_path
 from nexagauge_local.app.cache import cache_stats, clear_cache, resolve_cache_dir
 from nexagauge_local.app.errors import (
     AuditSetupError,
@@ -21,8 +20,9 @@ from nexagauge_local.app.errors import (
     LabelFileError,
     RunDirError,
 )
-from nexagauge_local.app.export import export
-from nexagauge_local.app.trail import new_keys, sign, verify, weights_path
+from nexagauge_local.app.label_agreement import agreement, labels_path
+from nexagauge_local.app.row_export import export
+from nexagauge_local.app.signing import new_keys, sign, verify, weights_path
 from nexagauge_local.judge.cache import JudgeCache
 from nexagauge_local.redteam.service.suites import (
     probes_jsonl,

@@ -103,9 +103,9 @@ def test_changed_input_record_fails_naming_file_line_and_case(run_copy: tuple[Pa
 def test_changed_weight_file_fails_naming_the_file(
     run_copy: tuple[Path, Path], tiny_judge_dir: Path, tmp_path: Path
 ) -> None:
-    """Judge facts collected by the run's own code (app.audit.collect_judge) from a copy of the
+    """Judge facts collected by the run's own code (app.run_facts.collect_judge) from a copy of the
     tiny judge; then one weight file changes."""
-    from nexagauge_local.app.audit import collect_judge
+    from nexagauge_local.app.run_facts import collect_judge
     from nexagauge_local.judge.factory import make_backend_factory
 
     out, data = run_copy
@@ -130,7 +130,7 @@ def test_a_node_judges_weights_are_checked_by_node(
 ) -> None:
     """`--model NODE=PATH` checks the judge the manifest records for that node (a run with
     `--model redteam=PROFILE`), not the default judge; a node without its own judge says so."""
-    from nexagauge_local.app.audit import collect_judge
+    from nexagauge_local.app.run_facts import collect_judge
     from nexagauge_local.judge.factory import make_backend_factory
 
     out, data = run_copy
@@ -243,7 +243,7 @@ def test_reproduce_refmatch_and_refuse_a_changed_input(
 
 
 def test_prompt_sources_name_the_code_that_renders_each_prompt() -> None:
-    from nexagauge_local.app.audit import prompt_sources, template_text
+    from nexagauge_local.app.run_facts import prompt_sources, template_text
 
     grounding = {p.as_posix().split("nexagauge_local/")[-1] for p in prompt_sources("grounding")}
     assert {"nodes/grounding.py", "nodes/claim_check/prompt.py", "judge/prompts/base.py"} <= grounding

@@ -104,7 +104,7 @@ def test_rerun_plan_turns_the_cache_off(tmp_path):
 def test_a_manifest_from_before_the_gpu_ids_rename_keeps_its_gpus(tmp_path: Path) -> None:
     """Manifests written before the rename to `gpu_ids` call the setting `gpus`; a reproduction
     keeps them."""
-    from nexagauge_local.app.reproduce import _settings
+    from nexagauge_local.app.rerun_check import _settings
 
     old = _settings({"gpus": [1, 2], "model": "demo", "target": "redteam"}, tmp_path, None)
     assert old.gpu_ids == [1, 2] and old.target == "redteam" and old.use_cache is False

@@ -75,7 +75,7 @@ def test_calibration_names_the_engines_gpus_not_the_hosts(
     own devices; never every GPU the host has."""
     import types
 
-    from nexagauge_local.app import calibrate as C
+    from nexagauge_local.app import throughput as C
 
     named: list[list[int]] = []
     monkeypatch.setattr(C, "gpu_names", lambda ix: named.append(list(ix)) or ("H100",))

@@ -11,7 +11,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from nexagauge_local.app.audit import redact_secrets
+from nexagauge_local.app.run_facts import redact_secrets
 from nexagauge_local.judge import make_backend_factory
 from nexagauge_local.judge.endpoint import EndpointConfig, EndpointOptions, EndpointUnusable
 from nexagauge_local.judge.endpoint.http import retry_after

@@ -428,7 +428,7 @@ def test_sigkill_mid_run_recomputes_nothing_finished(
 
 
 def test_calibrate_and_estimate_without_weights(tiny_backend, tiny_profile, tmp_path: Path) -> None:
-    from nexagauge_local.app.calibrate import calibrate
+    from nexagauge_local.app.throughput import calibrate
     from nexagauge_local.estimate.cost import estimate_llm
     from nexagauge_local.judge.runtime import TokenCounter
 

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from nexagauge_local.app.audit import prompt_entries
+from nexagauge_local.app.run_facts import prompt_entries
 from nexagauge_local.audit import (
     finalize_run,
     hash_weights,

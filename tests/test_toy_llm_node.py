@@ -123,7 +123,7 @@ def test_the_toy_node_runs_on_the_scripted_judge(tmp_path: Path) -> None:
 def test_the_toy_nodes_rows_reach_the_report_export_and_drill_down(tmp_path: Path) -> None:
     """The metric-node set comes from the graph (and the case reports), so a node registered
     in a graph reaches the overview, the rows export writes and its own drill-down part."""
-    from nexagauge_local.app.export import export
+    from nexagauge_local.app.row_export import export
 
     data = write_jsonl(tmp_path / "d.jsonl", ROWS)
     Runner(settings(tmp_path), graph=GRAPH_WITH_TOY, judge_factory=toy_judge).run(Dataset(data))

@@ -13,7 +13,6 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from nexagauge_local.app.audit import AuditTrail
 from nexagauge_local.app.cache import cache_errors, check_caches
 from nexagauge_local.app.judge import (
     JudgeClients,
@@ -26,6 +25,7 @@ from nexagauge_local.app.judge import (
 )
 from nexagauge_local.app.output_folder import OutputFolder
 from nexagauge_local.app.run_config import with_config
+from nexagauge_local.app.run_facts import AuditTrail
 from nexagauge_local.dataset import Dataset
 from nexagauge_local.events import LogEvents, RunEvents
 from nexagauge_local.graph import METRIC_NODES, judged_nodes, plan, predicted_eligibility
@@ -141,7 +141,7 @@ def run(
     Raises JudgeSetupError / ClusterSetupError / CacheError (a damaged cache) before any
     work, CacheError when a cache refuses a write part-way, InputError when the input
     cannot be opened, RecordsError when a record is bad and on_error is "fail".
-    With an output folder the run ends with manifest.json (app/audit.py), signed with
+    With an output folder the run ends with manifest.json (app/run_facts.py), signed with
     `sign_key` when given; `argv` (default sys.argv) is recorded in it. `events` hears
     skipped records, progress and warnings (default: LogEvents, for library callers)."""
     events = events if events is not None else LogEvents()

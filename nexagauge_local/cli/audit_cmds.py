@@ -1,7 +1,7 @@
 """`keys new`, `sign`, `verify` and `reproduce`: the audit trail on the command line.
 
-Parsing and printing only; the work is in app/trail.py (keys, signing, verifying) and in
-app/reproduce.py. Exit codes: 0 ok, 1 a check failed (verify found a difference, a run did
+Parsing and printing only; the work is in app/signing.py (keys, signing, verifying) and in
+app/rerun_check.py. Exit codes: 0 ok, 1 a check failed (verify found a difference, a run did
 not reproduce, its input or weights are not the manifest's), 2 set-up (no key, no manifest).
 """
 
@@ -43,7 +43,7 @@ def keys_new_cmd(out_dir: Path) -> None:
     Example:
       nexagauge-local keys new --out ~/.config/nexagauge-local/keys
     """
-    from nexagauge_local.app.trail import new_keys
+    from nexagauge_local.app.signing import new_keys
 
     with cli_errors():
         keys = new_keys(out_dir)
@@ -62,7 +62,7 @@ def sign_cmd(out_dir: Path, key: Path) -> None:
     Example:
       nexagauge-local sign out/run1 --key keys/nexagauge.key
     """
-    from nexagauge_local.app.trail import sign
+    from nexagauge_local.app.signing import sign
 
     with cli_errors():
         sig = sign(out_dir, key)
@@ -97,7 +97,7 @@ def verify_cmd(out_dir: Path, input_path: Path | None, models: tuple[str, ...],
       nexagauge-local verify out/run1 --config run.toml
       nexagauge-local verify out/run1 --model demo --model redteam=~/models/llama-guard-3-8b
     """
-    from nexagauge_local.app.trail import verify
+    from nexagauge_local.app.signing import verify
 
     with cli_errors():
         model, node_models = parse_model_items(models)
@@ -128,7 +128,7 @@ def reproduce_cmd(out_dir: Path, new_dir: Path, input_path: Path | None, toleran
     Example:
       nexagauge-local reproduce out/run1 --output-dir out/run1-again
     """
-    from nexagauge_local.app.reproduce import reproduce
+    from nexagauge_local.app.rerun_check import reproduce
     from nexagauge_local.cli.progress import RichEvents
 
     with cli_errors():

@@ -1,6 +1,6 @@
 """`compare` and `gate`: regression tracking across runs and a CI deployment gate.
 
-Option parsing and printing only; the work is in app/compare.py and app/gate.py.
+Option parsing and printing only; the work is in app/run_comparison.py and app/policy_check.py.
 """
 
 from __future__ import annotations
@@ -16,8 +16,8 @@ from rich.progress import Progress, TaskID
 from rich.table import Table
 from rich.text import Text
 
-from nexagauge_local.app.compare import DEFAULT_RESAMPLES, CompareHooks, compare
-from nexagauge_local.app.gate import gate
+from nexagauge_local.app.policy_check import gate
+from nexagauge_local.app.run_comparison import DEFAULT_RESAMPLES, CompareHooks, compare
 from nexagauge_local.cli.errors import cli_errors
 from nexagauge_local.cli.exit_codes import GATE_FAILED, OK
 from nexagauge_local.cli.progress import RichEvents, progress_bars

@@ -1,6 +1,6 @@
 """`models`, `calibrate` and `cache`: the judge's commands.
 
-Option parsing and printing only; calibration's measurement is in app/calibrate.py, the
+Option parsing and printing only; calibration's measurement is in app/throughput.py, the
 cache's bookkeeping in app/cache.py.
 """
 
@@ -100,7 +100,7 @@ def calibrate_cmd(
 
     With --judge-url the judge server is measured instead: wall seconds per judgement at the
     requests in flight, device-seconds only with --judge-gpus (as `run` counts them)."""
-    from nexagauge_local.app.calibrate import calibrate_judge, resolve_calibration_judge
+    from nexagauge_local.app.throughput import calibrate_judge, resolve_calibration_judge
 
     cache = resolve_cache_dir(cache_dir)
     console = _console()

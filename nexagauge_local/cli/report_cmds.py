@@ -1,7 +1,7 @@
 """`report`, `export` and `agreement`: commands that read a finished output directory.
 
-Option parsing and printing only; the work is in app/audit_report.py, app/export.py,
-app/attack_export.py and app/agreement.py.
+Option parsing and printing only; the work is in app/report_rerender.py, app/row_export.py,
+app/attack_artifacts.py and app/label_agreement.py.
 """
 
 from __future__ import annotations
@@ -17,10 +17,10 @@ from nexagauge_local.cli.exit_codes import OK
 from nexagauge_local.cli.progress import case_bar
 
 if TYPE_CHECKING:
-    from nexagauge_local.app.audit_report import Rerendered
+    from nexagauge_local.app.report_rerender import Rerendered
 
 OUT_DIR = click.Path(file_okay=False, path_type=Path)
-# export's formats of a run's attacks (app/attack_export.py), beside its row formats
+# export's formats of a run's attacks (app/attack_artifacts.py), beside its row formats
 ATTACK_EXPORTS = ("jailbreakbench", "harmbench")
 
 
@@ -55,7 +55,7 @@ def report_cmd(out_dir: Path, output: Path | None, quiet: bool) -> None:
       nexagauge-local report out/run1
       nexagauge-local report out/run1 --output /tmp/run1.html
     """
-    from nexagauge_local.app.audit_report import case_count, rerender_report
+    from nexagauge_local.app.report_rerender import case_count, rerender_report
 
     with cli_errors(), case_bar("report", case_count(out_dir), quiet) as advance:
         done = rerender_report(out_dir, output, progress=advance)
@@ -108,7 +108,7 @@ def export_cmd(out_dir: Path, fmt: str, output: Path | None, records: Path | Non
       python -c "import pandas as pd; print(pd.read_csv('out/run1/results.csv').groupby('metric').score.mean())"
     """
     if fmt in ATTACK_EXPORTS:
-        from nexagauge_local.app.attack_export import export_attacks
+        from nexagauge_local.app.attack_artifacts import export_attacks
 
         with cli_errors():
             done = export_attacks(out_dir, fmt, output, records)
@@ -121,7 +121,7 @@ def export_cmd(out_dir: Path, fmt: str, output: Path | None, records: Path | Non
     if output is not None and output.is_dir():
         raise click.BadParameter(f"{output}: a directory; {fmt} writes one file",
                                  param_hint="--output")
-    from nexagauge_local.app.export import export
+    from nexagauge_local.app.row_export import export
 
     with cli_errors():
         done_rows = export(out_dir, fmt, output)
@@ -153,7 +153,7 @@ Examples:
 
 def _show_bundled(ctx: click.Context, _param: click.Parameter, value: bool) -> None:
     if value and not ctx.resilient_parsing:
-        from nexagauge_local.app.agreement import BUNDLED, labels_path
+        from nexagauge_local.app.label_agreement import BUNDLED, labels_path
 
         click.echo(str(labels_path(BUNDLED)))
         ctx.exit(OK)
@@ -194,8 +194,8 @@ def agreement_cmd(labels: str, out_dir: Path, quiet: bool) -> None:
     labels and prints the F1 to expect from it, cross-validated (5-fold, with a 95% interval),
     beside the optimistic in-sample one; under 50 labels or 10 of the rarer class it warns.
     """
-    from nexagauge_local.app.agreement import agreement
-    from nexagauge_local.app.audit_report import case_count
+    from nexagauge_local.app.label_agreement import agreement
+    from nexagauge_local.app.report_rerender import case_count
 
     with cli_errors(), case_bar("report", case_count(out_dir), quiet) as advance:
         done = agreement(out_dir, labels, progress=advance)

@@ -1,6 +1,6 @@
 """`run`, `estimate` and `nodes`: the commands that read a dataset and walk the graph.
 
-Option parsing and printing only; the work is in app/run.py and app/estimate.py.
+Option parsing and printing only; the work is in app/run.py and app/run_forecast.py.
 """
 
 from __future__ import annotations
@@ -41,8 +41,8 @@ from nexagauge_local.settings import (
 )
 
 if TYPE_CHECKING:  # typing only: --help must not import the estimate service
-    from nexagauge_local.app.estimate import Estimate
     from nexagauge_local.app.run_config import RunConfig
+    from nexagauge_local.app.run_forecast import Estimate
 
 
 @click.command("run")
@@ -220,8 +220,8 @@ def estimate_cmd(target: str, input_path: str, limit: int | None, start: int, en
     """
     import json
 
-    from nexagauge_local.app.estimate import estimate
     from nexagauge_local.app.inputs import open_dataset
+    from nexagauge_local.app.run_forecast import estimate
 
     model, node_models = parse_models(
         models, run_config.options.get("model", ()) if run_config else ())

@@ -11,8 +11,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from nexagauge_local.app.compare import CompareHooks, compare_dirs, open_run
 from nexagauge_local.app.errors import RunInputError
+from nexagauge_local.app.run_comparison import CompareHooks, compare_dirs, open_run
 from nexagauge_local.compare import BadRunDir
 from nexagauge_local.gate import GateReport, PolicyError, evaluate_policy, load_policy
 from nexagauge_local.gate.junit import write_junit

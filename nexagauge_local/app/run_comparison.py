@@ -117,8 +117,8 @@ def _refresh_run(comparison: Comparison, out: Path, notices: Notices) -> Compare
     new compare.json and report.html (`verify` stays true: before, it failed a folder nobody
     tampered with). A folder that no longer matches its manifest in any other file is left
     as it is, with a warning: compare must not attest a tampered case report."""
-    from nexagauge_local.app.audit_report import rerender_report
     from nexagauge_local.app.errors import ReportRefused
+    from nexagauge_local.app.report_rerender import rerender_report
 
     try:
         done = rerender_report(out.parent)

@@ -18,10 +18,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import get_args
 
-from nexagauge_local.app.audit import collect_judge
 from nexagauge_local.app.errors import ReproduceRefused, ReproduceSetupError
 from nexagauge_local.app.judge import resolve_judge, with_model
 from nexagauge_local.app.run import RunResult, run
+from nexagauge_local.app.run_facts import collect_judge
 from nexagauge_local.audit import (
     HashMemo,
     InputFacts,

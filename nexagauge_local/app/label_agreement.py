@@ -12,8 +12,8 @@ from pathlib import Path
 from typing import Any
 
 from nexagauge_local.agreement import LabelError, bundled_labels_path, write_agreement
-from nexagauge_local.app.audit_report import Rerendered, rerender_report
 from nexagauge_local.app.errors import LabelFileError, RunDirError
+from nexagauge_local.app.report_rerender import Rerendered, rerender_report
 from nexagauge_local.report.rundata import RunDirError as ReportRunDirError
 
 BUNDLED = "bundled"  # --labels bundled: the labelled set shipped with the tool
