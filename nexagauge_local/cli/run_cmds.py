@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from nexagauge_local.cli.errors import cli_errors
@@ -31,6 +32,7 @@ from nexagauge_local.cli.options import (
     target_argument,
     threshold_option,
 )
+from nexagauge_local.cli.tables import Column, fitted_table
 from nexagauge_local.graph import NODES, TARGETS
 from nexagauge_local.settings import (
     GRAMMAR_CHOICES,
@@ -314,6 +316,12 @@ def _print_estimate_basis(console: Console, est: Estimate, model: str) -> None:
         console.print(f"GPU-seconds from the calibration on {first['device']}.")
 
 
+# a node's name is what TARGET and --model NODE=PROFILE take: never cut
+NODE_COLUMNS = (Column("node", key=True), Column("parents", min_width=8),
+                Column("needs", min_width=8), Column("LLM", key=True),
+                Column("does", min_width=12))
+
+
 @click.command("nodes")
 @config_option(lambda: run_cmd)
 def nodes_cmd(run_config: RunConfig | None) -> None:
@@ -327,16 +335,17 @@ def nodes_cmd(run_config: RunConfig | None) -> None:
       nexagauge-local nodes
       nexagauge-local nodes --config run.toml
     """
-    table = Table(title="nexagauge-local nodes (a target runs with all its ancestors)")
-    for col in ("node", "parents", "needs", "LLM", "does"):
-        table.add_column(col)
+    rows = []
     for spec in NODES:
         needs = list(spec.requires) + ([f"{spec.block} block"] if spec.block else [])
         if spec.gathers_metrics:
             needs = ["any metric branch"]
-        table.add_row(spec.name, ", ".join(spec.parents) or "-", " + ".join(needs) or "-",
-                      "yes" if spec.kind == "llm" else "no", spec.summary)
-    Console().print(table)
+        rows.append([spec.name, ", ".join(spec.parents) or "-", " + ".join(needs) or "-",
+                     "yes" if spec.kind == "llm" else "no", escape(spec.summary)])
+    console = Console()
+    table, _ = fitted_table("nexagauge-local nodes (a target runs with all its ancestors)",
+                            NODE_COLUMNS, rows, console.width)
+    console.print(table)
     click.echo("targets: " + ", ".join(TARGETS))
     if run_config is not None:
         _print_config_blocks(run_config)
