@@ -27,6 +27,7 @@ from nexagauge_local.cli.options import (
     endpoint_options,
     endpoint_settings,
     parse_gpu_ids,
+    verbose_option,
 )
 from nexagauge_local.cli.tables import Column, fitted_table, left_out_line
 from nexagauge_local.judge import DEMO_NOTICE, expand_weights, list_profiles
@@ -108,6 +109,7 @@ def print_profiles(console: Console) -> None:
     "--n", type=click.IntRange(min=2), default=32, show_default=True, help="Requests per workload."
 )
 @_cache_dir_option
+@verbose_option
 @endpoint_options
 def calibrate_cmd(
     model: str, gpu: str | None, backend: str, n: int, cache_dir: Path | None,

@@ -15,7 +15,12 @@ from rich.console import Console
 from rich.markup import escape
 
 from nexagauge_local.cli.errors import OUTPUT_RESUME, cli_errors
-from nexagauge_local.cli.options import backend_option, parse_gpu_ids, target_server_options
+from nexagauge_local.cli.options import (
+    backend_option,
+    parse_gpu_ids,
+    target_server_options,
+    verbose_option,
+)
 from nexagauge_local.cli.progress import lasting_bar
 from nexagauge_local.cli.tables import Column, fitted_table, left_out_line
 from nexagauge_local.redteam.service.suites import (
@@ -193,6 +198,7 @@ def probes_import(input_path: Path, output: Path, fields: tuple[str, ...], categ
 @click.option("--seed", type=int, default=0, show_default=True)
 @target_server_options
 @click.option("--quiet", "-q", is_flag=True, help="No progress bar.")
+@verbose_option
 def generate_cmd(model: str | None, input_path: Path, fields: tuple[str, ...], output: Path, max_tokens: int,
                  system_prompt: str | None, backend: str, gpu: str | None, batch_size: int | None, limit: int | None,
                  fresh: bool, cache_dir: Path, seed: int, target_url: str | None,

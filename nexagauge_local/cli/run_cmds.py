@@ -31,6 +31,7 @@ from nexagauge_local.cli.options import (
     quiet_libraries,
     target_argument,
     threshold_option,
+    verbose_option,
 )
 from nexagauge_local.cli.tables import Column, fitted_table
 from nexagauge_local.graph import NODES, TARGETS
@@ -101,6 +102,7 @@ if TYPE_CHECKING:  # typing only: --help must not import the estimate service
 @click.option("--quiet", "-q", is_flag=True,
               help="Print only warnings, errors and the final summary: no progress bars, "
                    "neither ours nor the model libraries'.")
+@verbose_option
 @endpoint_options
 @config_option()
 def run_cmd(target: str, input_path: str, limit: int | None, start: int, end: int | None,
@@ -199,6 +201,7 @@ def _fmt(x: float | None) -> str:
               default=default_cache_dir, show_default="~/.cache/nexagauge-local",
               help="Judge cache (cached requests cost nothing) and calibrations.")
 @click.option("--json", "as_json", is_flag=True, help="Print the estimate as JSON.")
+@verbose_option
 @endpoint_options
 @config_option(lambda: run_cmd)
 def estimate_cmd(target: str, input_path: str, limit: int | None, start: int, end: int | None,
