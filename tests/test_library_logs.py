@@ -130,3 +130,22 @@ def test_an_engine_error_is_whole_and_vllm_speaks_only_with_verbose(
         assert "VLLM_ALLOW_LONG_MAX_MODEL_LEN" in error
     assert quiet.stderr.strip().splitlines() == [error], quiet.stderr  # -q: nothing but it
     assert " INFO " in verbose.stderr or "Triton" in verbose.stderr, verbose.stderr
+
+
+# ---------------------------------------------------------------- what we say in our own words
+
+
+@pytest.mark.parametrize(("requested", "chosen", "device", "native", "says"), [
+    ("auto", "float32", "cpu", False, "runs in float32: this CPU has no native bfloat16"),
+    ("bfloat16", "bfloat16", "cpu", False, "which this CPU emulates"),
+    ("auto", "bfloat16", "cpu", True, None),  # native: nothing to say
+    ("float32", "float32", "cpu", False, None),  # asked for: nothing to say
+    ("auto", "bfloat16", "cuda", False, None),
+    ("auto", "auto", "server", False, None),
+])
+def test_the_judge_dtype_is_said_when_the_cpu_decided_it(
+        requested: str, chosen: str, device: str, native: bool, says: str | None) -> None:
+    from nexagauge_local.app.judge_notes import dtype_note
+
+    note = dtype_note("demo", requested, chosen, device, native_bf16=native)
+    assert (note is None) if says is None else (note is not None and says in note), note

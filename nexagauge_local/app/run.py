@@ -24,6 +24,7 @@ from nexagauge_local.app.judge import (
     own_models,
     preflight_judges,
 )
+from nexagauge_local.app.judge_notes import dtype_note
 from nexagauge_local.app.output_folder import OutputFolder
 from nexagauge_local.app.run_config import with_config
 from nexagauge_local.dataset import Dataset
@@ -173,6 +174,10 @@ def run(
                     which = f"judge for {', '.join(nodes)}" if nodes else "judge"
                     events.info(f"{which}: {factory.model_name} on the {factory.backend} "
                                 f"backend ({factory.reason})")
+                    said = dtype_note(factory.model_name, factory.profile.dtype, factory.dtype,
+                                      factory.decision.device)
+                    if said:
+                        events.note(said)
         trail = AuditTrail.start(settings, argv, sign_key)  # checks a --sign key first
         with _staged(settings, keep=(*dataset.reads, settings.cache_dir)) as (staged, folder):
             with JudgeClients(settings, factories) as clients:
