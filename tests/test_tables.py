@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import io
 import re
+from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
@@ -97,3 +98,16 @@ def test_rows_are_stacked_when_the_keys_alone_do_not_fit() -> None:
     out = _render(40, lambda c: c.print(renderable))
     assert out.splitlines()[1] == "a-rather-long-profile-name"
     assert "  path: /some/where" in out
+
+
+@pytest.mark.parametrize("width", [80, 60])
+def test_estimate_keeps_node_names_whole(width: int, tmp_path: Path) -> None:
+    from tests.test_cli_failures import RECORD, write_jsonl
+
+    data = write_jsonl(tmp_path / "d.jsonl", [RECORD])
+    result = CliRunner().invoke(main, ["estimate", "refalign", "--input", str(data)],
+                                env={"COLUMNS": str(width)})
+    assert result.exit_code == 0, result.output
+    assert "…" not in result.stdout
+    for name in ("scan", "chunk", "refiner", "refalign"):
+        assert _whole(name, result.stdout), result.stdout

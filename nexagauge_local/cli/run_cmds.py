@@ -11,9 +11,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import click
-from rich.console import Console
+from rich.console import Console, RenderableType
 from rich.markup import escape
-from rich.table import Table
 
 from nexagauge_local.cli.errors import cli_errors
 from nexagauge_local.cli.exit_codes import JUDGE_FAILED
@@ -243,18 +242,22 @@ def estimate_cmd(target: str, input_path: str, limit: int | None, start: int, en
         click.echo(json.dumps(est.as_dict(), indent=2))
         return
     console = Console()
-    console.print(_estimate_table(est, target))
+    console.print(_estimate_table(est, target, console.width))
     console.print("* no judge: zero GPU-seconds.")
     _print_skips_and_long_requests(console, est, model)
     if est.judge_nodes:
         _print_estimate_basis(console, est, model)
 
 
-def _estimate_table(est: Estimate, target: str) -> Table:
+# node names are what TARGET and --model NODE=PROFILE take; numbers are never folded
+ESTIMATE_COLUMNS = (Column("node", key=True),
+                    *(Column(h, key=True, justify="right") for h in (
+                        "cases", "requests", "cached", "prompt tok", "output tok", "GPU-s")))
+
+
+def _estimate_table(est: Estimate, target: str, width: int) -> RenderableType:
     """One row per node: cases, requests, cache hits, tokens and GPU-seconds."""
-    table = Table(title=f"estimate {target}: {est.cases} case(s)")
-    for col in ("node", "cases", "requests", "cached", "prompt tok", "output tok", "GPU-s"):
-        table.add_column(col, justify="left" if col == "node" else "right")
+    rows = []
     for node in est.nodes:
         j = node.judge
         if j is None:
@@ -265,7 +268,9 @@ def _estimate_table(est: Estimate, target: str) -> Table:
             spread = f" ±{j['output_spread']}" if j.get("output_spread") else ""
             cells = [str(j["requests"]), str(j["cached"]), f"{mark}{j['prompt_tokens']}",
                      f"~{j['output_tokens']}{spread}", gpu]
-        table.add_row(node.name + ("" if node.is_llm else " *"), str(node.eligible), *cells)
+        rows.append([node.name + ("" if node.is_llm else " *"), str(node.eligible), *cells])
+    table, _ = fitted_table(f"estimate {target}: {est.cases} case(s)", ESTIMATE_COLUMNS, rows,
+                            width)
     return table
 
 

@@ -65,7 +65,8 @@ def fitted_table(title: str, columns: Sequence[Column], rows: Sequence[Sequence[
                  width: int) -> tuple[RenderableType, list[str]]:
     """The table for a console `width` wide, and the headers of the columns left out. When
     even the key columns do not fit side by side, each row is stacked instead: its keys on
-    one line (wrapping between keys, never inside one), every other value on a line below.
+    one line (the first bare, the others after their header; wrapping between keys, never
+    inside one), every other value on a line below.
 
     Cells are rich markup (e.g. "[green]yes[/]"); widths are measured on the text shown."""
     shown = fit_columns(columns, rows, width)
@@ -87,8 +88,11 @@ def fitted_table(title: str, columns: Sequence[Column], rows: Sequence[Sequence[
 def _stacked(title: str, columns: Sequence[Column], rows: Sequence[Sequence[str]]) -> Group:
     lines: list[RenderableType] = [Text(title, style="bold")]
     for row in rows:
-        keys = Text("  ").join(Text.from_markup(row[i], overflow="fold")
-                               for i, c in enumerate(columns) if c.key)
+        first, *more = [i for i, c in enumerate(columns) if c.key]
+        keys = Text("  ").join([Text.from_markup(row[first], overflow="fold"),
+                                *(Text.assemble((f"{columns[i].header}: ", "dim"),
+                                                Text.from_markup(row[i], overflow="fold"))
+                                  for i in more)])
         lines.append(keys)
         lines += [Padding(Text.assemble(f"{c.header}: ", Text.from_markup(row[i])), (0, 0, 0, 2), expand=False)
                   for i, c in enumerate(columns) if not c.key and row[i]]
