@@ -34,7 +34,7 @@ def clean(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     """No library setting in the environment, and the loggers' levels put back after."""
     for key in SETTINGS:
         monkeypatch.delenv(key, raising=False)
-    levels = {name: logging.getLogger(name).level for name in LIBRARY_LOGGERS}
+    levels = {name: logging.getLogger(name).level for name in ("vllm", *LIBRARY_LOGGERS)}
     yield
     for name, level in levels.items():
         logging.getLogger(name).setLevel(level)

@@ -36,11 +36,11 @@ QUIET_ENV: Mapping[str, str] = {
 # library callers (judge/vllm/engine.py): INFO is vLLM's own default.
 VERBOSE_ENV: Mapping[str, str] = {"VLLM_LOGGING_LEVEL": "INFO"}
 
-# Loggers that log before their library configures them (vLLM's Triton check runs while
-# `vllm` is imported, before vLLM installs its handler): without a level they reach Python's
-# last-resort handler as bare lines.
-LIBRARY_LOGGERS: tuple[str, ...] = ("vllm", "torch", "triton", "accelerate", "xgrammar",
-                                    "outlines", "llguidance", "sentence_transformers")
+# Loggers that may log with no handler of their own (vLLM's Triton check runs while `vllm`
+# is imported, before vLLM installs its handler): without a level their warnings reach
+# Python's last-resort handler as bare lines. vLLM's own level follows VLLM_LOGGING_LEVEL.
+LIBRARY_LOGGERS: tuple[str, ...] = ("torch", "triton", "accelerate", "xgrammar", "outlines",
+                                    "llguidance", "sentence_transformers")
 
 # The modules whose warnings are noise on the command line. A warning is attributed to the
 # module its stacklevel names, which for a deprecation is often the library calling another
@@ -61,9 +61,9 @@ def configure_library_output(verbose: bool) -> None:
     for key, value in QUIET_ENV.items():
         os.environ.setdefault(key, value)
     if os.environ["VLLM_LOGGING_LEVEL"].upper() == "ERROR" and "vllm" not in sys.modules:
-        # vLLM sets its logger's level from VLLM_LOGGING_LEVEL when it configures itself
+        # what vLLM sets itself once configured; until then its import-time lines obey it
         logging.getLogger("vllm").setLevel(logging.ERROR)
-    for name in LIBRARY_LOGGERS[1:]:
+    for name in LIBRARY_LOGGERS:
         logger = logging.getLogger(name)
         if logger.level == logging.NOTSET:
             logger.setLevel(logging.ERROR)
