@@ -111,3 +111,34 @@ def test_estimate_keeps_node_names_whole(width: int, tmp_path: Path) -> None:
     assert "…" not in result.stdout
     for name in ("scan", "chunk", "refiner", "refalign"):
         assert _whole(name, result.stdout), result.stdout
+
+
+@pytest.mark.parametrize("width", [80, 60])
+def test_compare_keeps_node_and_metric_names_whole(width: int, tmp_path: Path) -> None:
+    """A gate policy's rules name node.metric as compare shows them."""
+    from nexagauge_local.cli.compare_cmds import print_comparison
+    from nexagauge_local.compare import RunDir, compare_runs
+    from tests.test_compare import claims_metric, redteam_metric, write_run
+
+    cases = {f"c{i}": {"redteam": [redteam_metric("toxicity", i % 3 != 0)],
+                       "grounding": [claims_metric("faithfulness", 0.5 + i / 50)]}
+             for i in range(6)}
+    runs = [RunDir(write_run(tmp_path / name, cases)) for name in ("a", "b")]
+    out = _render(width, lambda c: print_comparison(compare_runs(*runs, n_resamples=50), c))
+    assert "…" not in out
+    assert all(_whole(n, out) for n in ("redteam", "toxicity", "grounding", "faithfulness")), out
+
+
+def test_gate_keeps_a_long_rule_whole(tmp_path: Path) -> None:
+    from tests.test_compare import clean_redteam_node, redteam_metric, write_run
+
+    toxicity = {"n": 1, "mean": 1.0, "pass_rate": 1.0, "errors": 0}
+    run = write_run(tmp_path / "run", {"c1": {"redteam": [redteam_metric("toxicity", True)]}},
+                    metrics={"redteam": clean_redteam_node({"toxicity": toxicity})})
+    rule = "redteam.toxicity.pass_rate >= 0.5"
+    policy = tmp_path / "gate.toml"
+    policy.write_text(f'rules = ["{rule}"]\n')
+    result = CliRunner().invoke(main, ["gate", str(run), "--policy", str(policy), "-q"],
+                                env={"COLUMNS": "60"})
+    assert result.exit_code == 0, result.output
+    assert rule in result.stdout and "…" not in result.stdout, result.stdout

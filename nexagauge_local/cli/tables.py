@@ -11,11 +11,16 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from rich.console import Group, JustifyMethod, RenderableType
 from rich.padding import Padding
 from rich.table import Table
 from rich.text import Text
+
+# a cell: rich markup, or a Text already styled
+Cell = str | Text
+Rows = Sequence[Sequence[Cell]]
 
 # each column's padding (one space either side) and its rule; plus the table's last rule
 _PER_COLUMN = 3
@@ -35,19 +40,23 @@ class Column:
     justify: JustifyMethod = "left"
 
 
-def _needed(column: Column, values: Sequence[str]) -> int:
+def _text(cell: Cell, **kwargs: Any) -> Text:
+    return cell if isinstance(cell, Text) else Text.from_markup(cell, **kwargs)
+
+
+def _needed(column: Column, values: Sequence[Cell]) -> int:
     """Its width on one line (a key) or the narrowest it is squeezed to (text)."""
-    widest = max([len(column.header), *(Text.from_markup(v).cell_len for v in values)])
+    widest = max([len(column.header), *(_text(v).cell_len for v in values)])
     return widest if column.key else min(widest, max(column.min_width, len(column.header)))
 
 
-def _width(columns: Sequence[Column], rows: Sequence[Sequence[str]],
+def _width(columns: Sequence[Column], rows: Rows,
            shown: Sequence[int]) -> int:
     """The narrowest table showing the columns `shown`."""
     return sum(_needed(columns[i], [r[i] for r in rows]) + _PER_COLUMN for i in shown) + _EDGE
 
 
-def fit_columns(columns: Sequence[Column], rows: Sequence[Sequence[str]],
+def fit_columns(columns: Sequence[Column], rows: Rows,
                 width: int) -> list[int]:
     """The indexes of the columns shown at `width`: all of them when they fit, else the
     droppable ones left out in their `drop` order until the rest fit (the undroppable always
@@ -61,7 +70,7 @@ def fit_columns(columns: Sequence[Column], rows: Sequence[Sequence[str]],
     return shown
 
 
-def fitted_table(title: str, columns: Sequence[Column], rows: Sequence[Sequence[str]],
+def fitted_table(title: str, columns: Sequence[Column], rows: Rows,
                  width: int) -> tuple[RenderableType, list[str]]:
     """The table for a console `width` wide, and the headers of the columns left out. When
     even the key columns do not fit side by side, each row is stacked instead: its keys on
@@ -85,22 +94,22 @@ def fitted_table(title: str, columns: Sequence[Column], rows: Sequence[Sequence[
     return table, [c.header for i, c in enumerate(columns) if i not in shown]
 
 
-def _stacked(title: str, columns: Sequence[Column], rows: Sequence[Sequence[str]]) -> Group:
-    lines: list[RenderableType] = [Text(title, style="bold")]
+def _stacked(title: str, columns: Sequence[Column], rows: Rows) -> Group:
+    lines: list[RenderableType] = [Text.from_markup(title, style="bold")]
     for row in rows:
         first, *more = [i for i, c in enumerate(columns) if c.key]
-        keys = Text("  ").join([Text.from_markup(row[first], overflow="fold"),
+        keys = Text("  ").join([_text(row[first], overflow="fold"),
                                 *(Text.assemble((f"{columns[i].header}: ", "dim"),
-                                                Text.from_markup(row[i], overflow="fold"))
+                                                _text(row[i], overflow="fold"))
                                   for i in more)])
         lines.append(keys)
-        lines += [Padding(Text.assemble(f"{c.header}: ", Text.from_markup(row[i])), (0, 0, 0, 2), expand=False)
+        lines += [Padding(Text.assemble(f"{c.header}: ", _text(row[i])), (0, 0, 0, 2), expand=False)
                   for i, c in enumerate(columns) if not c.key and row[i]]
     return Group(*lines)
 
 
 def left_out_line(left_out: Sequence[str], columns: Sequence[Column],
-                  rows: Sequence[Sequence[str]]) -> str:
+                  rows: Rows) -> str:
     """What a narrow terminal did not show, and how wide a terminal shows it all."""
     every = _width(columns, rows, range(len(columns)))
     return (f"({', '.join(left_out)}: left out at this width; a terminal of {every} columns "
