@@ -23,6 +23,7 @@ from nexagauge_local.app.judge import (
     own_models,
     preflight_judges,
 )
+from nexagauge_local.app.judge_notes import dtype_note
 from nexagauge_local.app.output_folder import OutputFolder
 from nexagauge_local.app.run_config import with_config
 from nexagauge_local.app.run_facts import AuditTrail
@@ -176,6 +177,10 @@ def run(
                     decision = factory.decision
                     events.info(f"{which}: {decision.profile} on the {decision.backend} "
                                 f"backend ({decision.reason})")
+                    said = dtype_note(decision.profile, factory.profile.dtype, decision.dtype,
+                                      decision.device)
+                    if said:
+                        events.note(said)
         trail = AuditTrail.start(settings, argv, sign_key)  # checks a --sign key first
         with _staged(settings, keep=(*dataset.reads, settings.cache_dir)) as (staged, folder):
             with JudgeClients(settings, factories) as clients:

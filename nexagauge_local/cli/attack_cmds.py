@@ -11,7 +11,12 @@ import click
 from rich.console import Console
 
 from nexagauge_local.cli.errors import OUTPUT_RESUME, cli_errors
-from nexagauge_local.cli.options import backend_option, parse_gpu_ids, target_server_options
+from nexagauge_local.cli.options import (
+    backend_option,
+    parse_gpu_ids,
+    target_server_options,
+    verbose_option,
+)
 from nexagauge_local.cli.progress import lasting_bar
 from nexagauge_local.settings import default_cache_dir
 
@@ -106,6 +111,7 @@ def _static_done(console: Console, stats: AttackStats, output: Path) -> None:
 @click.option("--backtracks", type=click.IntRange(min=0), default=2, show_default=True,
               help="multi-turn-escalation: refused turns taken back and rephrased.")
 @click.option("--quiet", "-q", is_flag=True, help="No progress bar.")
+@verbose_option
 def attack_cmd(model: str | None, input_path: Path | None, fields: tuple[str, ...],
                output: Path | None, strategies: tuple[str, ...],
                template_files: tuple[Path, ...], n_shots: int, best_of: int, list_only: bool,

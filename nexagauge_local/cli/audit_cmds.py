@@ -14,7 +14,7 @@ import click
 
 from nexagauge_local.cli.errors import cli_errors
 from nexagauge_local.cli.exit_codes import CHECK_FAILED, OK
-from nexagauge_local.cli.options import parse_model_items
+from nexagauge_local.cli.options import parse_model_items, verbose_option
 
 RUN_DIR = click.Path(exists=True, file_okay=False, path_type=Path)
 KEY_FILE = click.Path(exists=True, dir_okay=False, path_type=Path)
@@ -117,6 +117,7 @@ def verify_cmd(out_dir: Path, input_path: Path | None, models: tuple[str, ...],
                    "same bytes or the same records.")
 @click.option("--tolerance", type=click.FloatRange(min=0), default=0.0, show_default=True,
               help="Absolute score tolerance (0: scores must be identical).")
+@verbose_option
 def reproduce_cmd(out_dir: Path, new_dir: Path, input_path: Path | None, tolerance: float) -> None:
     """Re-run OUTDIR's run from its manifest into a new folder, without the judge cache, and
     compare every case's scores and verdicts. Exits 0 when the run reproduces, 1 when it does

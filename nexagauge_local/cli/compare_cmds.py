@@ -11,9 +11,9 @@ from typing import TYPE_CHECKING
 
 import click
 from rich.console import Console
+from rich.markup import escape
 from rich.panel import Panel
 from rich.progress import Progress, TaskID
-from rich.table import Table
 from rich.text import Text
 
 from nexagauge_local.app.policy_check import gate
@@ -21,6 +21,7 @@ from nexagauge_local.app.run_comparison import DEFAULT_RESAMPLES, CompareHooks, 
 from nexagauge_local.cli.errors import cli_errors
 from nexagauge_local.cli.exit_codes import GATE_FAILED, OK
 from nexagauge_local.cli.progress import RichEvents, progress_bars
+from nexagauge_local.cli.tables import Cell, Column, fitted_table, left_out_line
 
 if TYPE_CHECKING:
     from nexagauge_local.compare.diff import Comparison, MetricRow
@@ -64,29 +65,29 @@ def _delta_cell(row: MetricRow) -> Text:
     return Text(f"{row.delta:+.3f} [{_f(row.ci_low, True)}, {_f(row.ci_high, True)}]", style=style)
 
 
+# node and metric are what a gate policy's rules name: never cut; the means and pass rates
+# are left out first on a narrow terminal, the change and the flips last
+COMPARE_COLUMNS = (
+    Column("node", key=True), Column("metric", key=True),
+    Column("n", key=True, justify="right"),
+    Column("mean A", key=True, justify="right", drop=4),
+    Column("mean B", key=True, justify="right", drop=4),
+    Column("delta B-A [95% CI]", justify="right", min_width=14),
+    Column("pass A", key=True, justify="right", drop=3),
+    Column("pass B", key=True, justify="right", drop=3),
+    Column("change", key=True, justify="right", drop=2),
+    Column("pass->fail", key=True, justify="right", drop=1),
+    Column("fail->pass", key=True, justify="right", drop=1),
+)
+
+
 def print_comparison(cmp: Comparison, console: Console) -> None:
-    table = Table(
-        title=f"compare  A={cmp.run_a}  B={cmp.run_b}  ({cmp.n_matched_cases} shared case(s))"
-    )
-    for col in (
-        "node",
-        "metric",
-        "n",
-        "mean A",
-        "mean B",
-        "delta B-A [95% CI]",
-        "pass A",
-        "pass B",
-        "change",
-        "pass->fail",
-        "fail->pass",
-    ):
-        table.add_column(col, justify="left" if col in ("node", "metric") else "right")
+    rows: list[list[Cell]] = []
     for row in cmp.metrics:
         down, up = len(row.flipped_to_fail), len(row.flipped_to_pass)
-        table.add_row(
-            row.node,
-            row.metric,
+        rows.append([
+            escape(row.node),
+            escape(row.metric),
             str(row.n_matched),
             _f(row.mean_a),
             _f(row.mean_b),
@@ -96,8 +97,12 @@ def print_comparison(cmp: Comparison, console: Console) -> None:
             _f(row.pass_rate_change, True),
             Text(str(down), style="bold red" if down else ""),
             Text(str(up), style="green" if up else ""),
-        )
+        ])
+    title = f"compare  A={cmp.run_a}  B={cmp.run_b}  ({cmp.n_matched_cases} shared case(s))"
+    table, left_out = fitted_table(escape(title), COMPARE_COLUMNS, rows, console.width)
     console.print(table)
+    if left_out:
+        console.print(left_out_line(left_out, COMPARE_COLUMNS, rows))
     for row in cmp.metrics:
         for label, flips, style in (
             ("passed -> failed", row.flipped_to_fail, "red"),
@@ -288,14 +293,19 @@ def gate_cmd(
     sys.exit(OK if outcome.passed else GATE_FAILED)
 
 
+# a rule is the policy's own text, which the user looks up and edits: never cut
+GATE_COLUMNS = (Column("rule", key=True), Column("value", key=True),
+                Column("result", key=True), Column("detail", min_width=16))
+
+
 def print_gate(report: GateReport, console: Console) -> None:
-    table = Table(title=f"gate {report.run}  policy {report.policy}")
-    for col in ("rule", "value", "result", "detail"):
-        table.add_column(col)
     styles = {"PASS": "bold green", "FAIL": "bold red", "SKIP": "yellow"}
-    for res in report.results:
-        value = "-" if res.value is None else f"{res.value:.4g}"
-        table.add_row(res.rule, value, Text(res.status, style=styles[res.status]), res.detail)
+    rows: list[list[Cell]] = [
+        [Text(res.rule), "-" if res.value is None else f"{res.value:.4g}",
+         Text(res.status, style=styles[res.status]), Text(res.detail)]
+        for res in report.results]
+    table, _ = fitted_table(escape(f"gate {report.run}  policy {report.policy}"), GATE_COLUMNS,
+                            rows, console.width)
     console.print(table)
     c = report.counts
     verdict = Text(

@@ -11,6 +11,7 @@ from typing import Any
 
 import click
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from nexagauge_local.app.cache import (
@@ -26,7 +27,9 @@ from nexagauge_local.cli.options import (
     endpoint_options,
     endpoint_settings,
     parse_gpu_ids,
+    verbose_option,
 )
+from nexagauge_local.cli.tables import Column, fitted_table, left_out_line
 from nexagauge_local.judge import DEMO_NOTICE, expand_weights, list_profiles
 
 
@@ -46,12 +49,33 @@ def _cache_dir_option(fn: Any) -> Any:
 # ------------------------------------------------------------------ models
 
 
+# A profile's name is what the user types (--model NAME) and `weights` where its files go:
+# both are always shown whole; the engine settings are left out first on a narrow terminal.
+PROFILE_COLUMNS = (
+    Column("name", key=True),
+    Column("present", key=True),
+    Column("weights", min_width=16),
+    Column("format", drop=4, min_width=16),
+    Column("backend", drop=1, min_width=7),
+    Column("dtype", drop=2, min_width=8),
+    Column("parallel", drop=3, min_width=8),
+    Column("notes", min_width=16),
+)
+
+
 @click.command("models", epilog="\b\nExample:\n  nexagauge-local models")
 def models_cmd() -> None:
     """List judge model profiles and whether their weights are on this machine."""
-    table = Table(title="judge profiles")
-    for col in ("name", "weights", "present", "format", "backend", "dtype", "parallel", "notes"):
-        table.add_column(col)
+    console = _console()
+    print_profiles(console)
+    console.print("Use --model NAME or --model /path/to/weights (a HF folder or a .gguf file).")
+    console.print("Weights marked 'no': put the folder where `weights` points (models/README.md "
+                  "says how), or set NEXAGAUGE_MODELS_DIR.")
+
+
+def print_profiles(console: Console) -> None:
+    """The profiles' table, fitted to `console`'s width (cli/tables.py)."""
+    rows = []
     for prof, present in list_profiles():
         where = (
             prof.weights
@@ -59,20 +83,14 @@ def models_cmd() -> None:
             else str(expand_weights(prof.weights))
         )
         note = "DEMO: verdicts for trying the tool only" if prof.demo else prof.description
-        table.add_row(
-            prof.name,
-            where,
-            "[green]yes[/]" if present else "[red]no[/]",
-            prof.judge_format,
-            prof.backend,
-            prof.dtype,
-            prof.parallelism,
-            note,
-        )
-    _console().print(table)
-    _console().print("Use --model NAME or --model /path/to/weights (a HF folder or a .gguf file).")
-    _console().print("Weights marked 'no': put the folder where `weights` points (models/README.md "
-                     "says how), or set NEXAGAUGE_MODELS_DIR.")
+        rows.append([
+            prof.name, "[green]yes[/]" if present else "[red]no[/]", escape(where),
+            prof.judge_format, prof.backend, prof.dtype, prof.parallelism, escape(note),
+        ])
+    table, left_out = fitted_table("judge profiles", PROFILE_COLUMNS, rows, console.width)
+    console.print(table)
+    if left_out:
+        console.print(left_out_line(left_out, PROFILE_COLUMNS, rows))
 
 
 # ------------------------------------------------------------------ calibrate
@@ -91,6 +109,7 @@ def models_cmd() -> None:
     "--n", type=click.IntRange(min=2), default=32, show_default=True, help="Requests per workload."
 )
 @_cache_dir_option
+@verbose_option
 @endpoint_options
 def calibrate_cmd(
     model: str, gpu: str | None, backend: str, n: int, cache_dir: Path | None,

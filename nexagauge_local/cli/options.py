@@ -10,6 +10,7 @@ from typing import Any
 
 import click
 
+from nexagauge_local.cli.library_logs import configure_library_output
 from nexagauge_local.graph import JUDGED_NODES, UnknownTarget, plan
 from nexagauge_local.settings import ENDPOINT_FIELDS, ENDPOINT_PREFIX
 
@@ -181,6 +182,22 @@ def quiet_libraries() -> None:
     """
     os.environ.setdefault("TQDM_DISABLE", "1")
     os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
+
+
+def verbose_option(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """-v/--verbose on a command that loads a model: the model libraries' own log lines, bars
+    and warnings, which are off otherwise (cli/library_logs.py). Applied while the options
+    are parsed, before the command imports any of them; the command never sees the value."""
+
+    def apply(ctx: click.Context, param: click.Parameter, value: bool) -> bool:
+        configure_library_output(verbose=value)
+        return value
+
+    return click.option(
+        "--verbose", "-v", is_flag=True, expose_value=False, callback=apply,
+        help="Also print the model libraries' own output (vLLM's and transformers' log lines, "
+             "their loading bars, torch's warnings), which is hidden otherwise. Errors always "
+             "show.")(fn)
 
 
 

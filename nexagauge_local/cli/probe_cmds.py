@@ -12,11 +12,17 @@ from typing import Any, TypeVar
 
 import click
 from rich.console import Console
-from rich.table import Table
+from rich.markup import escape
 
 from nexagauge_local.cli.errors import OUTPUT_RESUME, cli_errors
-from nexagauge_local.cli.options import backend_option, parse_gpu_ids, target_server_options
+from nexagauge_local.cli.options import (
+    backend_option,
+    parse_gpu_ids,
+    target_server_options,
+    verbose_option,
+)
 from nexagauge_local.cli.progress import lasting_bar
+from nexagauge_local.cli.tables import Column, fitted_table, left_out_line
 from nexagauge_local.redteam.service.suites import (
     expect_counts,
     import_probes,
@@ -26,6 +32,8 @@ from nexagauge_local.redteam.service.suites import (
     write_probes,
 )
 from nexagauge_local.settings import default_cache_dir
+
+SEVERITIES = ("critical", "high", "medium", "low")
 
 
 @click.group("probes")
@@ -73,20 +81,22 @@ def probes_list(category: tuple[str, ...], severity: tuple[str, ...], summary: b
     probes = select_probes(category, severity)
     console = Console()
     if summary:
-        table = Table(title=f"{len(probes)} probe(s)")
-        for col in ("category", "probes", "critical", "high", "medium", "low"):
-            table.add_column(col)
-        for cat, sev in severity_counts(probes).items():
-            table.add_row(cat, str(sum(sev.values())),
-                          *(str(sev[s]) for s in ("critical", "high", "medium", "low")))
-        console.print(table)
-        return
-    table = Table(title=f"{len(probes)} probe(s)")
-    for col in ("id", "category", "severity", "failure modes", "task"):
-        table.add_column(col)
-    for p in probes:
-        table.add_row(p["id"], p["category"], p["severity"], ", ".join(p["failure_modes"]), p["task"])
+        rows = [[cat, str(sum(sev.values())), *(str(sev[s]) for s in SEVERITIES)]
+                for cat, sev in severity_counts(probes).items()]
+        columns = [Column("category", key=True), Column("probes", key=True),
+                   *(Column(s, key=True) for s in SEVERITIES)]
+    else:
+        rows = [[p["id"], p["category"], p["severity"], ", ".join(p["failure_modes"]), p["task"]]
+                for p in probes]
+        # id and category are what --category and a record's probe block take: never cut
+        columns = [Column("id", key=True), Column("category", key=True),
+                   Column("severity", key=True), Column("failure modes", drop=1, min_width=16),
+                   Column("task", min_width=12)]
+    table, left_out = fitted_table(f"{len(probes)} probe(s)", columns,
+                                   [[escape(c) for c in r] for r in rows], console.width)
     console.print(table)
+    if left_out:
+        console.print(left_out_line(left_out, columns, rows))
 
 
 @probes_group.command("export")
@@ -188,6 +198,7 @@ def probes_import(input_path: Path, output: Path, fields: tuple[str, ...], categ
 @click.option("--seed", type=int, default=0, show_default=True)
 @target_server_options
 @click.option("--quiet", "-q", is_flag=True, help="No progress bar.")
+@verbose_option
 def generate_cmd(model: str | None, input_path: Path, fields: tuple[str, ...], output: Path, max_tokens: int,
                  system_prompt: str | None, backend: str, gpu: str | None, batch_size: int | None, limit: int | None,
                  fresh: bool, cache_dir: Path, seed: int, target_url: str | None,

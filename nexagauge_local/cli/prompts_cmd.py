@@ -17,6 +17,7 @@ from nexagauge_local.cli.options import (
     model_option,
     parse_models,
     target_argument,
+    verbose_option,
 )
 from nexagauge_local.settings import RunSettings
 
@@ -39,6 +40,7 @@ def _run_command() -> click.Command:
 @click.option("--json", "as_json", is_flag=True, help="Print the requests as JSON.")
 @model_option("A guard profile's requests are shown in its family's prompt; only its "
               "tokenizer is read, and only where the family renders through it.")
+@verbose_option
 @config_option(lambda: _run_command())
 def prompts_cmd(target: str, input_path: str, limit: int | None, start: int, end: int | None,
                 fields: tuple[str, ...], on_error: str, case_id: str | None, node: str | None,

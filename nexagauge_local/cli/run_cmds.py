@@ -11,8 +11,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import click
-from rich.console import Console
-from rich.table import Table
+from rich.console import Console, RenderableType
+from rich.markup import escape
 
 from nexagauge_local.cli.errors import cli_errors
 from nexagauge_local.cli.exit_codes import JUDGE_FAILED
@@ -30,7 +30,9 @@ from nexagauge_local.cli.options import (
     quiet_libraries,
     target_argument,
     threshold_option,
+    verbose_option,
 )
+from nexagauge_local.cli.tables import Column, fitted_table
 from nexagauge_local.graph import NODES, TARGETS
 from nexagauge_local.settings import (
     GRAMMAR_CHOICES,
@@ -99,6 +101,7 @@ if TYPE_CHECKING:  # typing only: --help must not import the estimate service
 @click.option("--quiet", "-q", is_flag=True,
               help="Print only warnings, errors and the final summary: no progress bars, "
                    "neither ours nor the model libraries'.")
+@verbose_option
 @endpoint_options
 @config_option()
 def run_cmd(target: str, input_path: str, limit: int | None, start: int, end: int | None,
@@ -197,6 +200,7 @@ def _fmt(x: float | None) -> str:
               default=default_cache_dir, show_default="~/.cache/nexagauge-local",
               help="Judge cache (cached requests cost nothing) and calibrations.")
 @click.option("--json", "as_json", is_flag=True, help="Print the estimate as JSON.")
+@verbose_option
 @endpoint_options
 @config_option(lambda: run_cmd)
 def estimate_cmd(target: str, input_path: str, limit: int | None, start: int, end: int | None,
@@ -238,18 +242,22 @@ def estimate_cmd(target: str, input_path: str, limit: int | None, start: int, en
         click.echo(json.dumps(est.as_dict(), indent=2))
         return
     console = Console()
-    console.print(_estimate_table(est, target))
+    console.print(_estimate_table(est, target, console.width))
     console.print("* no judge: zero GPU-seconds.")
     _print_skips_and_long_requests(console, est, model)
     if est.judge_nodes:
         _print_estimate_basis(console, est, model)
 
 
-def _estimate_table(est: Estimate, target: str) -> Table:
+# node names are what TARGET and --model NODE=PROFILE take; numbers are never folded
+ESTIMATE_COLUMNS = (Column("node", key=True),
+                    *(Column(h, key=True, justify="right") for h in (
+                        "cases", "requests", "cached", "prompt tok", "output tok", "GPU-s")))
+
+
+def _estimate_table(est: Estimate, target: str, width: int) -> RenderableType:
     """One row per node: cases, requests, cache hits, tokens and GPU-seconds."""
-    table = Table(title=f"estimate {target}: {est.cases} case(s)")
-    for col in ("node", "cases", "requests", "cached", "prompt tok", "output tok", "GPU-s"):
-        table.add_column(col, justify="left" if col == "node" else "right")
+    rows = []
     for node in est.nodes:
         j = node.judge
         if j is None:
@@ -260,7 +268,9 @@ def _estimate_table(est: Estimate, target: str) -> Table:
             spread = f" ±{j['output_spread']}" if j.get("output_spread") else ""
             cells = [str(j["requests"]), str(j["cached"]), f"{mark}{j['prompt_tokens']}",
                      f"~{j['output_tokens']}{spread}", gpu]
-        table.add_row(node.name + ("" if node.is_llm else " *"), str(node.eligible), *cells)
+        rows.append([node.name + ("" if node.is_llm else " *"), str(node.eligible), *cells])
+    table, _ = fitted_table(f"estimate {target}: {est.cases} case(s)", ESTIMATE_COLUMNS, rows,
+                            width)
     return table
 
 
@@ -314,6 +324,12 @@ def _print_estimate_basis(console: Console, est: Estimate, model: str) -> None:
         console.print(f"GPU-seconds from the calibration on {first['device']}.")
 
 
+# a node's name is what TARGET and --model NODE=PROFILE take: never cut
+NODE_COLUMNS = (Column("node", key=True), Column("parents", min_width=8),
+                Column("needs", min_width=8), Column("LLM", key=True),
+                Column("does", min_width=12))
+
+
 @click.command("nodes")
 @config_option(lambda: run_cmd)
 def nodes_cmd(run_config: RunConfig | None) -> None:
@@ -327,16 +343,17 @@ def nodes_cmd(run_config: RunConfig | None) -> None:
       nexagauge-local nodes
       nexagauge-local nodes --config run.toml
     """
-    table = Table(title="nexagauge-local nodes (a target runs with all its ancestors)")
-    for col in ("node", "parents", "needs", "LLM", "does"):
-        table.add_column(col)
+    rows = []
     for spec in NODES:
         needs = list(spec.requires) + ([f"{spec.block} block"] if spec.block else [])
         if spec.gathers_metrics:
             needs = ["any metric branch"]
-        table.add_row(spec.name, ", ".join(spec.parents) or "-", " + ".join(needs) or "-",
-                      "yes" if spec.kind == "llm" else "no", spec.summary)
-    Console().print(table)
+        rows.append([spec.name, ", ".join(spec.parents) or "-", " + ".join(needs) or "-",
+                     "yes" if spec.kind == "llm" else "no", escape(spec.summary)])
+    console = Console()
+    table, _ = fitted_table("nexagauge-local nodes (a target runs with all its ancestors)",
+                            NODE_COLUMNS, rows, console.width)
+    console.print(table)
     click.echo("targets: " + ", ".join(TARGETS))
     if run_config is not None:
         _print_config_blocks(run_config)

@@ -112,8 +112,9 @@ class JudgeStartError(RuntimeError):
     at set-up (exit 2), and resumes from the cache once the cause is mended."""
 
     def __init__(self, model: str | None, backend: str | None, cause: BaseException) -> None:
-        said = " ".join(str(cause).split())  # pydantic's and vLLM's errors span lines
-        said = said if len(said) <= 400 else said[:399] + "…"
+        # pydantic's and vLLM's errors span lines: one line, but whole, since the command
+        # line keeps the engine's own log off by default and this is all the user reads
+        said = " ".join(str(cause).split())
         judge = f"the judge {model}" if model else "the judge"
         on = f" on the {backend} backend" if backend else ""
         super().__init__(f"{judge} could not start{on}: {type(cause).__name__}: {said}")
