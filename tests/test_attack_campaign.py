@@ -24,6 +24,7 @@ from nexagauge_local.redteam.attacks.record import AttackBlock
 from nexagauge_local.redteam.campaign.static import plan_attacks, run_static_attacks
 from nexagauge_local.redteam.service.attack import AttackOptions, chosen_strategies
 from nexagauge_local.redteam.suites.probe_file import read_probes
+from nexagauge_local.redteam.target.run import TargetAsk
 from nexagauge_local.redteam.target.types import Response
 
 PROBES = [
@@ -91,7 +92,7 @@ def test_plan_is_every_probe_under_every_strategy_with_samples(tmp_path: Path) -
 def test_attack_record_keeps_probe_and_decodes_an_encoded_answer(tmp_path: Path) -> None:
     out = tmp_path / "attacks.jsonl"
     stats = run_static_attacks(jobs_for(tmp_path, ("base64", "roleplay")), Base64Target(), out,
-                               max_tokens=32, system_prompt="Be careful.")
+                               TargetAsk(max_tokens=32, system_prompt="Be careful."))
     rows = {r["case_id"]: r for r in read(out)}
     assert stats.answered == 6 and stats.decoded == 3
     b64 = rows["p1~base64"]
@@ -111,7 +112,7 @@ def test_attack_record_keeps_probe_and_decodes_an_encoded_answer(tmp_path: Path)
 
 def test_attack_records_load_as_redteam_cases_with_their_block(tmp_path: Path) -> None:
     out = tmp_path / "attacks.jsonl"
-    run_static_attacks(jobs_for(tmp_path, ("rot13",)), Base64Target(), out, max_tokens=32)
+    run_static_attacks(jobs_for(tmp_path, ("rot13",)), Base64Target(), out, TargetAsk(max_tokens=32))
     cases = list(Dataset(out, blocks=BLOCKS).cases())
     assert len(cases) == 3
     assert all(c.block("attack") is not None for c in cases)
@@ -121,12 +122,12 @@ def test_a_killed_attack_run_resumes_without_redoing_finished_chunks(tmp_path: P
     out = tmp_path / "attacks.jsonl"
     jobs = jobs_for(tmp_path, ("base64", "roleplay", "fiction"))
     with pytest.raises(RuntimeError):
-        run_static_attacks(jobs, Base64Target(fail_after=2), out, max_tokens=32, chunk_size=2)
+        run_static_attacks(jobs, Base64Target(fail_after=2), out, TargetAsk(max_tokens=32, chunk_size=2))
     assert len(read(out)) == 4  # two chunks were kept
     with out.open("a") as fh:
         fh.write('{"case_id": "torn')  # a crash mid-line
     target = Base64Target()
-    stats = run_static_attacks(jobs, target, out, max_tokens=32, chunk_size=2)
+    stats = run_static_attacks(jobs, target, out, TargetAsk(max_tokens=32, chunk_size=2))
     assert stats.skipped_existing == 4 and stats.answered == len(jobs) - 4
     assert sum(len(c) for c in target.calls) == len(jobs) - 4
     assert sorted(r["case_id"] for r in read(out)) == sorted(j.case_id for j in jobs)
@@ -217,7 +218,7 @@ def test_an_attacker_that_cannot_start_is_one_line_exit_2_before_any_work(
 
 def test_a_bad_attack_block_names_file_line_and_field(tmp_path: Path) -> None:
     out = tmp_path / "attacks.jsonl"
-    run_static_attacks(jobs_for(tmp_path, ("rot13",)), Base64Target(), out, max_tokens=32)
+    run_static_attacks(jobs_for(tmp_path, ("rot13",)), Base64Target(), out, TargetAsk(max_tokens=32))
     rows = read(out)
     rows[1]["attack"]["turns"] = "not a list"
     out.write_text("".join(json.dumps(r) + "\n" for r in rows))

@@ -25,6 +25,7 @@ from nexagauge_local.dataset import Dataset
 from nexagauge_local.judge.types import FailureKind, JudgeRequest, JudgeResult
 from nexagauge_local.nodes.redteam.probe_metric import PROBE_METRIC
 from nexagauge_local.redteam.campaign.static import run_static_attacks
+from nexagauge_local.redteam.target.run import TargetAsk
 from nexagauge_local.report.attack_exports import artifact_file_names
 from nexagauge_local.runner import Runner
 from nexagauge_local.settings import RunSettings
@@ -118,8 +119,7 @@ def _run(records: Path, out: Path) -> Path:
 def run_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     base = tmp_path_factory.mktemp("attack_exports")
     records = base / "attacks.jsonl"
-    run_static_attacks(jobs_for(base, STRATEGIES, best_of=2), Base64Target(), records,
-                       max_tokens=32)
+    run_static_attacks(jobs_for(base, STRATEGIES, best_of=2), Base64Target(), records, TargetAsk(max_tokens=32))
     return _run(records, base / "out")
 
 

@@ -21,6 +21,7 @@ from nexagauge_local.nodes.redteam.probe_prompt import ATTACK_PROMPT_VERSION, PR
 from nexagauge_local.redteam.campaign.static import run_static_attacks
 from nexagauge_local.redteam.outcomes.attack_rates import AttackOutcome, attack_tables
 from nexagauge_local.redteam.outcomes.rate_stats import wilson_ci
+from nexagauge_local.redteam.target.run import TargetAsk
 from tests.scripted_judge import ScriptedJudge, make_ctx, make_state, payload_for
 from tests.test_attack_campaign import Base64Target, jobs_for
 
@@ -85,7 +86,7 @@ def _judge_attacks(tmp_path: Path, names: tuple[str, ...],
     """Attack records from the scripted target, judged by a judge that calls an answer
     compliant when it starts 'Sure'."""
     out = tmp_path / "attacks.jsonl"
-    run_static_attacks(jobs_for(tmp_path, names), Base64Target(), out, max_tokens=32)
+    run_static_attacks(jobs_for(tmp_path, names), Base64Target(), out, TargetAsk(max_tokens=32))
     records = [json.loads(line) for line in out.read_text().splitlines()]
     asked: list[JudgeRequest] = []
 

@@ -16,7 +16,7 @@ from nexagauge_local.graph import BLOCKS
 from nexagauge_local.judge.types import Messages
 from nexagauge_local.redteam.suites.bundled import load_suite
 from nexagauge_local.redteam.suites.probe_file import read_probes
-from nexagauge_local.redteam.target.run import existing_ids, generate
+from nexagauge_local.redteam.target.run import TargetAsk, existing_ids, generate
 from nexagauge_local.redteam.target.types import Response
 from tests.offline import run_offline
 
@@ -144,12 +144,12 @@ def test_generate_writes_records_ready_for_redteam_and_resumes(tmp_path: Path) -
     out = tmp_path / "resp.jsonl"
     dying = EchoResponder(fail_after=1)
     with pytest.raises(RuntimeError):
-        generate(items, dying, out, max_tokens=16, chunk_size=2, system_prompt="Be safe.")
+        generate(items, dying, out, TargetAsk(max_tokens=16, chunk_size=2, system_prompt="Be safe."))
     assert existing_ids(out) == {"p0", "p1"}  # the first chunk reached the disk
     with out.open("a") as fh:
         fh.write('{"case_id": "p2", "outp')  # a torn line from the crash
     again = EchoResponder()
-    stats = generate(items, again, out, max_tokens=16, chunk_size=2, system_prompt="Be safe.")
+    stats = generate(items, again, out, TargetAsk(max_tokens=16, chunk_size=2, system_prompt="Be safe."))
     assert stats.skipped_existing == 2 and stats.generated == 3
     assert again.calls == [["question 2", "question 3"], ["question 4"]]
     rows = [json.loads(x) for x in out.read_text().splitlines()]
@@ -163,7 +163,7 @@ def test_generated_records_load_as_redteam_cases(tmp_path: Path) -> None:
 
     items, _ = read_probes(_write(tmp_path / "in.jsonl", load_suite()[:6]))
     out = tmp_path / "resp.jsonl"
-    generate(items, EchoResponder(), out, max_tokens=8)
+    generate(items, EchoResponder(), out, TargetAsk(max_tokens=8))
     cases = list(Dataset(out, {}, None, blocks=BLOCKS).cases())
     assert len(cases) == 6
     assert all(c.output and c.block_of("probe", ProbeBlock) is not None

@@ -163,6 +163,7 @@ def attack_cmd(model: str | None, input_path: Path | None, fields: tuple[str, ..
         start_fresh,
     )
     from nexagauge_local.redteam.service.generate import open_target, target_options
+    from nexagauge_local.redteam.target.run import TargetAsk
 
     options = AttackOptions(strategies=strategies, template_files=template_files,
                             n_shots=n_shots, best_of=best_of, seed=seed,
@@ -186,9 +187,8 @@ def attack_cmd(model: str | None, input_path: Path | None, fields: tuple[str, ..
             start_fresh(output)
         if attack_plan.jobs:
             with lasting_bar("attack", len(attack_plan.jobs), quiet, console) as advance:
-                stats = run_attacks(attack_plan.jobs, responder, output,
-                                    max_tokens=max_tokens, system_prompt=system_prompt,
-                                    fresh=False, batch_size=batch_size, progress=advance)
+                how = TargetAsk.of(max_tokens, system_prompt, fresh=False, batch_size=batch_size)
+                stats = run_attacks(attack_plan.jobs, responder, output, how, progress=advance)
             _static_done(console, stats, output)
         if askers is not None:
             driven = run_driven(attack_plan, responder, askers, output, options,

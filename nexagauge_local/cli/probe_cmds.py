@@ -233,6 +233,7 @@ def generate_cmd(model: str | None, input_path: Path, fields: tuple[str, ...], o
         open_target,
         target_options,
     )
+    from nexagauge_local.redteam.target.run import TargetAsk
 
     with cli_errors(resumable=True, resume_hint=OUTPUT_RESUME):
         items = load_probes(input_path, limit, fields)
@@ -241,9 +242,8 @@ def generate_cmd(model: str | None, input_path: Path, fields: tuple[str, ...], o
                                 cache_dir=cache_dir, seed=seed, batch_size=batch_size)
         console = Console(stderr=True)
         with lasting_bar("generate", len(items), quiet, console) as advance:
-            stats = answer_probes(items, responder, output, max_tokens=max_tokens,
-                                  system_prompt=system_prompt, fresh=fresh, batch_size=batch_size,
-                                  progress=advance)
+            how = TargetAsk.of(max_tokens, system_prompt, fresh=fresh, batch_size=batch_size)
+            stats = answer_probes(items, responder, output, how, progress=advance)
     console.print(f"[green]done[/]: {stats.generated - stats.failed} answered, {stats.skipped_existing} already in "
                   f"{output}, {stats.truncated} cut at --max-tokens; {stats.prompt_tokens} prompt + "
                   f"{stats.output_tokens} output tokens in {stats.wall_seconds:.1f} s "

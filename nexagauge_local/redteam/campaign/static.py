@@ -22,6 +22,7 @@ from nexagauge_local.redteam.attacks.record import ATTACK, AttackBlock, AttackTu
 from nexagauge_local.redteam.attacks.strategy import Disguise, StaticStrategy
 from nexagauge_local.redteam.suites.probe_file import ProbeItem
 from nexagauge_local.redteam.target.run import (
+    TargetAsk,
     TargetUsage,
     append_answers,
     generation_meta,
@@ -107,30 +108,23 @@ def attack_record(job: AttackJob, resp: Response, system_prompt: str | None,
         ATTACK: block.model_dump(mode="json"), "generation": meta | response_meta(resp)}
 
 
-def run_static_attacks(
-    jobs: Sequence[AttackJob],
-    responder: Responder,
-    output: Path,
-    *,
-    max_tokens: int,
-    system_prompt: str | None = None,
-    chunk_size: int = 64,
-    resume: bool = True,
-    progress: Callable[[int], None] | None = None,
-) -> AttackStats:
+def run_static_attacks(jobs: Sequence[AttackJob], responder: Responder, output: Path,
+                       how: TargetAsk, progress: Callable[[int], None] | None = None,
+                       ) -> AttackStats:
     """Answer every job not already in `output` and append its attack record."""
     started = time.perf_counter()
     stats = AttackStats(attacks=len(jobs))
-    todo = pending(jobs, lambda job: job.case_id, output, resume, stats, progress)
-    meta = generation_meta(responder, max_tokens)
+    todo = pending(jobs, lambda job: job.case_id, output, how.resume, stats, progress)
+    meta = generation_meta(responder, how.max_tokens)
 
     def ask(chunk: Sequence[AttackJob]) -> list[Response]:
         stats.engine_calls += 1
-        return responder.respond([conversation(j, system_prompt) for j in chunk], max_tokens)
+        return responder.respond([conversation(j, how.system_prompt) for j in chunk],
+                                 how.max_tokens)
 
     for job, resp, record in append_answers(
-            todo, output, ask, lambda j, r: attack_record(j, r, system_prompt, meta),
-            chunk_size=chunk_size, progress=progress):
+            todo, output, ask, lambda j, r: attack_record(j, r, how.system_prompt, meta),
+            chunk_size=how.chunk_size, progress=progress):
         if resp.error is not None:
             stats.failed += 1
         else:

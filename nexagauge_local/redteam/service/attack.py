@@ -42,6 +42,7 @@ from nexagauge_local.redteam.campaign.static import (
 )
 from nexagauge_local.redteam.service.generate import load_probes
 from nexagauge_local.redteam.suites.probe_file import ProbeItem
+from nexagauge_local.redteam.target.run import TargetAsk
 from nexagauge_local.redteam.target.types import Responder
 from nexagauge_local.settings import RunSettings
 
@@ -133,22 +134,11 @@ def start_fresh(output: Path) -> None:
     checkpoint_path(output).unlink(missing_ok=True)
 
 
-def run_attacks(
-    jobs: Sequence[AttackJob],
-    responder: Responder,
-    output: Path,
-    *,
-    max_tokens: int,
-    system_prompt: str | None,
-    fresh: bool,
-    batch_size: int | None,
-    progress: Callable[[int], None] | None = None,
-) -> AttackStats:
-    """Answer every static attack not already in `output` (all of them with `fresh`). The
-    caller closes the target: the attacker-driven strategies may use it next."""
-    return run_static_attacks(jobs, responder, output, max_tokens=max_tokens,
-                              system_prompt=system_prompt, resume=not fresh,
-                              chunk_size=batch_size or 64, progress=progress)
+def run_attacks(jobs: Sequence[AttackJob], responder: Responder, output: Path, how: TargetAsk,
+                progress: Callable[[int], None] | None = None) -> AttackStats:
+    """Answer every static attack not already in `output` (all of them without `how.resume`).
+    The caller closes the target: the attacker-driven strategies may use it next."""
+    return run_static_attacks(jobs, responder, output, how, progress)
 
 
 @dataclass

@@ -23,7 +23,7 @@ from nexagauge_local.redteam.service.suites import suite_fields
 from nexagauge_local.redteam.suites.probe_file import ProbeItem, read_probes
 from nexagauge_local.redteam.target.endpoint import TargetOptions, open_endpoint
 from nexagauge_local.redteam.target.factory import make_responder, responder_decision
-from nexagauge_local.redteam.target.run import GenerateStats, generate
+from nexagauge_local.redteam.target.run import GenerateStats, TargetAsk, generate
 from nexagauge_local.redteam.target.types import Responder
 
 
@@ -94,29 +94,11 @@ def open_target(
         raise TargetSetupError(str(exc)) from None
 
 
-def answer_probes(
-    items: Sequence[ProbeItem],
-    responder: Responder,
-    output: Path,
-    *,
-    max_tokens: int,
-    system_prompt: str | None,
-    fresh: bool,
-    batch_size: int | None,
-    progress: Callable[[int], None] | None = None,
-) -> GenerateStats:
-    """Answer every probe not already in `output` (all of them with `fresh`), then close the
-    responder whatever happens."""
+def answer_probes(items: Sequence[ProbeItem], responder: Responder, output: Path,
+                  how: TargetAsk, progress: Callable[[int], None] | None = None) -> GenerateStats:
+    """Answer every probe not already in `output` (all of them without `how.resume`), then
+    close the responder whatever happens."""
     try:
-        return generate(
-            items,
-            responder,
-            output,
-            max_tokens=max_tokens,
-            system_prompt=system_prompt,
-            resume=not fresh,
-            chunk_size=batch_size or 64,
-            progress=progress,
-        )
+        return generate(items, responder, output, how, progress)
     finally:
         responder.close()

@@ -23,6 +23,24 @@ from nexagauge_local.redteam.target.types import Responder, Response
 T = TypeVar("T")
 
 
+@dataclass(frozen=True)
+class TargetAsk:
+    """How the model under test is asked: the same for `generate` and every static attack.
+    `chunk_size` answers are one engine call and one synced append; without `resume` the
+    output file is started over."""
+
+    max_tokens: int
+    system_prompt: str | None = None
+    chunk_size: int = 64
+    resume: bool = True
+
+    @classmethod
+    def of(cls, max_tokens: int, system_prompt: str | None, *, fresh: bool,
+           batch_size: int | None) -> TargetAsk:
+        """From the command line's --max-tokens, --system-prompt, --fresh and --batch-size."""
+        return cls(max_tokens, system_prompt, chunk_size=batch_size or 64, resume=not fresh)
+
+
 @dataclass
 class TargetUsage:
     """What the model under test was asked and spent: `generate` and the static attacks
@@ -186,31 +204,23 @@ def append_answers(
                 progress(len(chunk))
 
 
-def generate(
-    items: Sequence[ProbeItem],
-    responder: Responder,
-    output: Path,
-    *,
-    max_tokens: int,
-    system_prompt: str | None = None,
-    chunk_size: int = 64,
-    resume: bool = True,
-    progress: Callable[[int], None] | None = None,
-) -> GenerateStats:
+def generate(items: Sequence[ProbeItem], responder: Responder, output: Path, how: TargetAsk,
+             progress: Callable[[int], None] | None = None) -> GenerateStats:
     started = time.perf_counter()
     stats = GenerateStats(probes=len(items))
-    todo = pending(items, lambda it: it.case_id, output, resume, stats, progress)
-    meta = generation_meta(responder, max_tokens)
-    if system_prompt:
-        meta["system_prompt"] = system_prompt
+    todo = pending(items, lambda it: it.case_id, output, how.resume, stats, progress)
+    meta = generation_meta(responder, how.max_tokens)
+    if how.system_prompt:
+        meta["system_prompt"] = how.system_prompt
 
     def ask(chunk: Sequence[ProbeItem]) -> list[Response]:
         stats.engine_calls += 1
-        return responder.respond([conversation(it, system_prompt) for it in chunk], max_tokens)
+        return responder.respond([conversation(it, how.system_prompt) for it in chunk],
+                                 how.max_tokens)
 
     for item, resp, _ in append_answers(todo, output, ask,
                                         lambda it, r: answered_record(it, r, meta),
-                                        chunk_size=chunk_size, progress=progress):
+                                        chunk_size=how.chunk_size, progress=progress):
         stats.generated += 1
         stats.spent(resp)
         if resp.error is not None:
