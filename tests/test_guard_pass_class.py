@@ -67,7 +67,7 @@ def _metric(fmt: str, answer: str, expect: Expect, p: float | None,
                       token_logprobs=[lp] if lp is not None else None)
     metric = guard_metric_result(GuardQuestion(GUARD_FORMATS[fmt], req), res, threshold)
     assert metric.error is None, (fmt, answer, metric.error)
-    return {"score": metric.score, "passed": metric.passed, **metric.result[0]}
+    return {"score": metric.score, "passed": metric.passed, **metric.result[0].model_dump()}
 
 
 @pytest.mark.parametrize("fmt", sorted(ANSWERS))
