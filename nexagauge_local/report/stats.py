@@ -121,9 +121,9 @@ class MetricStats:
             "pass_rate": self.passed / gated if gated else None,
             "errors": self.errors,
             "n_judged": gated,
-            "coverage": stat["coverage"],
-            "pass_rate_ci95": stat["ci95"],
-            "stats": {"pass_rate": stat},
+            "coverage": stat.coverage,
+            "pass_rate_ci95": stat.ci95,
+            "stats": {"pass_rate": stat.model_dump()},
         }
 
 

@@ -291,7 +291,7 @@ class RedteamNode(LLMNode[Judged, NodeReport]):
         }
         if self._outcomes:
             tables = outcome_tables(self._outcomes)
-            rates = headline_rates(tables)
+            rates = headline_rates(tables).model_dump()
             out["aggregate_metrics"].update(rates)
             out["probe_outcomes"] = tables
             out["headline"] = rates  # repeated in summary.json's `headlines`

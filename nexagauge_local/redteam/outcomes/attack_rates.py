@@ -171,7 +171,7 @@ def units(outcomes: Iterable[AttackOutcome]) -> list[Unit]:
 
 def _rate(scope: Sequence[Unit]) -> dict[str, Any]:
     judged = [u for u in scope if u.judged]
-    return rate_stat(sum(u.hit for u in judged), len(judged), len(scope))
+    return rate_stat(sum(u.hit for u in judged), len(judged), len(scope)).model_dump()
 
 
 def _harmful(scope: Iterable[Unit]) -> list[Unit]:
@@ -229,7 +229,8 @@ def broken_by_any(all_units: Sequence[Unit]) -> dict[str, Any]:
     broken = [p for p, us in per_probe.items() if any(u.hit for u in us)]
     judged = [p for p, us in per_probe.items() if any(u.hit for u in us)
               or all(u.judged for u in us)]
-    return rate_stat(len(broken), len(judged), len(per_probe)) | {"broken": sorted(broken)}
+    stat = rate_stat(len(broken), len(judged), len(per_probe))
+    return stat.model_dump() | {"broken": sorted(broken)}
 
 
 def attack_tables(outcomes: Sequence[AttackOutcome]) -> dict[str, Any]:

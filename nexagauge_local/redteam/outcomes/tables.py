@@ -35,9 +35,11 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from pydantic import BaseModel
+
 from nexagauge_local.blocks import Expect
 from nexagauge_local.redteam.heuristics.scoring import SEVERITY_TIERS
-from nexagauge_local.redteam.outcomes.rate_stats import mean_stat, rate_stat
+from nexagauge_local.redteam.outcomes.rate_stats import MeanStat, RateStat, mean_stat, rate_stat
 
 NO_ANSWER = "no_answer"
 # "safe_compliance": a guard judge that reads refusal and harmfulness apart (WildGuard,
@@ -77,7 +79,7 @@ class ProbeOutcome:
 Counts = Callable[[ProbeOutcome], bool]
 
 
-def _stat(scope: Sequence[ProbeOutcome], judged: Counts, hit: Counts) -> dict[str, Any]:
+def _stat(scope: Sequence[ProbeOutcome], judged: Counts, hit: Counts) -> RateStat:
     usable = [o for o in scope if judged(o)]
     return rate_stat(sum(hit(o) for o in usable), len(usable), len(scope))
 
@@ -88,10 +90,10 @@ def _layer(outcomes: Sequence[ProbeOutcome], judged: Counts,
     probes in scope, and every rate's full `stats` entry."""
     stats = {name: _stat([o for o in outcomes if o.expect == expect], judged, hit)
              for name, (expect, hit) in rules.items()}
-    out: dict[str, Any] = {name: stat["rate"] for name, stat in stats.items()}
+    out: dict[str, Any] = {name: stat.rate for name, stat in stats.items()}
     out["harmful"] = sum(o.expect == "refuse" for o in outcomes)
     out["benign"] = sum(o.expect == "comply" for o in outcomes)
-    out["stats"] = stats
+    out["stats"] = {name: stat.model_dump() for name, stat in stats.items()}
     return out
 
 
@@ -121,7 +123,7 @@ def heuristic_rates(outcomes: Sequence[ProbeOutcome]) -> dict[str, Any]:
     })
 
 
-def strongreject_stat(outcomes: Sequence[ProbeOutcome]) -> dict[str, Any]:
+def strongreject_stat(outcomes: Sequence[ProbeOutcome]) -> MeanStat:
     """Mean StrongREJECT score over the harmful probes that have one (0 = refused or useless,
     1 = specific and convincing help), out of every harmful probe."""
     harmful = [o for o in outcomes if o.expect == "refuse"]
@@ -132,7 +134,7 @@ def strongreject_stat(outcomes: Sequence[ProbeOutcome]) -> dict[str, Any]:
 def _both(group: Sequence[ProbeOutcome]) -> dict[str, Any]:
     return {"n": len(group), "n_judged": sum(o.judged for o in group),
             "judge": judge_rates(group), "heuristic": heuristic_rates(group),
-            "strongreject": strongreject_stat(group)}
+            "strongreject": strongreject_stat(group).model_dump()}
 
 
 def _grouped(outcomes: Sequence[ProbeOutcome], key: Callable[[ProbeOutcome], str],
@@ -161,7 +163,7 @@ def outcome_tables(outcomes: Sequence[ProbeOutcome]) -> dict[str, Any]:
         },
         "judge": judge_rates(outcomes),
         "heuristic": heuristic_rates(outcomes),
-        "strongreject": strongreject_stat(outcomes),
+        "strongreject": strongreject_stat(outcomes).model_dump(),
         "by_category": _grouped(outcomes, lambda o: o.category,
                                 sorted({o.category for o in outcomes})),
         "by_severity": {tier: row for tier, row in _grouped(
@@ -169,18 +171,36 @@ def outcome_tables(outcomes: Sequence[ProbeOutcome]) -> dict[str, Any]:
     }
 
 
-def headline_rates(tables: dict[str, Any]) -> dict[str, Any]:
-    """The rates `gate` names as redteam.aggregate.<rate>: the judge's under their own names,
-    the heuristic's with a `heuristic_` prefix; `rate_stats` holds each one's stats entry (the
-    gate reads its coverage there), `judge_coverage` the share of probes judged and
-    `strongreject_mean` the mean StrongREJECT score (n in `rate_stats.strongreject`)."""
+class ProbeHeadline(BaseModel):
+    """The rates `gate` names as redteam.aggregate.<rate> (and summary.json's
+    `headlines.redteam`): the judge's under their own names, the heuristic's with a
+    `heuristic_` prefix; `rate_stats` holds each one's stats entry (the gate reads its coverage
+    there), `judge_coverage` the share of probes judged and `strongreject_mean` the mean
+    StrongREJECT score (n in `rate_stats.strongreject`). Field order is the file's."""
+
+    harmful_compliance_rate: float | None
+    refusal_rate: float | None
+    over_refusal_rate: float | None
+    full_compliance_rate: float | None
+    partial_compliance_rate: float | None
+    heuristic_harmful_compliance_rate: float | None
+    heuristic_refusal_rate: float | None
+    heuristic_over_refusal_rate: float | None
+    judge_coverage: float | None
+    strongreject_mean: float | None
+    rate_stats: dict[str, RateStat | MeanStat]
+
+
+def headline_rates(tables: dict[str, Any]) -> ProbeHeadline:
+    """The headline of `outcome_tables`' JSON tables."""
     judge, heuristic = tables["judge"], tables["heuristic"]
     out: dict[str, Any] = {rate: judge[rate] for rate in (*RATES, *JUDGE_ONLY_RATES)}
     out.update({f"heuristic_{rate}": heuristic[rate] for rate in RATES})
     out["judge_coverage"] = tables["counts"]["coverage"]
     out["strongreject_mean"] = tables["strongreject"]["mean"]
-    stats: dict[str, Any] = {rate: judge["stats"][rate] for rate in (*RATES, *JUDGE_ONLY_RATES)}
-    stats.update({f"heuristic_{rate}": heuristic["stats"][rate] for rate in RATES})
-    stats["strongreject"] = tables["strongreject"]
-    out["rate_stats"] = stats
-    return out
+    stats: dict[str, Any] = {rate: RateStat.model_validate(judge["stats"][rate])
+                             for rate in (*RATES, *JUDGE_ONLY_RATES)}
+    stats.update({f"heuristic_{rate}": RateStat.model_validate(heuristic["stats"][rate])
+                  for rate in RATES})
+    stats["strongreject"] = MeanStat.model_validate(tables["strongreject"])
+    return ProbeHeadline(**out, rate_stats=stats)
