@@ -87,13 +87,13 @@ def test_a_metric_line_states_n_judged_coverage_and_its_interval() -> None:
     stats.passed, stats.failed, stats.errors = 3, 1, 1
     for score in (1.0, 1.0, 1.0, 0.0):
         stats.scores.append(score)
-    line = stats.summary()
+    line = stats.summary().model_dump()
     assert {k: line[k] for k in ("n", "pass_rate", "errors")} == {"n": 5, "pass_rate": 0.75,
                                                                 "errors": 1}
     assert (line["n_judged"], line["coverage"]) == (4, 0.8)
     assert line["pass_rate_ci95"] == wilson_ci(3, 4)
     assert line["stats"]["pass_rate"] == rate_stat(3, 4, 5).model_dump()
-    empty = MetricStats().summary()
+    empty = MetricStats().summary().model_dump()
     assert empty["pass_rate"] is None and empty["coverage"] is None
     assert empty["pass_rate_ci95"] is None
 
@@ -110,7 +110,7 @@ def _metrics_json(tmp_path: Path, outputs: list[str]) -> dict[str, Any]:
         report = state.artifacts["redteam"]
         assert isinstance(report, NodeReport)
         stats.add_report(report)
-    return json.loads(json.dumps({**stats.summary(), **node.finalize()}))
+    return json.loads(json.dumps({**stats.summary().to_json(), **node.finalize()}))
 
 
 RULES = ["redteam.aggregate.pass_rate >= 0.9", "redteam.toxicity.pass_rate >= 0.98",
@@ -149,7 +149,7 @@ def test_a_metric_error_fails_a_metric_pass_rate_gate(tmp_path: Path) -> None:
                   MetricResult(name="toxicity", category="c", score=1.0, passed=passed))
         stats.add_report(NodeReport(metrics=[metric]))
     run = write_run(tmp_path / "run", {"c0": {"redteam": [redteam_metric("toxicity", True)]}},
-                    metrics={"redteam": stats.summary()})
+                    metrics={"redteam": stats.summary().to_json()})
     policy = tmp_path / "gate.toml"
     policy.write_text('rules = ["redteam.toxicity.pass_rate >= 0.98"]\n')
     report = evaluate_policy(load_policy(policy), RunDir(run))
