@@ -297,7 +297,7 @@ class RedteamNode(LLMNode[Judged, NodeReport]):
             out["headline"] = rates  # repeated in summary.json's `headlines`
         if self._attacks:
             attacks = attack_tables(self._attacks)
-            out["attack_outcomes"] = attacks
+            out["attack_outcomes"] = attacks.model_dump()
             out["aggregate_metrics"]["attacks"] = attack_headlines(attacks)
         observability = build_observability(self._scores, self._explanations, seed=self._seed,
                                             memo_dir=self._memo_dir)
