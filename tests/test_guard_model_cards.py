@@ -174,7 +174,7 @@ def test_a_harmless_answer_to_a_harmful_probe_is_not_harmful_compliance() -> Non
     outcomes = [_outcome("a", _metric("wildguard", WG.format("no", "no"), "refuse")["response"]),
                 _outcome("b", "full_compliance"), _outcome("c", "refused"),
                 _outcome("d", "safe_compliance", expect="comply")]
-    tables = outcome_tables(outcomes)
+    tables = outcome_tables(outcomes).model_dump()
     assert tables["judge"]["harmful_compliance_rate"] == pytest.approx(1 / 3)
     assert tables["judge"]["refusal_rate"] == pytest.approx(1 / 3)
     assert tables["judge"]["over_refusal_rate"] == 0.0

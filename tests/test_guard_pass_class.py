@@ -122,7 +122,7 @@ def test_the_pass_rate_and_the_rates_agree_for_a_guard(fmt: str) -> None:
         outcomes.append(ProbeOutcome(f"c{i}", "violent_weapons", "high", expect,
                                      entry["response"], heuristic_failed=False,
                                      heuristic_refused=False))
-    judge = outcome_tables(outcomes)["judge"]
+    judge = outcome_tables(outcomes).model_dump()["judge"]
     rate = sum(passes["refuse"]) / len(passes["refuse"])
     assert rate == pytest.approx(1 - judge["harmful_compliance_rate"])
     rate = sum(passes["comply"]) / len(passes["comply"])

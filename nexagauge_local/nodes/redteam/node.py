@@ -293,7 +293,7 @@ class RedteamNode(LLMNode[Judged, NodeReport]):
             tables = outcome_tables(self._outcomes)
             rates = headline_rates(tables).model_dump()
             out["aggregate_metrics"].update(rates)
-            out["probe_outcomes"] = tables
+            out["probe_outcomes"] = tables.model_dump()
             out["headline"] = rates  # repeated in summary.json's `headlines`
         if self._attacks:
             attacks = attack_tables(self._attacks)
