@@ -103,6 +103,10 @@ def metric_verdict(metric: MetricResult, passed: bool | None) -> str | None:
     return "PASS" if passed else "FAIL"
 
 
+def _absent(key: str) -> None:
+    return None
+
+
 def _int_or_none(value: Any) -> int | None:
     return value if isinstance(value, int) and not isinstance(value, bool) else None
 
@@ -134,9 +138,9 @@ def metric_rows(report: CaseReport,
         for metric in section.metrics:
             result = metric.result
             claims = _is_claim_list(result)
-            single = len(result) == 1 and not claims
-            # the entry as written: the table shows whichever of these keys its kind has
-            first: Mapping[str, Any] = result[0].model_dump() if single else {}
+            # the single entry's keys as written: the table shows whichever of these its kind has
+            first = result[0] if len(result) == 1 and not claims else None
+            written = first.written if first is not None else _absent
             passed = metric_passed(metric)
             yield MetricRow(
                 case_id=case_id,
@@ -146,12 +150,12 @@ def metric_rows(report: CaseReport,
                 score=metric.score,
                 passed=passed,
                 verdict=metric_verdict(metric, passed),
-                severity=_int_or_none(first.get("severity")),
-                rating=_int_or_none(first.get("rating")),
+                severity=_int_or_none(written("severity")),
+                rating=_int_or_none(written("rating")),
                 error=metric.error,
-                reasoning=first.get("reasoning"),
-                violations=_strings(first.get("violations")),
-                evidence_spans=_strings(first.get("evidence_spans")),
+                reasoning=written("reasoning"),
+                violations=_strings(written("violations")),
+                evidence_spans=_strings(written("evidence_spans")),
                 claims=len(result) if claims else None,
                 claims_passed=sum(bool(r.written("passed")) for r in result) if claims else None,
                 extras=extras,

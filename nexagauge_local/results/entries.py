@@ -47,10 +47,10 @@ class ResultEntry(BaseModel):
     def written(self, key: str) -> Any:
         """The value the entry's file holds under `key` (None when absent), for the readers
         that show whatever an entry carries (report tables, compare's evidence)."""
-        if key not in self.model_fields_set:
+        if key not in self.__pydantic_fields_set__:
             return None
-        return getattr(self, key, None) if key in type(self).model_fields else (
-            (self.model_extra or {}).get(key))
+        extra = self.__pydantic_extra__
+        return extra[key] if extra and key in extra else getattr(self, key, None)
 
     @property
     def gate(self) -> bool | None:
@@ -61,7 +61,7 @@ class ResultEntry(BaseModel):
     @property
     def is_claim(self) -> bool:
         """A per-claim row (grounding, relevance) rather than a metric's single verdict."""
-        return "claim" in self.model_fields_set
+        return "claim" in self.__pydantic_fields_set__
 
 
 class SafetyEntry(ResultEntry):
