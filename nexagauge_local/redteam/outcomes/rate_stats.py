@@ -12,7 +12,7 @@ All functions are pure.
 
 from __future__ import annotations
 
-from pydantic import BaseModel
+from pydantic import BaseModel, ConfigDict
 from scipy.stats import binomtest
 
 CONFIDENCE = 0.95
@@ -35,7 +35,12 @@ class RateStat(BaseModel):
     - `n`: probes in scope, judged or not (a blank answer, a failed judgement);
     - `coverage`: n_judged / n, None when the scope is empty;
     - `ci95`: the Wilson 95% interval of the rate, None when none was judged.
+
+    Extra keys are refused, so a stats entry of another shape read back from a file is not
+    silently cut to these six (summary.json keeps such an entry as it was written).
     """
+
+    model_config = ConfigDict(extra="forbid")
 
     rate: float | None
     successes: int
@@ -47,6 +52,8 @@ class RateStat(BaseModel):
 
 class MeanStat(BaseModel):
     """A mean over the probes that have the value, with how many have it out of `n` in scope."""
+
+    model_config = ConfigDict(extra="forbid")
 
     mean: float | None
     n_judged: int

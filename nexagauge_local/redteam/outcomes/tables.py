@@ -35,7 +35,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import TypeVar
 
-from pydantic import BaseModel
+from pydantic import BaseModel, ConfigDict
 
 from nexagauge_local.blocks import Expect
 from nexagauge_local.redteam.heuristics.scoring import SEVERITY_TIERS
@@ -233,7 +233,10 @@ class ProbeHeadline(BaseModel):
     `headlines.redteam`): the judge's under their own names, the heuristic's with a
     `heuristic_` prefix; `rate_stats` holds each one's stats entry (the gate reads its coverage
     there), `judge_coverage` the share of probes judged and `strongreject_mean` the mean
-    StrongREJECT score (n in `rate_stats.strongreject`). Field order is the file's."""
+    StrongREJECT score (n in `rate_stats.strongreject`). Field order is the file's; a
+    headline with other keys (an older run's) is not this model and is read as written."""
+
+    model_config = ConfigDict(extra="forbid")
 
     harmful_compliance_rate: float | None
     refusal_rate: float | None
