@@ -17,7 +17,7 @@ newer or hand-made file) ride along as extras, after the declared ones.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, Literal, TypeVar
+from typing import Any, Literal
 
 from pydantic import (
     BaseModel,
@@ -146,8 +146,6 @@ class ClaimEntry(ResultEntry):
     rating: int | None = None
     reasoning: str | None = None
 
-
-ThresholdedEntry = TypeVar("ThresholdedEntry", RubricEntry, ProbeEntry, GuardEntry)
 
 _KINDS: tuple[tuple[str, type[ResultEntry]], ...] = (
     ("strongreject_score", ProbeEntry),
