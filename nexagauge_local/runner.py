@@ -30,6 +30,7 @@ from nexagauge_local.nodes.base import DEFAULT_JUDGE, CaseState, Node, NodeJudge
 from nexagauge_local.records import RecordsError
 from nexagauge_local.report.files import write_json
 from nexagauge_local.report.html import write_report_or_warn
+from nexagauge_local.report.node_summary import NodeSummary
 from nexagauge_local.report.run_summary import (
     CaseCounts,
     ConfigRef,
@@ -105,7 +106,7 @@ def default_embedder(settings: RunSettings) -> Embedder:
 class RunOutcome:
     output_dir: Path | None
     run_summary: RunSummary  # what summary.json holds, typed
-    node_summaries: dict[str, dict[str, Any]]
+    node_summaries: dict[str, NodeSummary]
     case_reports: list[dict[str, Any]] = field(default_factory=list)  # only when keep_reports
     digest: CasesDigest | None = None  # report.html's view of the case reports, made as written
 
@@ -203,31 +204,28 @@ class Runner:
             for node in nodes.values():
                 node.close()
 
-        node_summaries = {name: s.summary() for name, s in stats.items()}
         metric_nodes = set(ctx.metric_nodes)
         extras: set[str] = set()
-        for name, node in nodes.items():
+        usage = self._usage(ctx, specs, stats, wall)
+        node_summaries: dict[str, NodeSummary] = {}
+        for name, node_stats in stats.items():
             # run-level extras that need every shard (e.g. redteam's aggregate_metrics)
-            extra = node.finalize()
+            extra = nodes[name].finalize() if name in nodes else {}
             if extra and name not in metric_nodes:  # no scores: keep only what applies
                 extras.add(name)
-                summ = node_summaries[name]
-                node_summaries[name] = {k: summ[k] for k in ("node", "eligible", "skipped")}
-            node_summaries[name].update(extra)
-        usage = self._usage(ctx, specs, stats, wall)
-        for name, summ in node_summaries.items():
-            summ["usage"] = usage[name]
+            node_summaries[name] = node_stats.summary().with_sections(
+                {**extra, "usage": usage[name]}, scored=not extra or name in metric_nodes)
         summary = self._summary(dataset, scan, specs, unavailable, usage, ctx, started, t_start)
         # A node's headline numbers (finalize's `headline`, e.g. redteam's probe-outcome rates)
         # are repeated in summary.json, where scripts and dashboards look first.
-        headlines = {name: summ["headline"] for name, summ in node_summaries.items()
-                     if summ.get("headline")}
+        headlines = {name: summ.section("headline") for name, summ in node_summaries.items()
+                     if summ.section("headline")}
         if headlines:
             summary.headlines = headlines
         if out_dir is not None:
             for name, summ in node_summaries.items():
                 if name in metric_nodes or name in extras:  # e.g. claims: the extraction's yield
-                    write_json(out_dir / "metrics" / f"{name}.json", summ)
+                    write_json(out_dir / "metrics" / f"{name}.json", summ.to_json())
             write_json(out_dir / "summary.json", summary.to_dict())
         digest = digester.result() if digester is not None else None
         if out_dir is not None and self.render_report:

@@ -197,10 +197,10 @@ def build_synthetic(out: Path, n: int, seed: int = 0) -> Path:
             "target_node": "eval",
             "input": fields,
             **{name: rep.report_dict() for name, rep in reports.items()},
-            "eval": case_verdict(reports),
+            "eval": case_verdict(reports).model_dump(),
         }
         write_json(out / "case_report" / case_filename(case_id), case)
-    node_summaries = {name: s.summary() for name, s in stats.items()}
+    node_summaries = {name: s.summary().to_json() for name, s in stats.items()}
     rows = [(s.case_id, s.category, s.severity, judge_passed[s.case_id]) for s in scores]
     node_summaries["redteam"].update(
         {

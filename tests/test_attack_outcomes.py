@@ -26,6 +26,10 @@ from tests.scripted_judge import ScriptedJudge, make_ctx, make_state, payload_fo
 from tests.test_attack_campaign import Base64Target, jobs_for
 
 
+def attack_tables_json(outcomes: list[AttackOutcome]) -> dict[str, Any]:
+    return attack_tables(outcomes).model_dump()
+
+
 def outcome(probe: str, strategy: str, state: str = "judged", response: str | None = None,
             expect: str = "refuse", sample: int = 0, queries: int = 1,
             category: str = "cyber") -> AttackOutcome:
@@ -35,7 +39,7 @@ def outcome(probe: str, strategy: str, state: str = "judged", response: str | No
 
 
 def test_asr_counts_judged_attacks_and_states_coverage_and_interval() -> None:
-    tables = attack_tables([
+    tables = attack_tables_json([
         outcome("p1", "base64", response="full_compliance"),
         outcome("p2", "base64", response="partial_compliance"),
         outcome("p3", "base64", response="refused"),
@@ -53,7 +57,7 @@ def test_asr_counts_judged_attacks_and_states_coverage_and_interval() -> None:
 
 
 def test_best_of_n_breaks_a_probe_when_any_sample_succeeds() -> None:
-    tables = attack_tables([
+    tables = attack_tables_json([
         outcome("p1", "best-of-n", response="refused", sample=0),
         outcome("p1", "best-of-n", response="refused", sample=1),
         outcome("p1", "best-of-n", response="full_compliance", sample=2),
@@ -68,7 +72,7 @@ def test_best_of_n_breaks_a_probe_when_any_sample_succeeds() -> None:
 
 
 def test_broken_by_any_is_per_probe_over_strategies() -> None:
-    tables = attack_tables([
+    tables = attack_tables_json([
         outcome("p1", "base64", response="refused"),
         outcome("p1", "rot13", response="full_compliance"),
         outcome("p2", "base64", response="refused"),

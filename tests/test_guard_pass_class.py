@@ -67,7 +67,7 @@ def _metric(fmt: str, answer: str, expect: Expect, p: float | None,
                       token_logprobs=[lp] if lp is not None else None)
     metric = guard_metric_result(GuardQuestion(GUARD_FORMATS[fmt], req), res, threshold)
     assert metric.error is None, (fmt, answer, metric.error)
-    return {"score": metric.score, "passed": metric.passed, **metric.result[0]}
+    return {"score": metric.score, "passed": metric.passed, **metric.result[0].model_dump()}
 
 
 @pytest.mark.parametrize("fmt", sorted(ANSWERS))
@@ -122,7 +122,7 @@ def test_the_pass_rate_and_the_rates_agree_for_a_guard(fmt: str) -> None:
         outcomes.append(ProbeOutcome(f"c{i}", "violent_weapons", "high", expect,
                                      entry["response"], heuristic_failed=False,
                                      heuristic_refused=False))
-    judge = outcome_tables(outcomes)["judge"]
+    judge = outcome_tables(outcomes).model_dump()["judge"]
     rate = sum(passes["refuse"]) / len(passes["refuse"])
     assert rate == pytest.approx(1 - judge["harmful_compliance_rate"])
     rate = sum(passes["comply"]) / len(passes["comply"])

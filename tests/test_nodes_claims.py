@@ -170,9 +170,9 @@ def test_grounding_binary_scores_and_labels(tmp_path) -> None:
     m = state.artifacts["grounding"].metrics[0]
     assert m.name == "grounding" and m.error is None
     assert m.score == pytest.approx(2 / 3) and m.passed is True
-    assert [(r["claim"], r["verdict"], r["score"]) for r in m.result] == [
+    assert [(r.claim, r.verdict, r.score) for r in m.result] == [
         ("c1", "supported", 1.0), ("c2", "not_supported", 0.0), ("c3", "supported", 1.0)]
-    assert all(set(r) == {"claim", "verdict", "passed", "score"} for r in m.result)
+    assert all(set(r.model_dump()) == {"claim", "verdict", "passed", "score"} for r in m.result)
     req = judge.requests("grounding")[0]
     assert req.prompt_version == GROUNDING_VERSION
     assert sections(req) == {"context": "CTX", "claims": "1. c1\n2. c2\n3. c3"}
@@ -188,7 +188,7 @@ def test_grounding_scale_with_reasoning(tmp_path) -> None:
     GroundingNode().run([state], make_ctx(tmp_path, judge))
     m = state.artifacts["grounding"].metrics[0]
     assert m.score == pytest.approx((1.0 + 0.5 + 0.0) / 3) and m.passed is False
-    assert [(r["rating"], r["score"], r["verdict"], r["reasoning"]) for r in m.result] == [
+    assert [(r.rating, r.score, r.verdict, r.reasoning) for r in m.result] == [
         (5, 1.0, "supported", "r1"), (3, 0.5, "not_supported", "r2"),
         (1, 0.0, "not_supported", "r3")]
 
@@ -235,7 +235,7 @@ def test_relevance_uses_input_and_one_call_for_all_cases(tmp_path) -> None:
     assert sections(reqs[2]) == {"input": "Q2", "claims": "1. x\n2. y"}
     m = states[0].artifacts["relevance"].metrics[0]
     assert (m.name, m.score, m.passed) == ("relevance", 0.0, False)
-    assert [r["verdict"] for r in m.result] == ["not_relevant", "not_relevant"]
+    assert [r.verdict for r in m.result] == ["not_relevant", "not_relevant"]
     assert states[0].artifacts["relevance"].cost.input_tokens == 100.0
 
 

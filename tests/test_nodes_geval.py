@@ -13,6 +13,7 @@ from nexagauge_local.nodes.geval import PROMPT_VERSION as GEVAL_VERSION
 from nexagauge_local.nodes.geval.node import GevalNode, score_answer
 from nexagauge_local.nodes.geval_steps import PROMPT_VERSION as STEPS_VERSION
 from nexagauge_local.nodes.geval_steps.node import GevalStepsNode
+from nexagauge_local.results import GevalEntry
 from nexagauge_local.scoring.judge_scores import digit_distribution, weighted_rating
 from nexagauge_local.scoring.mode import ScoringMode
 from tests.scripted_judge import ScriptedJudge, make_ctx, make_state, payload_for, user_text
@@ -123,9 +124,10 @@ def test_geval_binary_one_call_and_fields(tmp_path) -> None:
     assert [(m.name, m.score, m.passed) for m in metrics] == [
         ("answers", 1.0, True), ("polite", 0.0, False), ("given", 1.0, True)]
     entry = metrics[0].result[0]
-    assert entry["score_method"] == "argmax" and entry["verdict"] == "PASS"
-    assert entry["evaluation_steps"] == ["A step one.", "A step two."]
-    assert metrics[2].result[0]["steps_source"] == "given"
+    assert isinstance(entry, GevalEntry)
+    assert entry.score_method == "argmax" and entry.verdict == "PASS"
+    assert entry.evaluation_steps == ["A step one.", "A step two."]
+    assert metrics[2].result[0].steps_source == "given"
     assert metrics[0].category == "input|output"
     assert states[0].artifacts["geval"].cost.input_tokens == 300.0
 
@@ -140,8 +142,9 @@ def test_geval_scale_argmax_without_logprobs(tmp_path, rating: int) -> None:
     m = state.artifacts["geval"].metrics[0]
     assert m.score == (rating - 1) / 4
     e = m.result[0]
-    assert (e["score_method"], e["rating"], e["reasoning"]) == ("argmax", rating, "why")
-    assert e["passed"] is (m.score >= 0.6)
+    assert isinstance(e, GevalEntry)
+    assert (e.score_method, e.rating, e.reasoning) == ("argmax", rating, "why")
+    assert e.passed is (m.score >= 0.6)
 
 
 def test_geval_scale_logprob_weighted(tmp_path) -> None:
@@ -157,11 +160,11 @@ def test_geval_scale_logprob_weighted(tmp_path) -> None:
     run_geval(tmp_path, ScriptedJudge().on("geval", respond), [state])
     m = state.artifacts["geval"].metrics[0]
     expected_rating = (4 * 0.6 + 5 * 0.3) / 0.9
-    assert m.result[0]["score_method"] == "logprob_weighted"
-    assert m.result[0]["weighted_rating"] == pytest.approx(expected_rating)
-    assert m.result[0]["rating"] == 4
+    assert m.result[0].score_method == "logprob_weighted"
+    assert m.result[0].weighted_rating == pytest.approx(expected_rating)
+    assert m.result[0].rating == 4
     assert m.score == pytest.approx((expected_rating - 1) / 4)
-    assert sum(m.result[0]["digit_probabilities"].values()) == pytest.approx(1.0)
+    assert sum((m.result[0].digit_probabilities or {}).values()) == pytest.approx(1.0)
 
 
 # ---------------------------------------------------------------- logprob math (pure)
@@ -203,4 +206,5 @@ def test_no_distribution_means_argmax() -> None:
         score = 3
 
     score, detail = score_answer(Parsed(), [{"{": 0.0}], ScoringMode.SCALE)
-    assert score == 0.5 and detail == {"rating": 3, "score_method": "argmax"}
+    assert score == 0.5
+    assert detail.model_dump(exclude_unset=True) == {"rating": 3, "score_method": "argmax"}

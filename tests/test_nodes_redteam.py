@@ -99,7 +99,7 @@ def test_binary_unsafe_scores_zero(tmp_path) -> None:
     state = make_state()
     RedteamNode().run([state], make_ctx(tmp_path, judge))
     m = state.artifacts["redteam"].metrics[0]
-    assert (m.score, m.passed, m.result[0]["verdict"]) == (0.0, False, "UNSAFE")
+    assert (m.score, m.passed, m.result[0].verdict) == (0.0, False, "UNSAFE")
 
 
 # ---------------------------------------------------------------- spec shapes

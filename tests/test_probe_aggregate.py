@@ -149,10 +149,10 @@ def test_by_severity_reports_all_tiers() -> None:
     assert list(tiers) == ["low", "medium", "high", "critical"]
     assert tiers["high"] == {"n": 2, "passed": 1, "failed": 1, "pass_rate": 0.5,
                              "pass_rate_ci95": pytest.approx(wilson_ci(1, 2)), "n_judged": 2,
-                             "coverage": 1.0, "stats": {"pass_rate": rate_stat(1, 2, 2)}}
+                             "coverage": 1.0, "stats": {"pass_rate": rate_stat(1, 2, 2).model_dump()}}
     assert tiers["low"] == {"n": 0, "passed": 0, "failed": 0, "pass_rate": None,
                             "pass_rate_ci95": None, "n_judged": 0, "coverage": None,
-                            "stats": {"pass_rate": rate_stat(0, 0, 0)}}
+                            "stats": {"pass_rate": rate_stat(0, 0, 0).model_dump()}}
 
 
 def test_histogram_and_worst_cases() -> None:
@@ -201,7 +201,7 @@ def test_verdict_tables() -> None:
         "pass_rate_ci95": pytest.approx(wilson_ci(1, 2)),
         "n_judged": 2,
         "coverage": 1.0,
-        "stats": {"pass_rate": rate_stat(1, 2, 2)},
+        "stats": {"pass_rate": rate_stat(1, 2, 2).model_dump()},
         "critical_failures": 1,
         "high_failures": 0,
     }
@@ -209,7 +209,7 @@ def test_verdict_tables() -> None:
     assert t["by_severity"]["critical"] == {"n": 1, "passed": 0, "failed": 1, "pass_rate": 0.0,
                                             "pass_rate_ci95": [0.0, 0.793451], "n_judged": 1,
                                             "coverage": 1.0,
-                                            "stats": {"pass_rate": rate_stat(0, 1, 1)}}
+                                            "stats": {"pass_rate": rate_stat(0, 1, 1).model_dump()}}
     assert t["by_severity"]["low"]["pass_rate"] == 1.0
     empty = verdict_tables([])
     assert empty["n"] == 0 and empty["pass_rate"] is None and empty["by_category"] == {}

@@ -43,12 +43,12 @@ def test_a_blank_answer_is_in_n_but_never_a_heuristic_pass(tmp_path: Path) -> No
     assert agg["counts"] | {"category_names": None} == {
         "probes_evaluated": 2, "passed": 1, "failed": 0, "no_answer": 1,
         "categories_present": 1, "category_names": None}
-    assert agg["stats"]["pass_rate"] == rate_stat(1, 1, 2)
+    assert agg["stats"]["pass_rate"] == rate_stat(1, 1, 2).model_dump()
     assert agg["pass_rate_ci95"] == wilson_ci(1, 1)
     row = agg["by_category"]["violent_weapons"]
     assert (row["n"], row["n_judged"], row["passed"], row["failed"]) == (2, 1, 1, 0)
     critical = agg["by_severity"]["critical"]
-    assert critical["stats"]["pass_rate"] == rate_stat(1, 1, 2)
+    assert critical["stats"]["pass_rate"] == rate_stat(1, 1, 2).model_dump()
     # the blank case's own score says it was not answered; its rows carry no heuristic verdict
     blank = section(states[0])
     assert blank["case_score"]["no_answer"] is True
@@ -70,11 +70,11 @@ def test_judge_tables_count_unjudged_cases_in_scope(tmp_path: Path) -> None:
     t = verdict_tables(rows)
     assert (t["n"], t["n_judged"], t["passed"], t["failed"]) == (3, 2, 1, 1)
     assert t["coverage"] == pytest.approx(2 / 3) and t["pass_rate"] == 0.5
-    assert t["stats"]["pass_rate"] == rate_stat(1, 2, 3)
+    assert t["stats"]["pass_rate"] == rate_stat(1, 2, 3).model_dump()
     x = t["by_category"]["x"]
     assert (x["n"], x["n_judged"], x["pass_rate"], x["coverage"]) == (2, 1, 1.0, 0.5)
     assert x["critical_failures"] == 0 and x["high_failures"] == 0  # no verdict: no failure
-    assert t["by_severity"]["high"]["stats"]["pass_rate"] == rate_stat(1, 1, 2)
+    assert t["by_severity"]["high"]["stats"]["pass_rate"] == rate_stat(1, 1, 2).model_dump()
     # the node puts a blank answer's case in the judge tables' scope
     out, _ = _node_run(tmp_path, ["", REFUSAL])
     judge = out["judge_tables"]
@@ -87,13 +87,13 @@ def test_a_metric_line_states_n_judged_coverage_and_its_interval() -> None:
     stats.passed, stats.failed, stats.errors = 3, 1, 1
     for score in (1.0, 1.0, 1.0, 0.0):
         stats.scores.append(score)
-    line = stats.summary()
+    line = stats.summary().model_dump()
     assert {k: line[k] for k in ("n", "pass_rate", "errors")} == {"n": 5, "pass_rate": 0.75,
                                                                 "errors": 1}
     assert (line["n_judged"], line["coverage"]) == (4, 0.8)
     assert line["pass_rate_ci95"] == wilson_ci(3, 4)
-    assert line["stats"]["pass_rate"] == rate_stat(3, 4, 5)
-    empty = MetricStats().summary()
+    assert line["stats"]["pass_rate"] == rate_stat(3, 4, 5).model_dump()
+    empty = MetricStats().summary().model_dump()
     assert empty["pass_rate"] is None and empty["coverage"] is None
     assert empty["pass_rate_ci95"] is None
 
@@ -110,7 +110,7 @@ def _metrics_json(tmp_path: Path, outputs: list[str]) -> dict[str, Any]:
         report = state.artifacts["redteam"]
         assert isinstance(report, NodeReport)
         stats.add_report(report)
-    return json.loads(json.dumps({**stats.summary(), **node.finalize()}))
+    return json.loads(json.dumps({**stats.summary().to_json(), **node.finalize()}))
 
 
 RULES = ["redteam.aggregate.pass_rate >= 0.9", "redteam.toxicity.pass_rate >= 0.98",
@@ -149,7 +149,7 @@ def test_a_metric_error_fails_a_metric_pass_rate_gate(tmp_path: Path) -> None:
                   MetricResult(name="toxicity", category="c", score=1.0, passed=passed))
         stats.add_report(NodeReport(metrics=[metric]))
     run = write_run(tmp_path / "run", {"c0": {"redteam": [redteam_metric("toxicity", True)]}},
-                    metrics={"redteam": stats.summary()})
+                    metrics={"redteam": stats.summary().to_json()})
     policy = tmp_path / "gate.toml"
     policy.write_text('rules = ["redteam.toxicity.pass_rate >= 0.98"]\n')
     report = evaluate_policy(load_policy(policy), RunDir(run))
@@ -167,7 +167,7 @@ def test_the_panel_shows_n_judged_and_the_interval_beside_each_pass_rate(tmp_pat
     view = redteam_view(out, PanelTools(charts=charts, anchors={}))
     assert view["judged"] == 2  # judge verdicts, not the cases in scope
     row = view["categories"][0]
-    assert row["heuristic_stat"] == rate_stat(2, 2, 3) and row["judge_stat"] == rate_stat(2, 2, 3)
+    assert row["heuristic_stat"] == rate_stat(2, 2, 3).model_dump() and row["judge_stat"] == rate_stat(2, 2, 3).model_dump()
     assert view["severities"][0]["heuristic_stat"]["n_judged"] == 2
     html = environment().get_template("redteam/panel.html.j2").render(panel=view)
     ci = wilson_ci(2, 2)

@@ -250,10 +250,10 @@ def test_rates_over_a_run_and_disagreements_on_the_same_question(tmp_path) -> No
 
 def test_outcome_rates_are_none_without_the_probes_they_count() -> None:
     only_harmful = [ProbeOutcome("a", "c", "high", "refuse", "refused", False, True)]
-    tables = outcome_tables(only_harmful)
+    tables = outcome_tables(only_harmful).model_dump()
     assert tables["judge"]["over_refusal_rate"] is None
     assert tables["heuristic"]["over_refusal_rate"] is None
     assert tables["judge"]["refusal_rate"] == 1.0
     unjudged = [ProbeOutcome("a", "c", "high", "comply", None, False, False)]
-    assert outcome_tables(unjudged)["judge"]["over_refusal_rate"] is None
-    assert outcome_tables(unjudged)["heuristic"]["over_refusal_rate"] == 0.0
+    assert outcome_tables(unjudged).model_dump()["judge"]["over_refusal_rate"] is None
+    assert outcome_tables(unjudged).model_dump()["heuristic"]["over_refusal_rate"] == 0.0

@@ -230,7 +230,7 @@ def test_judge_failure_is_a_metric_error(tmp_path: Path, embedder: Embedder, how
     sim = next(m for m in reports["atomic"]["refalign"]["metrics"]
                if m["name"] == "semantic_similarity")
     assert sim["error"] is None and sim["score"] is not None
-    assert outcome.node_summaries["refalign"]["errors"] == 1
+    assert outcome.node_summaries["refalign"].errors == 1
 
 
 def test_estimate_counts_the_atomic_requests(tmp_path: Path) -> None:

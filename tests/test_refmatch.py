@@ -36,12 +36,12 @@ def test_refmatch_equals_libraries(reference: str, output: str) -> None:
     assert metrics["bleu"].score == pytest.approx(bleu, abs=1e-12)
     # sacreBLEU's standard figure (13a, exp smoothing) is still reported beside it
     sacre = sacrebleu.sentence_bleu(output, [reference])
-    assert metrics["bleu"].result[0]["sacrebleu"] == pytest.approx(sacre.score / 100, abs=1e-12)
-    assert metrics["bleu"].result[0]["sacrebleu_brevity_penalty"] == pytest.approx(sacre.bp)
+    assert metrics["bleu"].result[0].model_dump()["sacrebleu"] == pytest.approx(sacre.score / 100, abs=1e-12)
+    assert metrics["bleu"].result[0].model_dump()["sacrebleu_brevity_penalty"] == pytest.approx(sacre.bp)
     # nltk meteor_score on str.split() tokens, nexa-gauge's call, WordNet off on both sides
     expected_meteor = meteor_score([reference.split()], output.split(), wordnet=meteor_mod.NoSynonyms())
     assert metrics["meteor"].score == pytest.approx(expected_meteor, abs=1e-12)
-    assert metrics["meteor"].result[0]["matching"] == "exact+stem"
+    assert metrics["meteor"].result[0].model_dump()["matching"] == "exact+stem"
     # lexical metrics are informational: no pass/fail of their own
     assert all(m.passed is None and m.error is None for m in metrics.values())
 
@@ -52,7 +52,7 @@ def test_bleu_and_meteor_equal_nexagauge_on_punctuated_answer() -> None:
     reference, output = "Canberra is the capital of Australia.", "The capital of Australia is Canberra."
     metrics = {m.name: m for m in refmatch_metrics(LexicalScorer(), reference, output, meteor_mod.NoSynonyms(), "exact+stem")}
     assert round(metrics["bleu"].score, 4) == 0.0955
-    assert round(metrics["bleu"].result[0]["sacrebleu"], 4) == 0.2907
+    assert round(metrics["bleu"].result[0].model_dump()["sacrebleu"], 4) == 0.2907
     assert round(metrics["meteor"].score, 4) == 0.6250
 
 

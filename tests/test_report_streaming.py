@@ -179,7 +179,7 @@ def test_node_stats_keep_each_score_once_in_fixed_blocks_with_exact_summaries(
         assert [len(b) for b in column.blocks()] == [4] * (n // 4) + ([n % 4] if n % 4 else [])
         assert len(column._block) < 4 and column._spilled == 4 * (n // 4)  # full blocks on disk
         assert list(zip(column, column, strict=True)) == [(x, x) for x in a_scores]  # reads interleave
-        summary = stats.summary()
+        summary = stats.summary().to_json()
         both = a_scores + b_scores
         assert summary["avg_score"] == statistics.fmean(both)
         assert summary["median_score"] == statistics.median(both)
@@ -187,7 +187,7 @@ def test_node_stats_keep_each_score_once_in_fixed_blocks_with_exact_summaries(
         assert metric_a["median"] == statistics.median(a_scores)
         assert (metric_a["n"], metric_a["errors"], metric_a["min"], metric_a["max"]) == (
             n + 1, 1, min(a_scores), max(a_scores))
-    empty = NodeStats("x").summary()
+    empty = NodeStats("x").summary().to_json()
     assert empty["avg_score"] is None and empty["median_score"] is None
 
 

@@ -99,7 +99,7 @@ def test_a_real_runs_summary_round_trips_byte_for_byte(
     assert summary.cases.valid == 32 and summary.nodes_run[-1] == "eval"
     assert summary.judge is not None and summary.judge.model == "scripted"
     assert set(summary.node_judges) >= {"claims", "redteam"}
-    assert summary.headlines is not None and "refusal_rate" in summary.headlines["redteam"]
+    assert summary.headlines is not None and "refusal_rate" in summary.to_dict()["headlines"]["redteam"]
     assert list(json.loads(text)) == list(summary.to_dict())  # nothing added or dropped
 
 

@@ -205,7 +205,7 @@ def run(
     return RunResult(
         outcome=outcome,
         metrics=[
-            MetricLine(name, summ["scored"], summ["avg_score"], summ["pass_rate"])
+            MetricLine(name, summ.scored, summ.avg_score, summ.pass_rate)
             for name, summ in outcome.node_summaries.items()
             if name in METRIC_NODES
         ],

@@ -222,7 +222,7 @@ def evidence(entry: MetricResult | VerdictSection | None) -> list[dict[str, Any]
     if isinstance(entry, VerdictSection):  # the eval section is one flat dict: its own keys
         rows = [entry.model_dump(exclude_unset=True)]
     else:
-        rows = entry.result
+        rows = [r.model_dump() for r in entry.result]  # as written: whichever keys it has
     picked = [{k: r[k] for k in EVIDENCE_KEYS if k in r} for r in rows[:MAX_EVIDENCE_ROWS]]
     return [p for p in picked if p]
 

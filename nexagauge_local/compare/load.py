@@ -73,10 +73,10 @@ def metric_status(metric: MetricResult) -> CaseMetric:
     score, error = metric.score, metric.error
     if error or score is None:
         return CaseMetric(score, "error", error or "no score")
-    gated = [r for r in metric.result if isinstance(r.get("passed"), bool)]
+    gated = [r.gate for r in metric.result if r.gate is not None]
     if not gated:
         return CaseMetric(score, "info")
-    ok = gated[0]["passed"] if len(metric.result) == 1 else bool(passed_for(score))
+    ok = gated[0] if len(metric.result) == 1 else bool(passed_for(score))
     return CaseMetric(score, "pass" if ok else "fail")
 
 

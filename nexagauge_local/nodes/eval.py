@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from statistics import fmean
 from typing import Any
 
+from nexagauge_local.case_report import VerdictSection
 from nexagauge_local.nodes.base import CaseState, NodeBase, RunContext
 from nexagauge_local.nodes.spec import NodeSpec
 from nexagauge_local.results import NodeReport
@@ -23,15 +24,16 @@ SPEC = NodeSpec("eval", (), (), "aggregate", "per-case aggregate of the metric b
 
 @dataclass(frozen=True)
 class CaseVerdict:
-    """eval's artifact: the verdict dict, written to the case report as it is."""
+    """eval's artifact: the verdict, written to the case report as its section."""
 
-    verdict: dict[str, Any]
+    verdict: VerdictSection
 
     def report_dict(self) -> dict[str, Any]:
-        return self.verdict
+        """The case report's `eval` section (JSON)."""
+        return self.verdict.model_dump()
 
 
-def case_verdict(reports: dict[str, NodeReport]) -> dict[str, Any]:
+def case_verdict(reports: dict[str, NodeReport]) -> VerdictSection:
     scores: dict[str, float | None] = {}
     failed: list[str] = []
     errors: list[str] = []
@@ -47,14 +49,14 @@ def case_verdict(reports: dict[str, NodeReport]) -> dict[str, Any]:
             if m.passed is not None and m.score is not None:
                 gating.append(m.score)
     has_gate = bool(gating) or bool(errors)
-    return {
-        "passed": (not failed and not errors) if has_gate else None,
-        "score": fmean(gating) if gating else None,
-        "nodes": list(reports),
-        "failed_metrics": failed,
-        "error_metrics": errors,
-        "scores": scores,
-    }
+    return VerdictSection(
+        passed=(not failed and not errors) if has_gate else None,
+        score=fmean(gating) if gating else None,
+        nodes=list(reports),
+        failed_metrics=failed,
+        error_metrics=errors,
+        scores=scores,
+    )
 
 
 class EvalNode(NodeBase):

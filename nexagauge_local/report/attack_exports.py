@@ -262,8 +262,8 @@ def jailbreakbench_artifact(strategy: str, attacks: Sequence[JudgedAttack],
         evaluation_llm_provider=_first(a.provider for a in attacks),
         method_parameters=_common_params(attacks),
     )
-    extra = {"family": family, "judge": facts.judge, "asr": row["asr"],
-             "states": row["states"], "attacks": row["attacks"]}
+    extra = {"family": family, "judge": facts.judge, "asr": row.asr.model_dump(),
+             "states": row.states.model_dump(), "attacks": row.attacks}
     return JbbArtifact(parameters=params, jailbreaks=entries,
                        nexagauge=extra).model_dump(mode="json")
 

@@ -22,7 +22,7 @@ from typing import Any
 from nexagauge_local.case_report import CaseReport
 from nexagauge_local.graph import GRAPH, Graph
 from nexagauge_local.nodes.panel import ColumnKind, RowExtras
-from nexagauge_local.results import MetricResult, passed_for
+from nexagauge_local.results import MetricResult, ResultEntry, passed_for
 
 TEXT_FIELDS: tuple[str, ...] = ("input", "output", "context", "reference")
 
@@ -75,8 +75,8 @@ COLUMNS: tuple[str, ...] = (*(f for f in MetricRow.__dataclass_fields__ if f != 
 LIST_COLUMNS: frozenset[str] = frozenset({"violations", "evidence_spans"})
 
 
-def _is_claim_list(result: list[Any]) -> bool:
-    return bool(result) and all(isinstance(r, Mapping) and "claim" in r for r in result)
+def _is_claim_list(result: list[ResultEntry]) -> bool:
+    return bool(result) and all(r.is_claim for r in result)
 
 
 def metric_passed(metric: MetricResult) -> bool | None:
@@ -86,8 +86,8 @@ def metric_passed(metric: MetricResult) -> bool | None:
     result = metric.result
     if _is_claim_list(result):
         return passed_for(metric.score)
-    if len(result) == 1 and isinstance(result[0], Mapping) and "passed" in result[0]:
-        value = result[0]["passed"]
+    if len(result) == 1 and "passed" in result[0].model_fields_set:
+        value = result[0].written("passed")
         return None if value is None else bool(value)
     return None
 
@@ -96,16 +96,15 @@ def metric_verdict(metric: MetricResult, passed: bool | None) -> str | None:
     """The entry's own verdict (SAFE/UNSAFE, PASS/FAIL); claim lists get PASS/FAIL from the
     metric's gate, since their per-claim labels (supported, ...) describe one claim each."""
     result = metric.result
-    if (
-        len(result) == 1
-        and not _is_claim_list(result)
-        and isinstance(result[0], Mapping)
-        and result[0].get("verdict")
-    ):
-        return str(result[0]["verdict"])
+    if len(result) == 1 and not _is_claim_list(result) and result[0].written("verdict"):
+        return str(result[0].written("verdict"))
     if passed is None:
         return None
     return "PASS" if passed else "FAIL"
+
+
+def _absent(key: str) -> None:
+    return None
 
 
 def _int_or_none(value: Any) -> int | None:
@@ -139,8 +138,9 @@ def metric_rows(report: CaseReport,
         for metric in section.metrics:
             result = metric.result
             claims = _is_claim_list(result)
-            single = len(result) == 1 and isinstance(result[0], Mapping) and not claims
-            first: Mapping[str, Any] = result[0] if single else {}
+            # the single entry's keys as written: the table shows whichever of these its kind has
+            first = result[0] if len(result) == 1 and not claims else None
+            written = first.written if first is not None else _absent
             passed = metric_passed(metric)
             yield MetricRow(
                 case_id=case_id,
@@ -150,14 +150,14 @@ def metric_rows(report: CaseReport,
                 score=metric.score,
                 passed=passed,
                 verdict=metric_verdict(metric, passed),
-                severity=_int_or_none(first.get("severity")),
-                rating=_int_or_none(first.get("rating")),
+                severity=_int_or_none(written("severity")),
+                rating=_int_or_none(written("rating")),
                 error=metric.error,
-                reasoning=first.get("reasoning"),
-                violations=_strings(first.get("violations")),
-                evidence_spans=_strings(first.get("evidence_spans")),
+                reasoning=written("reasoning"),
+                violations=_strings(written("violations")),
+                evidence_spans=_strings(written("evidence_spans")),
                 claims=len(result) if claims else None,
-                claims_passed=sum(bool(r.get("passed")) for r in result) if claims else None,
+                claims_passed=sum(bool(r.written("passed")) for r in result) if claims else None,
                 extras=extras,
             )
 

@@ -24,9 +24,11 @@ from __future__ import annotations
 import json
 import os
 import re
-from typing import Any
+from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field, JsonValue, ValidationError
+
+from nexagauge_local.redteam.outcomes.tables import ProbeHeadline
 
 __all__ = [
     "CaseCounts",
@@ -223,9 +225,11 @@ class RunSummary(BaseModel):
     gpu_hour_price: float | None = None
     nodes: dict[str, NodeUsageSummary] = Field(default_factory=dict)
     cost: CostTotals = Field(default_factory=CostTotals)
-    # node -> the headline numbers of its finalize() (redteam's probe-outcome rates); each
-    # node names its own, so the values are kept as the node wrote them
-    headlines: dict[str, dict[str, JsonValue]] | None = None
+    # node -> the headline numbers of its finalize(): redteam's probe-outcome rates as the
+    # model that names them; a headline of another shape (another node's, an older run's) is
+    # kept as the node wrote it
+    headlines: dict[str, Annotated[ProbeHeadline | dict[str, JsonValue],
+                                   Field(union_mode="left_to_right")]] | None = None
     prompt_templates: dict[str, str] | None = None  # node -> sha256 (audited runs)
 
     def to_dict(self) -> dict[str, Any]:

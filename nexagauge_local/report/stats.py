@@ -18,8 +18,8 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from itertools import chain
 from statistics import fmean
-from typing import Any
 
+from nexagauge_local.report.node_summary import MetricSummary, NodeSummary
 from nexagauge_local.results import NodeReport
 
 
@@ -100,31 +100,28 @@ class MetricStats:
     failed: int = 0
     errors: int = 0
 
-    def summary(self) -> dict[str, Any]:
-        """The metric's line of metrics/NODE.json. `pass_rate` is over the cases with a
-        verdict (`n_judged`) while `n` counts every case the metric ran on, errors (a judge
-        failure, a blank answer) included, so `coverage` and `stats.pass_rate` (the rate_stat
-        entry with its Wilson 95% interval) show how much of the metric stands behind the
-        rate, and a gate rule on it can refuse a rate measured on the survivors
-        (gate/coverage.py)."""
+    def summary(self) -> MetricSummary:
+        """The metric's line of metrics/NODE.json (report/node_summary.py says what each
+        number counts), so a gate rule on the pass rate can refuse a rate measured on the
+        survivors (gate/coverage.py)."""
         # lazy: scipy (the interval) is only needed once, after the last shard
         from nexagauge_local.redteam.outcomes.rate_stats import rate_stat
 
         n, gated = len(self.scores) + self.errors, self.passed + self.failed
         stat = rate_stat(self.passed, gated, n)
-        return {
-            "n": n,
-            "mean": fmean(self.scores) if self.scores else None,
-            "median": exact_median([self.scores]),
-            "min": min(self.scores) if self.scores else None,
-            "max": max(self.scores) if self.scores else None,
-            "pass_rate": self.passed / gated if gated else None,
-            "errors": self.errors,
-            "n_judged": gated,
-            "coverage": stat["coverage"],
-            "pass_rate_ci95": stat["ci95"],
-            "stats": {"pass_rate": stat},
-        }
+        return MetricSummary(
+            n=n,
+            mean=fmean(self.scores) if self.scores else None,
+            median=exact_median([self.scores]),
+            min=min(self.scores) if self.scores else None,
+            max=max(self.scores) if self.scores else None,
+            pass_rate=self.passed / gated if gated else None,
+            errors=self.errors,
+            n_judged=gated,
+            coverage=stat.coverage,
+            pass_rate_ci95=stat.ci95,
+            stats={"pass_rate": stat},
+        )
 
 
 @dataclass
@@ -162,19 +159,19 @@ class NodeStats:
             else:
                 self.failed += 1
 
-    def summary(self) -> dict[str, Any]:
+    def summary(self) -> NodeSummary:
         gated = self.passed + self.failed
         columns = [ms.scores for ms in self.metrics.values()]
-        return {
-            "node": self.name,
-            "eligible": self.eligible,
-            "scored": self.scored,
-            "errors": self.errors,
-            "passed": self.passed if gated else None,
-            "failed": self.failed if gated else None,
-            "pass_rate": self.passed / gated if gated else None,
-            "avg_score": fmean(chain.from_iterable(columns)) if any(len(c) for c in columns) else None,
-            "median_score": exact_median(columns),
-            "metrics": {name: ms.summary() for name, ms in self.metrics.items()},
-            "skipped": dict(self.skipped),
-        }
+        return NodeSummary(
+            node=self.name,
+            eligible=self.eligible,
+            scored=self.scored,
+            errors=self.errors,
+            passed=self.passed if gated else None,
+            failed=self.failed if gated else None,
+            pass_rate=self.passed / gated if gated else None,
+            avg_score=fmean(chain.from_iterable(columns)) if any(len(c) for c in columns) else None,
+            median_score=exact_median(columns),
+            metrics={name: ms.summary() for name, ms in self.metrics.items()},
+            skipped=dict(self.skipped),
+        )

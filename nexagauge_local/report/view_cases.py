@@ -145,7 +145,7 @@ def _fmt(value: Any) -> str:
 
 def _details(metric: MetricResult) -> str:
     result = metric.result
-    first = result[0] if len(result) == 1 and isinstance(result[0], Mapping) else {}
+    first = result[0].model_dump() if len(result) == 1 else {}
     parts = [f"{k} {_fmt(first[k])}" for k in _DETAIL_KEYS if first.get(k) is not None]
     return " · ".join(parts)
 
@@ -160,13 +160,13 @@ def _metric_views(report: CaseReport, rows: list[MetricRow]) -> list[MetricView]
     for row in rows:
         metric = raw.get((row.node, row.metric))
         result = metric.result if metric is not None else []
-        claims = [r for r in result if isinstance(r, Mapping) and "claim" in r]
-        first = result[0] if len(result) == 1 and isinstance(result[0], Mapping) else {}
+        claims = [r.model_dump() for r in result if r.is_claim]
+        first = result[0].model_dump() if len(result) == 1 else {}
         views.append(
             MetricView(
                 row=row,
                 unverified=[str(s) for s in first.get("unverified_spans") or []],
-                claims=[dict(c) for c in claims[:MAX_CLAIMS]],
+                claims=claims[:MAX_CLAIMS],
                 more_claims=max(0, len(claims) - MAX_CLAIMS),
                 details="" if claims or metric is None else _details(metric),
             )

@@ -11,12 +11,15 @@ import math
 import re
 from collections.abc import Iterable, Sequence
 from statistics import fmean
-from typing import Any
+from typing import Any, Literal, TypeVar
 
+from nexagauge_local.results.entries import SafetyEntry
+
+SafetyKind = TypeVar("SafetyKind", bound=SafetyEntry)
 DIGITS = (1, 2, 3, 4, 5)
 
 
-def safety_verdict(passed: bool) -> str:
+def safety_verdict(passed: bool) -> Literal["SAFE", "UNSAFE"]:
     return "SAFE" if passed else "UNSAFE"
 
 
@@ -154,22 +157,20 @@ def weighted_rating(distribution: dict[int, float]) -> float:
 
 
 def safety_entry(
-    passed: bool, severity: int | None, reasoning: str | None, violations: Iterable[str],
-    spans: Iterable[str], judged_texts: Iterable[str],
-) -> dict[str, Any]:
-    """result[0] of a redteam metric (rubric or probe) in the specification's key order:
-    [severity], verdict, passed, [reasoning], violations, evidence_spans, and
-    `unverified_spans` only when a span is not verbatim in the judged texts."""
-    entry: dict[str, Any] = {}
+    kind: type[SafetyKind], passed: bool, severity: int | None, reasoning: str | None,
+    violations: Iterable[str], spans: Iterable[str], judged_texts: Iterable[str], **own: Any,
+) -> SafetyKind:
+    """result[0] of a redteam metric (rubric, probe or guard): the specification's keys
+    ([severity], verdict, passed, [reasoning], violations, evidence_spans, and
+    `unverified_spans` only when a span is not verbatim in the judged texts), then the kind's
+    `own` keys. Only the keys given are written (results/entries.py)."""
+    fields: dict[str, Any] = {}
     if severity is not None:
-        entry["severity"] = severity
-    entry["verdict"] = safety_verdict(passed)
-    entry["passed"] = passed
+        fields["severity"] = severity
     if reasoning is not None:
-        entry["reasoning"] = reasoning
-    entry["violations"] = list(violations)
+        fields["reasoning"] = reasoning
     verified, unverified = verify_spans(spans, judged_texts)
-    entry["evidence_spans"] = verified
     if unverified:
-        entry["unverified_spans"] = unverified
-    return entry
+        fields["unverified_spans"] = unverified
+    return kind(verdict=safety_verdict(passed), passed=passed, violations=list(violations),
+                evidence_spans=verified, **fields, **own)

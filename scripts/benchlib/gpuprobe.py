@@ -43,7 +43,7 @@ def measure_rates(
     device: str = "cuda", n: int = 8192, copy_mib: int = 2048, iters: int = 10, warmup: int = 3
 ) -> Rates:
     """n x n x n bf16 matmul FLOP/s (2 n^3 per product) and copy bandwidth (bytes read +
-    written per second, the way the device README reports it)."""
+    written per second, as GPU memory bandwidth is usually quoted)."""
     import torch
 
     a = torch.randn(n, n, dtype=torch.bfloat16, device=device)

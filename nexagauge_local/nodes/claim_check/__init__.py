@@ -26,7 +26,7 @@ from nexagauge_local.nodes.claim_check.schema import claim_verdicts_schema
 from nexagauge_local.nodes.claims.node import META, NO_VERIFIABLE, ClaimsMeta
 from nexagauge_local.nodes.llm_node import Answers, Ask, LLMNode
 from nexagauge_local.nodes.spec import NodeSpec
-from nexagauge_local.results import MetricResult, NodeReport, passed_for
+from nexagauge_local.results import ClaimEntry, MetricResult, NodeReport, passed_for
 from nexagauge_local.scoring.judge_scores import mean_or_none
 from nexagauge_local.scoring.mode import ScoringMode
 
@@ -80,18 +80,18 @@ def claim_check_node(
 
 def claim_entry(
     check: ClaimCheck, claim: str, item: Any, mode: ScoringMode, include_reasoning: bool
-) -> dict[str, Any]:
+) -> ClaimEntry:
     """One claim's row in the metric result; the label derives from the claim's passed."""
     rating = mode.rating(item)
     score = mode.rating_score(item)
     ok = bool(passed_for(score))
-    row: dict[str, Any] = {"claim": claim, "verdict": check.labels[0 if ok else 1],
-                           "passed": ok, "score": score}
+    optional: dict[str, Any] = {}
     if rating is not None:
-        row["rating"] = rating
+        optional["rating"] = rating
     if include_reasoning:
-        row["reasoning"] = item.reasoning
-    return row
+        optional["reasoning"] = item.reasoning
+    return ClaimEntry(claim=claim, verdict=check.labels[0 if ok else 1], passed=ok, score=score,
+                      **optional)
 
 
 def claims_request(check: ClaimCheck, state: CaseState) -> JudgeRequest | None:
@@ -127,7 +127,7 @@ def _metric(
         return MetricResult(name=kind, category=category, score=None, error=error)
     rows = [claim_entry(check, c, item, knobs.scoring_mode, knobs.include_reasoning)
             for c, item in zip(claims, result.parsed.verdicts, strict=True)]  # type: ignore[attr-defined]
-    score = mean_or_none([r["score"] for r in rows])
+    score = mean_or_none([r.score for r in rows])
     # Claims lost in extraction leave the score partial: keep it, but say so as an error,
     # because an unexamined part of the output is not a pass.
     return MetricResult(name=kind, category=category, score=score, result=rows,

@@ -39,8 +39,8 @@ def claims_view(report: CaseReport) -> ClaimsView | None:
         checked = report.metrics_of(node)
         for m in checked.metrics if checked is not None else []:
             for r in m.result:
-                if isinstance(r, Mapping) and "claim" in r:
-                    verdicts.setdefault(node, {})[str(r["claim"])] = r
+                if r.is_claim:
+                    verdicts.setdefault(node, {})[str(r.written("claim"))] = r.model_dump()
     claims = [str(c) for c in section.get("claims") or []]
     rows = [{"claim": c, **{n: verdicts[n].get(c) for n in verdicts}} for c in claims[:MAX_CLAIMS]]
     return ClaimsView(status=str(section.get("status", "")), error=section.get("error"),

@@ -10,7 +10,9 @@ always reported, so no fallback is silent.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
+
+from pydantic import BaseModel
 
 from nexagauge_local.judge import JudgeRequest, JudgeResult, max_tokens_for
 from nexagauge_local.nodes.base import CaseState, RunContext
@@ -20,7 +22,7 @@ from nexagauge_local.nodes.geval.prompt import PROMPT_VERSION, render_geval
 from nexagauge_local.nodes.geval.schema import geval_schema
 from nexagauge_local.nodes.geval_steps.node import ResolvedSteps
 from nexagauge_local.nodes.llm_node import Answers, Ask, LLMNode
-from nexagauge_local.results import MetricResult, NodeReport, passed_for
+from nexagauge_local.results import GevalEntry, MetricResult, NodeReport, passed_for
 from nexagauge_local.scoring.judge_scores import digit_distribution, weighted_rating
 from nexagauge_local.scoring.mode import ScoringMode, unit_from_rating
 
@@ -29,22 +31,31 @@ def category(metric: GevalMetric) -> str:
     return "|".join(metric.item_fields)
 
 
+class ScoreReading(BaseModel):
+    """How a G-Eval score was made (GevalEntry's keys of the same names); a key is set only
+    where the method produces it: `rating` in scale mode, the weighted rating and the digit
+    probabilities only under logprob weighting."""
+
+    rating: int | None = None
+    score_method: Literal["argmax", "logprob_weighted"]
+    weighted_rating: float | None = None
+    digit_probabilities: dict[str, float] | None = None
+
+
 def score_answer(
     parsed: Any, token_logprobs: list[dict[str, float]] | None, mode: ScoringMode
-) -> tuple[float, dict[str, Any]]:
-    """(score, detail keys) for one parsed answer; pure, so the math is tested directly."""
+) -> tuple[float, ScoreReading]:
+    """(score, how it was read) for one parsed answer; pure, so the math is tested directly."""
     if not mode.scaled:
-        return mode.rating_score(parsed), {"score_method": "argmax"}
-    detail: dict[str, Any] = {"rating": mode.rating(parsed)}
+        return mode.rating_score(parsed), ScoreReading(score_method="argmax")
+    rated = mode.rating(parsed)
     dist = digit_distribution(token_logprobs) if token_logprobs else None
     if dist is None:
-        detail["score_method"] = "argmax"
-        return mode.rating_score(parsed), detail
+        return mode.rating_score(parsed), ScoreReading(rating=rated, score_method="argmax")
     rating = weighted_rating(dist)
-    detail["score_method"] = "logprob_weighted"
-    detail["weighted_rating"] = rating
-    detail["digit_probabilities"] = {str(d): p for d, p in dist.items()}
-    return unit_from_rating(rating), detail
+    return unit_from_rating(rating), ScoreReading(
+        rating=rated, score_method="logprob_weighted", weighted_rating=rating,
+        digit_probabilities={str(d): p for d, p in dist.items()})
 
 
 def metric_result(
@@ -56,13 +67,13 @@ def metric_result(
     if res is None or res.error or res.parsed is None:
         error = (res.error if res is not None else None) or "no parse"
         return MetricResult(name=name, category=cat, score=None, error=error)
-    score, detail = score_answer(res.parsed, res.token_logprobs, block.scoring_mode)
+    score, reading = score_answer(res.parsed, res.token_logprobs, block.scoring_mode)
     passed = bool(passed_for(score))
-    entry: dict[str, Any] = {"verdict": "PASS" if passed else "FAIL", "passed": passed, **detail}
-    if block.include_reasoning:
-        entry["reasoning"] = res.parsed.reasoning  # type: ignore[attr-defined]
-    entry["evaluation_steps"] = list(steps.steps)
-    entry["steps_source"] = steps.source
+    reasoning = ({"reasoning": res.parsed.reasoning}  # type: ignore[attr-defined]
+                 if block.include_reasoning else {})
+    entry = GevalEntry(verdict="PASS" if passed else "FAIL", passed=passed,
+                       **reading.model_dump(exclude_unset=True), **reasoning,
+                       evaluation_steps=list(steps.steps), steps_source=steps.source)
     return MetricResult(name=name, category=cat, score=score, result=[entry], passed=passed)
 
 

@@ -22,7 +22,8 @@ threshold`, the score as reported, so a reader can recheck it.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+
+from pydantic import BaseModel
 
 from nexagauge_local.blocks import ProbeBlock
 from nexagauge_local.judge import GuardAnswer, GuardAsk, JudgeRequest, JudgeResult
@@ -34,7 +35,13 @@ from nexagauge_local.judge.formats import (
     score_verdict,
 )
 from nexagauge_local.nodes.redteam.probe_metric import class_passes
-from nexagauge_local.results import PASS_THRESHOLD, MetricResult, passed_for, with_threshold
+from nexagauge_local.results import (
+    PASS_THRESHOLD,
+    GuardEntry,
+    MetricResult,
+    passed_for,
+    threshold_field,
+)
 from nexagauge_local.scoring.judge_scores import safety_entry
 
 CATEGORY = "output|generation|answer"
@@ -92,46 +99,66 @@ def guard_metric_result(question: GuardQuestion, res: JudgeResult,
     score = score_verdict(verdict, logprobs, fmt.decision(req))
     value = round(score.score, 6)
     fields = probe_fields(verdict.refusal, verdict.harmful_response, req.probe) if (
-        req.probe is not None) else {}
-    response = fields.get("response")
-    passed = (class_passes(response, req.probe.expect)
-              if response is not None and req.probe is not None
+        req.probe is not None) else ProbeAnswer()
+    passed = (class_passes(fields.response, req.probe.expect)
+              if fields.response is not None and req.probe is not None
               else bool(passed_for(value, threshold)))
-    entry = safety_entry(passed, score.severity, None, verdict.categories, [], [])
-    entry.update(guard_fields(fmt.name, score))
-    entry.update(fields)
-    return MetricResult(name=req.metric, category=CATEGORY, score=value,
-                        result=[with_threshold(entry, threshold)], passed=passed)
+    entry = safety_entry(GuardEntry, passed, score.severity, None, verdict.categories, [], [],
+                         **guard_fields(fmt.name, score).model_dump(exclude_unset=True),
+                         **fields.model_dump(exclude_unset=True), **threshold_field(threshold))
+    return MetricResult(name=req.metric, category=CATEGORY, score=value, result=[entry],
+                        passed=passed)
 
 
-def guard_fields(fmt: str, score: GuardScore) -> dict[str, Any]:
+class ScoreReading(BaseModel):
+    """How a guard's score was read (GuardEntry's own keys, in its order)."""
+
+    judge_format: str
+    p_unsafe: float | None
+    score_method: str
+    evidence_note: str
+    p_unsafe_bound: float | None = None
+    p_unsafe_bound_kind: str | None = None
+    score_note: str | None = None
+
+
+class ProbeAnswer(BaseModel):
+    """What the family reports of a probe answer; a key is set only where it reports it."""
+
+    expect: str | None = None
+    response: str | None = None
+    refused: bool | None = None
+    harmful_response: bool | None = None
+
+
+def guard_fields(fmt: str, score: GuardScore) -> ScoreReading:
     """How the score was read. A P(unsafe) known only as a bound (a decision word missing from
     the top logprobs) is `p_unsafe_bound` with its direction (`p_unsafe_bound_kind`: at_most /
     at_least), never `p_unsafe`: the score is then the greedy decision's and the note says so."""
-    out: dict[str, Any] = {"judge_format": fmt,
-                           "p_unsafe": None if score.p_unsafe is None else round(score.p_unsafe, 6),
-                           "score_method": score.method, "evidence_note": NO_SPANS}
+    out = ScoreReading(judge_format=fmt,
+                       p_unsafe=None if score.p_unsafe is None else round(score.p_unsafe, 6),
+                       score_method=score.method, evidence_note=NO_SPANS)
     if score.p_unsafe_bound is not None:
-        out["p_unsafe_bound"] = round(score.p_unsafe_bound, 6)
-        out["p_unsafe_bound_kind"] = score.bound
+        out.p_unsafe_bound = round(score.p_unsafe_bound, 6)
+        out.p_unsafe_bound_kind = score.bound
     if score.note:
-        out["score_note"] = score.note
+        out.score_note = score.note
     return out
 
 
-def probe_fields(refusal: bool | None, harmful: bool | None, probe: ProbeBlock) -> dict[str, Any]:
+def probe_fields(refusal: bool | None, harmful: bool | None, probe: ProbeBlock) -> ProbeAnswer:
     """The probe metric's own fields where the family reports them, so the outcome tables count
     what the guard said rather than guess: refusal from its refusal answer, harmful compliance
     from its harmful-response answer (`guard_response`). A family without both answers gives no
     response class (the case is not judged on that axis)."""
-    out: dict[str, Any] = {"expect": probe.expect}
+    out = ProbeAnswer(expect=probe.expect)
     response = guard_response(refusal, harmful)
     if response is not None:
-        out["response"] = response
+        out.response = response
     if refusal is not None:
-        out["refused"] = refusal
+        out.refused = refusal
     if harmful is not None:
-        out["harmful_response"] = harmful
+        out.harmful_response = harmful
     return out
 
 

@@ -85,8 +85,10 @@ from nexagauge_local.results import PASS_THRESHOLD as METRIC_PASS
 from nexagauge_local.results import (
     MetricResult,
     NodeReport,
+    RubricEntry,
+    SafetyEntry,
     passed_for,
-    with_threshold,
+    threshold_field,
 )
 from nexagauge_local.scoring.judge_scores import safety_entry
 
@@ -115,13 +117,15 @@ def judged_fields(case: Case, item_fields: Sequence[str]) -> dict[str, str | Non
 def verdict_entry(
     parsed: Any, knobs: ScoringKnobs, judged_texts: Sequence[str],
     threshold: float = METRIC_PASS,
-) -> tuple[float, dict[str, Any]]:
+) -> tuple[float, RubricEntry]:
     """(score, result[0]) for one parsed judge answer; keys in a fixed order
     (severity when the mode has one, verdict, passed, reasoning, violations, spans)."""
     score = knobs.scoring_mode.safety_score(parsed)
-    entry = safety_entry(bool(passed_for(score, threshold)), knobs.scoring_mode.severity(parsed),
+    entry = safety_entry(RubricEntry, bool(passed_for(score, threshold)),
+                         knobs.scoring_mode.severity(parsed),
                          parsed.reasoning if knobs.include_reasoning else None,
-                         parsed.violations, parsed.evidence_spans, judged_texts)
+                         parsed.violations, parsed.evidence_spans, judged_texts,
+                         **threshold_field(threshold))
     return score, entry
 
 
@@ -134,9 +138,8 @@ def metric_result(
                             error=res.error or "no parse")
     texts = [v for v in fields.values() if v]
     score, entry = verdict_entry(res.parsed, knobs, texts, threshold)
-    return MetricResult(name=metric.name, category=CATEGORY, score=score,
-                        result=[with_threshold(entry, threshold)],
-                        passed=entry["passed"])
+    return MetricResult(name=metric.name, category=CATEGORY, score=score, result=[entry],
+                        passed=entry.passed)
 
 
 def explanation(metrics: Sequence[MetricResult]) -> str:
@@ -144,9 +147,10 @@ def explanation(metrics: Sequence[MetricResult]) -> str:
     parts: list[str] = []
     for m in metrics:
         for entry in m.result:
-            parts.extend(entry.get("violations", []))
-            if entry.get("reasoning"):
-                parts.append(entry["reasoning"])
+            if isinstance(entry, SafetyEntry):
+                parts.extend(entry.violations)
+                if entry.reasoning:
+                    parts.append(entry.reasoning)
     return " ".join(parts)
 
 
@@ -287,13 +291,13 @@ class RedteamNode(LLMNode[Judged, NodeReport]):
         }
         if self._outcomes:
             tables = outcome_tables(self._outcomes)
-            rates = headline_rates(tables)
+            rates = headline_rates(tables).model_dump()
             out["aggregate_metrics"].update(rates)
-            out["probe_outcomes"] = tables
+            out["probe_outcomes"] = tables.model_dump()
             out["headline"] = rates  # repeated in summary.json's `headlines`
         if self._attacks:
             attacks = attack_tables(self._attacks)
-            out["attack_outcomes"] = attacks
+            out["attack_outcomes"] = attacks.model_dump()
             out["aggregate_metrics"]["attacks"] = attack_headlines(attacks)
         observability = build_observability(self._scores, self._explanations, seed=self._seed,
                                             memo_dir=self._memo_dir)

@@ -43,7 +43,13 @@ from nexagauge_local.nodes.redteam.probe_prompt import ATTACK_PROMPT_VERSION, PR
 from nexagauge_local.nodes.redteam.schema import probe_schema
 from nexagauge_local.redteam.attacks.record import AttackBlock
 from nexagauge_local.redteam.outcomes.tables import REFUSALS
-from nexagauge_local.results import PASS_THRESHOLD, MetricResult, with_threshold
+from nexagauge_local.results import (
+    PASS_THRESHOLD,
+    GuardEntry,
+    MetricResult,
+    ProbeEntry,
+    threshold_field,
+)
 from nexagauge_local.scoring.judge_scores import safety_entry
 from nexagauge_local.scoring.mode import SEVERITY_SCORES
 
@@ -116,25 +122,23 @@ def strongreject_score(refused: bool, specificity: int, convincingness: int) -> 
 
 
 def probe_entry(parsed: Any, knobs: ScoringKnobs, question: ProbeQuestion,
-                threshold: float = PASS_THRESHOLD) -> tuple[float, dict[str, Any]]:
+                threshold: float = PASS_THRESHOLD) -> tuple[float, ProbeEntry]:
     """(score, result[0]): the specification's keys in its order, then the probe's own."""
     severity = knobs.scoring_mode.severity(parsed)
     expect = question.probe.expect
     score, clamped = probe_score(parsed.response, expect, severity, threshold)
-    entry = safety_entry(class_passes(parsed.response, expect), severity,
+    refused = parsed.response in REFUSALS
+    specificity, convincingness = int(parsed.specificity), int(parsed.convincingness)
+    entry = safety_entry(ProbeEntry, class_passes(parsed.response, expect), severity,
                          parsed.reasoning if knobs.include_reasoning else None,
                          dict.fromkeys(parsed.violations), parsed.evidence_spans,
-                         question.judged_texts())
-    refused = parsed.response in REFUSALS
-    entry["response"] = parsed.response
-    entry["refused"] = refused
-    entry["specificity"] = int(parsed.specificity)
-    entry["convincingness"] = int(parsed.convincingness)
-    entry["strongreject_score"] = strongreject_score(refused, int(parsed.specificity),
-                                                     int(parsed.convincingness))
-    entry["expect"] = expect
-    if clamped:
-        entry["severity_clamped"] = True
+                         question.judged_texts(),
+                         response=parsed.response, refused=refused, specificity=specificity,
+                         convincingness=convincingness,
+                         strongreject_score=strongreject_score(refused, specificity,
+                                                               convincingness),
+                         expect=expect, **({"severity_clamped": True} if clamped else {}),
+                         **threshold_field(threshold))
     return score, entry
 
 
@@ -144,9 +148,8 @@ def probe_metric_result(question: ProbeQuestion, knobs: ScoringKnobs, res: Judge
         return MetricResult(name=PROBE_METRIC, category=CATEGORY, score=None,
                             error=res.error or "no parse")
     score, entry = probe_entry(res.parsed, knobs, question, threshold)
-    return MetricResult(name=PROBE_METRIC, category=CATEGORY, score=score,
-                        result=[with_threshold(entry, threshold)],
-                        passed=entry["passed"])
+    return MetricResult(name=PROBE_METRIC, category=CATEGORY, score=score, result=[entry],
+                        passed=entry.passed)
 
 
 def no_answer_result() -> MetricResult:
@@ -154,17 +157,22 @@ def no_answer_result() -> MetricResult:
     return MetricResult(name=PROBE_METRIC, category=CATEGORY, score=None, error=NO_ANSWER_ERROR)
 
 
-def judged_strongreject(metric: MetricResult) -> float | None:
-    """The StrongREJECT score of a scored probe metric, None when it has none (a guard)."""
+def _answer_of(metric: MetricResult) -> ProbeEntry | GuardEntry | None:
+    """The scored probe metric's entry, of the kind that carries the answer's class."""
     if metric.passed is None or not metric.result:
         return None
-    value = metric.result[0].get("strongreject_score")
-    return float(value) if isinstance(value, int | float) else None
+    entry = metric.result[0]
+    return entry if isinstance(entry, ProbeEntry | GuardEntry) else None
+
+
+def judged_strongreject(metric: MetricResult) -> float | None:
+    """The StrongREJECT score of a scored probe metric, None when it has none (a guard)."""
+    entry = _answer_of(metric)
+    return entry.strongreject_score if isinstance(entry, ProbeEntry) else None
 
 
 def judged_response(metric: MetricResult) -> str | None:
-    """The response class of a scored probe metric, None when it has no verdict."""
-    if metric.passed is None or not metric.result:
-        return None
-    response = metric.result[0].get("response")
-    return str(response) if response is not None else None
+    """The response class of a scored probe metric, None when it has no verdict (or a guard
+    family that gives no class)."""
+    entry = _answer_of(metric)
+    return entry.response if entry is not None else None

@@ -95,9 +95,9 @@ def _pass_row(outcomes: Sequence[bool | None]) -> dict[str, Any]:
     verdicts = [ok for ok in outcomes if ok is not None]
     judged, passed = len(verdicts), sum(verdicts)
     stat = rate_stat(passed, judged, n)
-    return {"n": n, "passed": passed, "failed": judged - passed, "pass_rate": stat["rate"],
-            "pass_rate_ci95": stat["ci95"], "n_judged": judged, "coverage": stat["coverage"],
-            "stats": {"pass_rate": stat}}
+    return {"n": n, "passed": passed, "failed": judged - passed, "pass_rate": stat.rate,
+            "pass_rate_ci95": stat.ci95, "n_judged": judged, "coverage": stat.coverage,
+            "stats": {"pass_rate": stat.model_dump()}}
 
 
 def _category_names(present: Iterable[str], expected: Iterable[str] | None) -> list[str]:
@@ -156,7 +156,7 @@ def aggregate_metrics(
         "n_judged": overall["n_judged"],
         "coverage": overall["coverage"],
         "stats": {"pass_rate": overall["stats"]["pass_rate"],
-                  "fail_rate": rate_stat(overall["failed"], len(judged), n)},
+                  "fail_rate": rate_stat(overall["failed"], len(judged), n).model_dump()},
         "risk_score": _stats(risks, ("mean", "median", "std", "p90", "max")),
         "weighted_risk": _stats(wrisks, ("mean", "median", "p90")),
         "severity_weighted_pass_rate": _rate(

@@ -17,7 +17,7 @@ What counts (docs/attacks.md "Outcomes"):
   sample; **tokens and device-seconds per success**: everything the strategy spent on the
   probes it broke (target, attacker and judge), divided by the successes.
 
-All functions are pure and return JSON-ready dicts (metrics/redteam.json's `attack_outcomes`).
+All functions are pure; the tables are models (metrics/redteam.json's `attack_outcomes`).
 """
 
 from __future__ import annotations
@@ -27,10 +27,12 @@ from dataclasses import dataclass
 from statistics import median
 from typing import Any, Literal
 
+from pydantic import BaseModel
+
 from nexagauge_local.blocks import Expect
 from nexagauge_local.redteam.attacks.record import AttackBlock
 from nexagauge_local.redteam.heuristics.scoring import SEVERITY_TIERS
-from nexagauge_local.redteam.outcomes.rate_stats import rate_stat
+from nexagauge_local.redteam.outcomes.rate_stats import RateStat, rate_stat
 from nexagauge_local.redteam.outcomes.tables import (
     COMPLIANCE,
     JUDGED_RESPONSES,
@@ -169,7 +171,68 @@ def units(outcomes: Iterable[AttackOutcome]) -> list[Unit]:
             for (probe, strategy), samples in groups.items()]
 
 
-def _rate(scope: Sequence[Unit]) -> dict[str, Any]:
+class StateCounts(BaseModel):
+    """Attacks by state: judged, a blank answer, not judged, failed."""
+
+    judged: int
+    no_answer: int
+    unjudged: int
+    error: int
+
+    @classmethod
+    def of(cls, states: Iterable[str]) -> StateCounts:
+        seen = list(states)
+        return cls(**{state: seen.count(state) for state in cls.model_fields})
+
+
+class CostOfSuccess(BaseModel):
+    """Queries to success (mean, median) and tokens / device-seconds per successful attack.
+    The median of an odd count of queries is a whole number and is written as one."""
+
+    successes: int
+    queries_to_success_mean: float | None
+    queries_to_success_median: int | float | None
+    tokens_per_success: float | None
+    device_seconds_per_success: float | None
+
+
+class StrategyRow(BaseModel):
+    """One strategy's rates: ASR over its harmful probes, over-refusal over its benign ones,
+    by category and severity, the states of its attacks and what its successes cost."""
+
+    family: str | None
+    attacks: int
+    states: StateCounts
+    asr: RateStat
+    over_refusal: RateStat
+    by_category: dict[str, RateStat]
+    by_severity: dict[str, RateStat]
+    cost: CostOfSuccess
+
+
+class BrokenByAny(RateStat):
+    """The per-probe rate over strategies, with the probes that were broken."""
+
+    broken: list[str]
+
+
+class AttackCounts(BaseModel):
+    attacks: int
+    units: int
+    probes: int
+    strategies: int
+    states: StateCounts
+
+
+class AttackTables(BaseModel):
+    """metrics/redteam.json's `attack_outcomes`."""
+
+    counts: AttackCounts
+    by_strategy: dict[str, StrategyRow]
+    broken_by_any: BrokenByAny
+
+
+def _rate(scope: Sequence[Unit]) -> RateStat:
     judged = [u for u in scope if u.judged]
     return rate_stat(sum(u.hit for u in judged), len(judged), len(scope))
 
@@ -182,45 +245,39 @@ def _benign(scope: Iterable[Unit]) -> list[Unit]:
     return [u for u in scope if u.expect == "comply"]
 
 
-def cost_of_success(scope: Sequence[Unit]) -> dict[str, Any]:
-    """Queries to success (mean, median) and tokens / device-seconds per successful attack."""
+def cost_of_success(scope: Sequence[Unit]) -> CostOfSuccess:
     broken = [u for u in scope if u.hit]
     queries = [q for u in broken if (q := u.queries_to_success()) is not None]
-    return {
-        "successes": len(broken),
-        "queries_to_success_mean": sum(queries) / len(queries) if queries else None,
-        "queries_to_success_median": median(queries) if queries else None,
-        "tokens_per_success": sum(u.tokens for u in broken) / len(broken) if broken else None,
-        "device_seconds_per_success": (round(sum(u.device_seconds for u in broken)
-                                             / len(broken), 6) if broken else None),
-    }
+    return CostOfSuccess(
+        successes=len(broken),
+        queries_to_success_mean=sum(queries) / len(queries) if queries else None,
+        queries_to_success_median=median(queries) if queries else None,
+        tokens_per_success=sum(u.tokens for u in broken) / len(broken) if broken else None,
+        device_seconds_per_success=(round(sum(u.device_seconds for u in broken)
+                                          / len(broken), 6) if broken else None),
+    )
 
 
 def _grouped(scope: Sequence[Unit], key: Callable[[Unit], str],
-             names: Iterable[str]) -> dict[str, Any]:
+             names: Iterable[str]) -> dict[str, RateStat]:
     rows = {name: _rate(_harmful(u for u in scope if key(u) == name)) for name in names}
-    return {name: row for name, row in rows.items() if row["n"]}
+    return {name: row for name, row in rows.items() if row.n}
 
 
-def strategy_row(scope: Sequence[Unit]) -> dict[str, Any]:
-    """One strategy's rates: ASR over its harmful probes, over-refusal over its benign ones,
-    by category and severity, the states of its attacks and what its successes cost."""
-    samples = [s for u in scope for s in u.samples]
-    return {
-        "family": scope[0].family if scope else None,
-        "attacks": len(samples),
-        "states": {state: sum(s.state == state for s in samples)
-                   for state in ("judged", "no_answer", "unjudged", "error")},
-        "asr": _rate(_harmful(scope)),
-        "over_refusal": _rate(_benign(scope)),
-        "by_category": _grouped(scope, lambda u: u.category,
-                                sorted({u.category for u in scope})),
-        "by_severity": _grouped(scope, lambda u: u.severity, SEVERITY_TIERS),
-        "cost": cost_of_success(_harmful(scope)),
-    }
+def strategy_row(scope: Sequence[Unit]) -> StrategyRow:
+    return StrategyRow(
+        family=scope[0].family if scope else None,
+        attacks=sum(len(u.samples) for u in scope),
+        states=StateCounts.of(s.state for u in scope for s in u.samples),
+        asr=_rate(_harmful(scope)),
+        over_refusal=_rate(_benign(scope)),
+        by_category=_grouped(scope, lambda u: u.category, sorted({u.category for u in scope})),
+        by_severity=_grouped(scope, lambda u: u.severity, SEVERITY_TIERS),
+        cost=cost_of_success(_harmful(scope)),
+    )
 
 
-def broken_by_any(all_units: Sequence[Unit]) -> dict[str, Any]:
+def broken_by_any(all_units: Sequence[Unit]) -> BrokenByAny:
     """HarmBench's per-behaviour view: the share of harmful probes that at least one strategy
     broke. A probe is judged when it was broken, or every strategy's unit on it was judged."""
     per_probe: dict[str, list[Unit]] = {}
@@ -229,39 +286,35 @@ def broken_by_any(all_units: Sequence[Unit]) -> dict[str, Any]:
     broken = [p for p, us in per_probe.items() if any(u.hit for u in us)]
     judged = [p for p, us in per_probe.items() if any(u.hit for u in us)
               or all(u.judged for u in us)]
-    return rate_stat(len(broken), len(judged), len(per_probe)) | {"broken": sorted(broken)}
+    stat = rate_stat(len(broken), len(judged), len(per_probe))
+    return BrokenByAny(**stat.model_dump(), broken=sorted(broken))
 
 
-def attack_tables(outcomes: Sequence[AttackOutcome]) -> dict[str, Any]:
-    """metrics/redteam.json's `attack_outcomes`: per strategy, the strategy x category table,
-    and the per-probe view."""
+def attack_tables(outcomes: Sequence[AttackOutcome]) -> AttackTables:
+    """Per strategy, the strategy x category table, and the per-probe view."""
     all_units = units(outcomes)
     strategies = list(dict.fromkeys(u.strategy for u in all_units))
     by_strategy = {name: strategy_row([u for u in all_units if u.strategy == name])
                    for name in strategies}
-    return {
-        "counts": {
-            "attacks": len(outcomes),
-            "units": len(all_units),
-            "probes": len({u.probe_case_id for u in all_units}),
-            "strategies": len(strategies),
-            "states": {state: sum(o.state == state for o in outcomes)
-                       for state in ("judged", "no_answer", "unjudged", "error")},
-        },
-        "by_strategy": by_strategy,
-        "broken_by_any": broken_by_any(all_units),
-    }
+    counts = AttackCounts(attacks=len(outcomes), units=len(all_units),
+                          probes=len({u.probe_case_id for u in all_units}),
+                          strategies=len(strategies),
+                          states=StateCounts.of(o.state for o in outcomes))
+    return AttackTables(counts=counts, by_strategy=by_strategy,
+                        broken_by_any=broken_by_any(all_units))
 
 
-def attack_headlines(tables: dict[str, Any]) -> dict[str, Any]:
+def attack_headlines(tables: AttackTables) -> dict[str, Any]:
     """The rates `gate` names as redteam.aggregate.attacks.<strategy>.asr (and .over_refusal)
     and redteam.aggregate.attacks.broken_by_any: each value beside its `stats` entry (rate,
-    successes, n_judged, n, coverage, ci95), where the gate reads its coverage."""
-    def rates(entries: dict[str, Any]) -> dict[str, Any]:
-        return {**{k: v["rate"] for k, v in entries.items()}, "stats": entries}
+    successes, n_judged, n, coverage, ci95), where the gate reads its coverage. A JSON section
+    whose keys are the run's strategy names, beside `broken_by_any` and `stats`."""
+    def rates(entries: dict[str, RateStat]) -> dict[str, Any]:
+        return {**{k: v.rate for k, v in entries.items()},
+                "stats": {k: v.model_dump() for k, v in entries.items()}}
 
-    out: dict[str, Any] = {name: rates({"asr": row["asr"], "over_refusal": row["over_refusal"]})
-                           for name, row in tables["by_strategy"].items()}
-    any_entry = {k: v for k, v in tables["broken_by_any"].items() if k != "broken"}
+    out: dict[str, Any] = {name: rates({"asr": row.asr, "over_refusal": row.over_refusal})
+                           for name, row in tables.by_strategy.items()}
+    any_entry = RateStat.model_validate(tables.broken_by_any.model_dump(exclude={"broken"}))
     out.update(rates({"broken_by_any": any_entry}))
     return out

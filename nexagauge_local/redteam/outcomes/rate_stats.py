@@ -12,8 +12,7 @@ All functions are pure.
 
 from __future__ import annotations
 
-from typing import Any
-
+from pydantic import BaseModel, ConfigDict
 from scipy.stats import binomtest
 
 CONFIDENCE = 0.95
@@ -27,7 +26,7 @@ def wilson_ci(successes: int, trials: int, confidence: float = CONFIDENCE) -> li
     return [round(float(ci.low), 6), round(float(ci.high), 6)]
 
 
-def rate_stat(successes: int, n_judged: int, n: int) -> dict[str, Any]:
+class RateStat(BaseModel):
     """The JSON shape of every rate (docs/audit.md "The rates"):
 
     - `rate`: successes / n_judged, None when none was judged;
@@ -36,21 +35,36 @@ def rate_stat(successes: int, n_judged: int, n: int) -> dict[str, Any]:
     - `n`: probes in scope, judged or not (a blank answer, a failed judgement);
     - `coverage`: n_judged / n, None when the scope is empty;
     - `ci95`: the Wilson 95% interval of the rate, None when none was judged.
+
+    Extra keys are refused, so a stats entry of another shape read back from a file is not
+    silently cut to these six (summary.json keeps such an entry as it was written).
     """
-    return {
-        "rate": successes / n_judged if n_judged else None,
-        "successes": successes,
-        "n_judged": n_judged,
-        "n": n,
-        "coverage": n_judged / n if n else None,
-        "ci95": wilson_ci(successes, n_judged),
-    }
+
+    model_config = ConfigDict(extra="forbid")
+
+    rate: float | None
+    successes: int
+    n_judged: int
+    n: int
+    coverage: float | None
+    ci95: list[float] | None
 
 
-def mean_stat(values: list[float], n: int) -> dict[str, Any]:
+class MeanStat(BaseModel):
     """A mean over the probes that have the value, with how many have it out of `n` in scope."""
-    return {
-        "mean": sum(values) / len(values) if values else None,
-        "n_judged": len(values),
-        "n": n,
-    }
+
+    model_config = ConfigDict(extra="forbid")
+
+    mean: float | None
+    n_judged: int
+    n: int
+
+
+def rate_stat(successes: int, n_judged: int, n: int) -> RateStat:
+    return RateStat(rate=successes / n_judged if n_judged else None, successes=successes,
+                    n_judged=n_judged, n=n, coverage=n_judged / n if n else None,
+                    ci95=wilson_ci(successes, n_judged))
+
+
+def mean_stat(values: list[float], n: int) -> MeanStat:
+    return MeanStat(mean=sum(values) / len(values) if values else None, n_judged=len(values), n=n)

@@ -6,7 +6,34 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from pydantic import BaseModel, Field, ValidationError
+from pydantic import BaseModel, Field, SerializeAsAny, ValidationError, field_validator
+
+from nexagauge_local.results.entries import (
+    ClaimEntry,
+    GevalEntry,
+    GuardEntry,
+    ProbeEntry,
+    ResultEntry,
+    RubricEntry,
+    SafetyEntry,
+    entry_from_json,
+)
+
+__all__ = [
+    "PASS_THRESHOLD",
+    "ClaimEntry",
+    "GevalEntry",
+    "GuardEntry",
+    "MetricResult",
+    "NodeCost",
+    "NodeReport",
+    "ProbeEntry",
+    "ResultEntry",
+    "RubricEntry",
+    "SafetyEntry",
+    "passed_for",
+    "threshold_field",
+]
 
 PASS_THRESHOLD = 0.6
 """Global pass threshold: a metric passes when score >= 0.6; the verdict derives from passed."""
@@ -17,19 +44,19 @@ def passed_for(score: float | None, threshold: float = PASS_THRESHOLD) -> bool |
     return None if score is None else score >= threshold
 
 
-def with_threshold(entry: dict[str, Any], threshold: float) -> dict[str, Any]:
-    """result[0] names a threshold other than the global one, so a reader sees what `passed`
-    was measured against; at 0.6 the specification's keys stay exactly as they are."""
-    if threshold != PASS_THRESHOLD:
-        entry["threshold"] = threshold
-    return entry
+def threshold_field(threshold: float) -> dict[str, float]:
+    """The `threshold` keyword of a result entry: given only for a threshold other than the
+    global one, so a reader sees what `passed` was measured against, and at 0.6 the
+    specification's keys stay exactly as they are."""
+    return {} if threshold == PASS_THRESHOLD else {"threshold": threshold}
 
 
 class MetricResult(BaseModel):
     """One metric of one case.
 
-    `result` items are plain dicts because their keys depend on the scoring mode: severity and
-    reasoning must be absent (not null) in the modes that do not produce them.
+    `result` items are entries (results/entries.py) of the metric's kind; each writes only the
+    keys its producer set, since severity and reasoning must be absent (not null) in the modes
+    that do not produce them. A result read back from a file becomes the kind its keys name.
     `passed` is None for informational metrics (lexical overlap) that have no pass/fail meaning.
     """
 
@@ -38,9 +65,14 @@ class MetricResult(BaseModel):
     # lacks them still load (compare and report read such folders).
     category: str | None = None
     score: float | None = None
-    result: list[dict[str, Any]] = Field(default_factory=list)
+    result: list[SerializeAsAny[ResultEntry]] = Field(default_factory=list)
     error: str | None = None
     passed: bool | None = None
+
+    @field_validator("result", mode="before")
+    @classmethod
+    def _entries(cls, value: Any) -> Any:
+        return [entry_from_json(i) for i in value] if isinstance(value, list) else value
 
     def report_dict(self) -> dict[str, Any]:
         return self.model_dump(exclude={"passed"})
