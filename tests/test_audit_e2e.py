@@ -8,7 +8,14 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from nexagauge_local import evaluate
-from nexagauge_local.audit import compare_runs, finalize_run, hash_input, read_manifest, verify
+from nexagauge_local.audit import (
+    RunRecord,
+    compare_runs,
+    finalize_run,
+    hash_input,
+    read_manifest,
+    verify,
+)
 from tests.test_audit_helpers import HOST
 
 SAMPLE = Path(__file__).resolve().parents[1] / "nexagauge_local" / "data" / "sample.jsonl"
@@ -20,11 +27,13 @@ def test_real_run_manifest_verifies_and_reproduces(tmp_path):
     evaluate(SAMPLE, target="refmatch", output_dir=a, cache_dir=tmp_path / "cache")
     finalize_run(
         a,
-        started_at=started,
-        argv=["nexagauge-local", "run", str(SAMPLE), "--target", "refmatch"],
-        settings={"target": "refmatch", "output_dir": a},
-        input=hash_input(SAMPLE, into=a),
-        judge=None,
+        RunRecord(
+            started_at=started,
+            argv=["nexagauge-local", "run", str(SAMPLE), "--target", "refmatch"],
+            settings={"target": "refmatch", "output_dir": a},
+            input=hash_input(SAMPLE, into=a),
+            judge=None,
+        ),
         host=HOST,
         packages={},
     )

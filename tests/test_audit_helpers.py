@@ -11,6 +11,7 @@ from pathlib import Path
 
 from nexagauge_local.audit import (
     HostFacts,
+    RunRecord,
     finalize_run,
     hash_input,
     hash_tokenizer,
@@ -122,13 +123,15 @@ def make_run(tmp_path: Path, sign_key: Path | None = None) -> dict[str, Path]:
     )
     finalize_run(
         out,
-        started_at=datetime(2026, 1, 2, 3, 4, 5, tzinfo=UTC),
-        argv=["nexagauge-local", "run", str(inp), "--target", "grounding"],
-        settings={"target": "grounding", "output_dir": out, "judge": "tiny", "seed": 0},
-        input=hash_input(inp, into=out, case_ids={4: "case-3"}),
-        judge=judge,
-        prompts=[prompt_entry("grounding", "grounding/v1", "Is the claim supported? {claim}")],
-        schemas=[schema_entry("grounding", "GroundingVerdicts", {"type": "object"})],
+        RunRecord(
+            started_at=datetime(2026, 1, 2, 3, 4, 5, tzinfo=UTC),
+            argv=["nexagauge-local", "run", str(inp), "--target", "grounding"],
+            settings={"target": "grounding", "output_dir": out, "judge": "tiny", "seed": 0},
+            input=hash_input(inp, into=out, case_ids={4: "case-3"}),
+            judge=judge,
+            prompts=[prompt_entry("grounding", "grounding/v1", "Is the claim supported? {claim}")],
+            schemas=[schema_entry("grounding", "GroundingVerdicts", {"type": "object"})],
+        ),
         host=HOST,
         packages={"nexagauge-local": "0.1.0"},
         sign_key=sign_key,

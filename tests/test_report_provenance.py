@@ -11,6 +11,7 @@ import pytest
 
 from nexagauge_local.app.run_facts import prompt_entries
 from nexagauge_local.audit import (
+    RunRecord,
     finalize_run,
     hash_weights,
     judge_facts,
@@ -79,11 +80,15 @@ def test_rerender_reads_the_panel_from_the_manifest(run_dir: Path, tmp_path: Pat
     shutil.copytree(run_dir, folder)
     judge = _judge(tmp_path)
     prompts = prompt_entries({"redteam": "redteam/v1"})
-    finalize_run(folder, started_at=STARTED, argv=["x"], settings={}, input=None, judge=judge,
-                 prompts=prompts, host=HOST, packages={})
+    finalize_run(
+        folder,
+        RunRecord(
+            started_at=STARTED, argv=["x"], settings={}, input=None, judge=judge, prompts=prompts
+        ),
+        host=HOST,
+        packages={},
+    )
     html = write_report(folder).read_text(encoding="utf-8")
     sec = _section(html)
     assert judge.weights_sha256 in sec and prompts[0].template_sha256 in sec
     assert "<b>unsigned</b>" in sec
-
-

@@ -32,6 +32,7 @@ from nexagauge_local.audit import (
     HashMemo,
     InputFacts,
     JudgeFacts,
+    RunRecord,
     finalize_run,
     hash_input,
     hash_rows,
@@ -311,18 +312,9 @@ class AuditTrail:
                 dataset, outcome, notices, out, memo_dir, ahead, judges or {})
         settings = redact_settings(self.settings.model_dump(mode="json"))
         settings["field_map"] = dict(dataset.field_map)  # the CLI gives --field to the dataset
-        _, path, _ = finalize_run(
-            out,
-            started_at=self.started,
-            argv=self.argv,
-            settings=settings,
-            input=inp,
-            judge=judge,
-            node_judges=node_judges,
-            prompts=prompts,
-            schemas=schemas,
-            sign_key=self.sign_key,
-        )
+        run = RunRecord(started_at=self.started, argv=self.argv, settings=settings, input=inp,
+                        judge=judge, node_judges=node_judges, prompts=prompts, schemas=schemas)
+        _, path, _ = finalize_run(out, run, sign_key=self.sign_key)
         return path
 
     def _report(self, dataset: Dataset, outcome: RunOutcome, notices: Notices, out: Path,

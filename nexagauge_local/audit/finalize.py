@@ -8,18 +8,13 @@ Anything written into the folder after this call makes `verify` report an extra/
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable, Mapping, Sequence
-from datetime import datetime
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
 
 from nexagauge_local.audit.host import HostFacts, collect_host, package_versions
-from nexagauge_local.audit.inputs import InputFacts
 from nexagauge_local.audit.manifest import (
-    JudgeFacts,
     Manifest,
-    PromptEntry,
-    SchemaEntry,
+    RunRecord,
     build_manifest,
     write_manifest,
 )
@@ -28,15 +23,8 @@ from nexagauge_local.audit.signing import sign_manifest
 
 def finalize_run(
     outdir: str | os.PathLike[str],
+    run: RunRecord,
     *,
-    started_at: datetime,
-    argv: Sequence[str],
-    settings: Mapping[str, Any],
-    input: InputFacts | None,
-    judge: JudgeFacts | None,
-    node_judges: Mapping[str, JudgeFacts] | None = None,
-    prompts: Iterable[PromptEntry] = (),
-    schemas: Iterable[SchemaEntry] = (),
     host: HostFacts | None = None,
     packages: Mapping[str, str] | None = None,
     sign_key: str | os.PathLike[str] | None = None,
@@ -46,19 +34,8 @@ def finalize_run(
     Returns (manifest, manifest path, signature path or None). ``host`` and ``packages`` are
     collected here when not given.
     """
-    manifest = build_manifest(
-        outdir=outdir,
-        started_at=started_at,
-        argv=argv,
-        settings=settings,
-        input=input,
-        judge=judge,
-        node_judges=node_judges,
-        host=host or collect_host(),
-        prompts=prompts,
-        schemas=schemas,
-        packages=package_versions() if packages is None else packages,
-    )
+    manifest = build_manifest(outdir, run, host=host or collect_host(),
+                              packages=package_versions() if packages is None else packages)
     path = write_manifest(outdir, manifest)
     sig = sign_manifest(outdir, sign_key) if sign_key is not None else None
     return manifest, path, sig

@@ -16,6 +16,7 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from importlib import metadata
 from pathlib import Path
@@ -225,18 +226,27 @@ def now() -> datetime:
     return datetime.now(UTC)
 
 
+@dataclass(frozen=True)
+class RunRecord:
+    """What a run says of itself in its manifest: when it started, how it was called, with
+    which settings, on which input, judged by whom, asking which prompts under which schemas.
+    The host, the packages and the outputs are measured when the manifest is built."""
+
+    started_at: datetime
+    argv: Sequence[str]
+    settings: Mapping[str, Any]
+    input: InputFacts | None
+    judge: JudgeFacts | None
+    node_judges: Mapping[str, JudgeFacts] | None = None
+    prompts: Iterable[PromptEntry] = ()
+    schemas: Iterable[SchemaEntry] = ()
+
+
 def build_manifest(
-    *,
     outdir: str | os.PathLike[str],
-    started_at: datetime,
-    argv: Sequence[str],
-    settings: Mapping[str, Any],
-    input: InputFacts | None,
-    judge: JudgeFacts | None,
+    run: RunRecord,
+    *,
     host: HostFacts,
-    node_judges: Mapping[str, JudgeFacts] | None = None,
-    prompts: Iterable[PromptEntry] = (),
-    schemas: Iterable[SchemaEntry] = (),
     packages: Mapping[str, str] | None = None,
     tool_version: str | None = None,
     ended_at: datetime | None = None,
@@ -250,15 +260,15 @@ def build_manifest(
         tool_version = installed_version()
     return Manifest(
         tool_version=tool_version,
-        started_at=started_at,
+        started_at=run.started_at,
         ended_at=ended_at or now(),
-        argv=list(argv),
-        settings=_json_safe(settings),
-        input=input,
-        judge=judge,
-        node_judges=dict(sorted((node_judges or {}).items())),
-        prompts=sorted(prompts, key=lambda p: (p.node, p.version)),
-        schemas=sorted(schemas, key=lambda s: (s.node, s.schema_id)),
+        argv=list(run.argv),
+        settings=_json_safe(run.settings),
+        input=run.input,
+        judge=run.judge,
+        node_judges=dict(sorted((run.node_judges or {}).items())),
+        prompts=sorted(run.prompts, key=lambda p: (p.node, p.version)),
+        schemas=sorted(run.schemas, key=lambda s: (s.node, s.schema_id)),
         packages=dict(packages or {}),
         host=host,
         outputs=write_outputs(outdir, hash_outputs(outdir)),

@@ -46,12 +46,8 @@ class RecordingJudge:
         requests are then recorded (and counted) in its family's format, not the rubric one."""
         return cls(judge_format=profile.judge_format, thresholds=dict(profile.thresholds))
 
-    def run(
-        self,
-        node: str,
-        requests: Sequence[JudgeRequest],
-        progress: Callable[[int], None] | None = None,
-    ) -> list[JudgeResult]:
+    def run(self, node: str, requests: Sequence[JudgeRequest],
+            progress: Callable[[int], None] | None = None) -> list[JudgeResult]:
         self.requests.setdefault(node, []).extend(requests)
         if progress:
             progress(len(requests))

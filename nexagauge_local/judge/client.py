@@ -196,12 +196,8 @@ class JudgeClient:
     def key(self, request: JudgeRequest) -> str:
         return judge_request_key(self.fingerprint, request, seed=self.seed)
 
-    def run(
-        self,
-        node: str,
-        requests: Sequence[JudgeRequest],
-        progress: Callable[[int], None] | None = None,
-    ) -> list[JudgeResult]:
+    def run(self, node: str, requests: Sequence[JudgeRequest],
+            progress: Callable[[int], None] | None = None) -> list[JudgeResult]:
         """Results aligned with `requests`. `progress(n)` is called with the number of requests
         just completed (cache hits at once, then per backend handover)."""
         started = time.perf_counter()

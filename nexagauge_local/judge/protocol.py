@@ -35,12 +35,8 @@ class Judge(Protocol):
         which the summary reads; None for a judge that runs no engine (a recorder, a fake)."""
         ...
 
-    def run(
-        self,
-        node: str,
-        requests: Sequence[JudgeRequest],
-        progress: Callable[[int], None] | None = None,
-    ) -> list[JudgeResult]:
+    def run(self, node: str, requests: Sequence[JudgeRequest],
+            progress: Callable[[int], None] | None = None) -> list[JudgeResult]:
         """Results aligned with `requests`; `progress(n)` as n more requests complete."""
         ...
 

@@ -25,12 +25,8 @@ class TappedJudge:
         self.inner, self.observe = inner, observe
         self.ledger: CostLedger = inner.ledger
 
-    def run(
-        self,
-        node: str,
-        requests: Sequence[JudgeRequest],
-        progress: Callable[[int], None] | None = None,
-    ) -> list[JudgeResult]:
+    def run(self, node: str, requests: Sequence[JudgeRequest],
+            progress: Callable[[int], None] | None = None) -> list[JudgeResult]:
         self.observe(node, requests)
         return self.inner.run(node, requests, progress)
 
