@@ -115,16 +115,8 @@ def test_changed_weight_file_fails_naming_the_file(
     judge = collect_judge(factory, memo=None)
     assert judge.tokenizer_sha256 and judge.chat_template_sha256  # the fixture has both
     m = read_manifest(out)
-    finalize_run(
-        out,
-        RunRecord(
-            started_at=m.started_at,
-            argv=m.argv,
-            settings=m.settings,
-            input=hash_input(data, into=out),
-            judge=judge,
-        ),
-    )
+    finalize_run(out, RunRecord(started_at=m.started_at, argv=m.argv, settings=m.settings,
+                                input=hash_input(data, into=out), judge=judge))
     assert cli("verify", out, "--model", weights).exit_code == 0
     target = next(p for p in sorted(weights.iterdir()) if p.suffix == ".safetensors")
     blob = bytearray(target.read_bytes())
@@ -153,17 +145,9 @@ def test_a_node_judges_weights_are_checked_by_node(
         return collect_judge(factory, memo=None)
 
     m = read_manifest(out)
-    finalize_run(
-        out,
-        RunRecord(
-            started_at=m.started_at,
-            argv=m.argv,
-            settings=m.settings,
-            input=hash_input(data, into=out),
-            judge=facts(default),
-            node_judges={"redteam": facts(guard)},
-        ),
-    )
+    finalize_run(out, RunRecord(started_at=m.started_at, argv=m.argv, settings=m.settings,
+                                input=hash_input(data, into=out), judge=facts(default),
+                                node_judges={"redteam": facts(guard)}))
     assert cli("verify", out, "--model", default, "--model", f"redteam={guard}").exit_code == 0
     assert f"{target.name} (weights): changed" in verify_fails(out, "--model", f"redteam={default}")
     res = cli("verify", out, "--model", f"geval={guard}")
@@ -211,19 +195,8 @@ def test_bad_signature_fails_naming_the_signature(
 def test_run_sign_with_a_bad_key_is_a_setup_error(tmp_path: Path) -> None:
     bogus = tmp_path / "bogus.key"
     bogus.write_text("not a key")
-    res = cli(
-        "run",
-        "refmatch",
-        "--input",
-        SAMPLE,
-        "--output-dir",
-        tmp_path / "out",
-        "--cache-dir",
-        tmp_path / "cache",
-        "-q",
-        "--sign",
-        bogus,
-    )
+    res = cli("run", "refmatch", "--input", SAMPLE, "--output-dir", tmp_path / "out",
+              "--cache-dir", tmp_path / "cache", "-q", "--sign", bogus)
     assert res.exit_code == 2 and "bogus.key" in res.output
     assert not (tmp_path / "out").exists()  # found before any work
 
@@ -244,9 +217,7 @@ def test_report_rerender_refinalizes_and_asks_for_a_new_signature(
     assert cli("verify", out, "--pubkey", pub).exit_code == 0
 
 
-def test_report_rerender_refuses_a_folder_that_no_longer_matches(
-    run_copy: tuple[Path, Path],
-) -> None:
+def test_report_rerender_refuses_a_folder_that_no_longer_matches(run_copy: tuple[Path, Path]) -> None:
     out, _ = run_copy
     case = min((out / "case_report").glob("*.json"))
     case.write_text(case.read_text().replace("{", '{"x": 1, ', 1))
@@ -275,11 +246,7 @@ def test_prompt_sources_name_the_code_that_renders_each_prompt() -> None:
     from nexagauge_local.app.run_facts import prompt_sources, template_text
 
     grounding = {p.as_posix().split("nexagauge_local/")[-1] for p in prompt_sources("grounding")}
-    assert {
-        "nodes/grounding.py",
-        "nodes/claim_check/prompt.py",
-        "judge/prompts/base.py",
-    } <= grounding
+    assert {"nodes/grounding.py", "nodes/claim_check/prompt.py", "judge/prompts/base.py"} <= grounding
     assert "nodes/redteam/prompt.py" not in grounding
     redteam = {p.as_posix().split("nexagauge_local/")[-1] for p in prompt_sources("redteam")}
     assert "nodes/redteam/prompt.py" in redteam and "nodes/claim_check/prompt.py" not in redteam
@@ -290,19 +257,8 @@ def test_prompt_sources_name_the_code_that_renders_each_prompt() -> None:
 def test_reproduce_a_demo_judge_run_exactly(tmp_path: Path, demo_cache: Path) -> None:
     """The demo judge (SmolLM2-135M GGUF) at temperature 0, re-run with no cache."""
     a, b, cache = tmp_path / "a", tmp_path / "b", demo_cache
-    res = cli(
-        "run",
-        "redteam",
-        "--limit",
-        2,
-        "--input",
-        SAMPLE,
-        "--output-dir",
-        a,
-        "--cache-dir",
-        cache,
-        "-q",
-    )
+    res = cli("run", "redteam", "--limit", 2, "--input", SAMPLE, "--output-dir", a,
+              "--cache-dir", cache, "-q")
     assert res.exit_code == 0, res.output
     m = read_manifest(a)
     assert m.judge is not None and m.judge.demo and m.judge.weights
@@ -318,34 +274,19 @@ def test_reproduce_a_demo_judge_run_exactly(tmp_path: Path, demo_cache: Path) ->
 
 
 @pytest.mark.slow
-def test_reproduce_checks_full_results_of_a_batch_invariant_judge(
-    tmp_path: Path, demo_cache: Path
-) -> None:
+def test_reproduce_checks_full_results_of_a_batch_invariant_judge(tmp_path: Path,
+                                                                   demo_cache: Path) -> None:
     """A profile with `batch_invariant = true`: summary.json and the manifest say so, and
     `reproduce` compares the judge's free text too, and says it did."""
     from nexagauge_local.judge.profiles import shipped_profile_files
 
     demo = next(p for p in shipped_profile_files() if p.stem == "demo").read_text()
     profile = tmp_path / "demo-invariant.toml"
-    profile.write_text(
-        demo.replace('name = "demo"', 'name = "demo-invariant"') + "\nbatch_invariant = true\n"
-    )
+    profile.write_text(demo.replace('name = "demo"', 'name = "demo-invariant"')
+                       + "\nbatch_invariant = true\n")
     a, b = tmp_path / "a", tmp_path / "b"
-    res = cli(
-        "run",
-        "redteam",
-        "--limit",
-        1,
-        "--input",
-        SAMPLE,
-        "--output-dir",
-        a,
-        "--cache-dir",
-        demo_cache,
-        "--model",
-        profile,
-        "-q",
-    )
+    res = cli("run", "redteam", "--limit", 1, "--input", SAMPLE, "--output-dir", a,
+              "--cache-dir", demo_cache, "--model", profile, "-q")
     assert res.exit_code == 0, res.output
     judge = json.loads((a / "summary.json").read_text())["judge"]
     assert judge["batch_invariant"] is True and judge["fingerprint"].endswith("/batch-invariant")
@@ -355,9 +296,8 @@ def test_reproduce_checks_full_results_of_a_batch_invariant_judge(
     assert "REPRODUCED: 1 cases, identical full results, free text too" in res.output
 
 
-def test_compare_keeps_run_b_manifest_true(
-    run_copy: tuple[Path, Path], tmp_path: Path, keys: tuple[Path, Path]
-) -> None:
+def test_compare_keeps_run_b_manifest_true(run_copy: tuple[Path, Path], tmp_path: Path,
+                                           keys: tuple[Path, Path]) -> None:
     """compare writes compare.json into RUN_B and re-renders its report: RUN_B's manifest now
     covers both, so `verify` passes a folder nobody tampered with (it used to fail it); a
     signature over the old manifest is removed with a line saying how to renew it."""
@@ -369,18 +309,16 @@ def test_compare_keeps_run_b_manifest_true(
     res = CliRunner().invoke(main, ["compare", str(out_a), str(tmp_path / "b"), "-q"])
     assert res.exit_code == 0, res.output
     assert "manifest.json.sig removed" in res.stderr and "sign " in res.stderr
-    assert "compare.json" in {
-        o.path for o in read_manifest(tmp_path / "b").iter_outputs(tmp_path / "b")
-    }
+    assert "compare.json" in {o.path for o in read_manifest(tmp_path / "b").iter_outputs(
+        tmp_path / "b")}
     res = cli("verify", tmp_path / "b")
     assert res.exit_code == 0, res.output
     assert cli("sign", tmp_path / "b", "--key", key).exit_code == 0
     assert cli("verify", tmp_path / "b", "--pubkey", pub).exit_code == 0
 
 
-def test_compare_into_a_tampered_run_leaves_its_manifest(
-    run_copy: tuple[Path, Path], tmp_path: Path
-) -> None:
+def test_compare_into_a_tampered_run_leaves_its_manifest(run_copy: tuple[Path, Path],
+                                                          tmp_path: Path) -> None:
     """A RUN_B whose case report was edited keeps its old manifest: compare never attests it."""
     out_a, _ = run_copy
     shutil.copytree(out_a, tmp_path / "b")

@@ -25,18 +25,14 @@ def test_real_run_manifest_verifies_and_reproduces(tmp_path):
     started = datetime.now(UTC)
     a, b = tmp_path / "a", tmp_path / "b"
     evaluate(SAMPLE, target="refmatch", output_dir=a, cache_dir=tmp_path / "cache")
-    finalize_run(
-        a,
-        RunRecord(
-            started_at=started,
-            argv=["nexagauge-local", "run", str(SAMPLE), "--target", "refmatch"],
-            settings={"target": "refmatch", "output_dir": a},
-            input=hash_input(SAMPLE, into=a),
-            judge=None,
-        ),
-        host=HOST,
-        packages={},
+    run = RunRecord(
+        started_at=started,
+        argv=["nexagauge-local", "run", str(SAMPLE), "--target", "refmatch"],
+        settings={"target": "refmatch", "output_dir": a},
+        input=hash_input(SAMPLE, into=a),
+        judge=None,
     )
+    finalize_run(a, run, host=HOST, packages={})
     m = read_manifest(a)
     assert m.judge is None and m.input.records.count == len(list(m.iter_records(a))) > 0
     assert any(o.path.startswith("case_report/") for o in m.iter_outputs(a))

@@ -121,19 +121,14 @@ def make_run(tmp_path: Path, sign_key: Path | None = None) -> dict[str, Path]:
         chat_template_sha256=tmpl,
         demo=True,
     )
-    finalize_run(
-        out,
-        RunRecord(
-            started_at=datetime(2026, 1, 2, 3, 4, 5, tzinfo=UTC),
-            argv=["nexagauge-local", "run", str(inp), "--target", "grounding"],
-            settings={"target": "grounding", "output_dir": out, "judge": "tiny", "seed": 0},
-            input=hash_input(inp, into=out, case_ids={4: "case-3"}),
-            judge=judge,
-            prompts=[prompt_entry("grounding", "grounding/v1", "Is the claim supported? {claim}")],
-            schemas=[schema_entry("grounding", "GroundingVerdicts", {"type": "object"})],
-        ),
-        host=HOST,
-        packages={"nexagauge-local": "0.1.0"},
-        sign_key=sign_key,
+    run = RunRecord(
+        started_at=datetime(2026, 1, 2, 3, 4, 5, tzinfo=UTC),
+        argv=["nexagauge-local", "run", str(inp), "--target", "grounding"],
+        settings={"target": "grounding", "output_dir": out, "judge": "tiny", "seed": 0},
+        input=hash_input(inp, into=out, case_ids={4: "case-3"}),
+        judge=judge,
+        prompts=[prompt_entry("grounding", "grounding/v1", "Is the claim supported? {claim}")],
+        schemas=[schema_entry("grounding", "GroundingVerdicts", {"type": "object"})],
     )
+    finalize_run(out, run, host=HOST, packages={"nexagauge-local": "0.1.0"}, sign_key=sign_key)
     return {"input": inp, "weights": weights, "out": out}

@@ -121,20 +121,10 @@ def test_manifest_size_does_not_grow_with_the_run(tmp_path):
     from nexagauge_local.audit import RunRecord, finalize_run
 
     m = read_manifest(run["out"])
-    finalize_run(
-        run["out"],
-        RunRecord(
-            started_at=m.started_at,
-            argv=m.argv,
-            settings=m.settings,
-            input=m.input,
-            judge=m.judge,
-            prompts=m.prompts,
-            schemas=m.schemas,
-        ),
-        host=m.host,
-        packages=m.packages,
-    )
+    finalize_run(run["out"], RunRecord(started_at=m.started_at, argv=m.argv, settings=m.settings,
+                                       input=m.input, judge=m.judge, prompts=m.prompts,
+                                       schemas=m.schemas),
+                 host=m.host, packages=m.packages)
     after = read_manifest(run["out"])
     assert after.outputs.count == m.outputs.count + 200
     assert abs(os.path.getsize(run["out"] / MANIFEST_NAME) - before) < 40  # digits, dates

@@ -80,15 +80,12 @@ def test_rerender_reads_the_panel_from_the_manifest(run_dir: Path, tmp_path: Pat
     shutil.copytree(run_dir, folder)
     judge = _judge(tmp_path)
     prompts = prompt_entries({"redteam": "redteam/v1"})
-    finalize_run(
-        folder,
-        RunRecord(
-            started_at=STARTED, argv=["x"], settings={}, input=None, judge=judge, prompts=prompts
-        ),
-        host=HOST,
-        packages={},
-    )
+    finalize_run(folder, RunRecord(started_at=STARTED, argv=["x"], settings={}, input=None,
+                                   judge=judge, prompts=prompts),
+                 host=HOST, packages={})
     html = write_report(folder).read_text(encoding="utf-8")
     sec = _section(html)
     assert judge.weights_sha256 in sec and prompts[0].template_sha256 in sec
     assert "<b>unsigned</b>" in sec
+
+
