@@ -34,7 +34,7 @@ from nexagauge_local.cluster.plan import (
     plan_pool,
     token_balanced_batches,
 )
-from nexagauge_local.cluster.spec import ClusterSpec, ClusterUnavailable, import_ray
+from nexagauge_local.cluster.spec import ClusterSpec, ClusterUnavailable, import_ray, ray_version
 from nexagauge_local.cluster.stats import ClusterStats, NodeRun, WorkerStats
 from nexagauge_local.cluster.worker import JudgeWorker
 from nexagauge_local.judge import (
@@ -357,12 +357,10 @@ class ClusterExecutor:
         plan = self._plan
         return {
             "engine": "ray",
-            "ray_version": _ray_version(),
+            "ray_version": ray_version(),
             "spec": self.spec.describe(),
             "resources": self._resources,
-            "plan": None
-            if plan is None
-            else {"workers": plan.workers, "cpus": plan.num_cpus, "gpus": plan.num_gpus},
+            "plan": plan.describe() if plan is not None else None,
             "device": "GPU" if plan and plan.num_gpus else "CPU device-seconds",
             **self.stats.summary(),
         }
@@ -394,11 +392,3 @@ def _short(exc: BaseException) -> str:
     text = str(exc).strip().splitlines()
     return f"{type(exc).__name__}: {text[0] if text else ''}"[:300]
 
-
-def _ray_version() -> str | None:
-    try:
-        from importlib.metadata import version
-
-        return version("ray")
-    except Exception:  # noqa: BLE001
-        return None

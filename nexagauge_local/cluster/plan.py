@@ -24,6 +24,10 @@ class PoolPlan:
         same convention as the ledger's CPU device-seconds)."""
         return max(self.num_gpus, 1)
 
+    def describe(self) -> dict[str, int]:
+        """The `plan` of summary.json's `judge.cluster` block."""
+        return {"workers": self.workers, "cpus": self.num_cpus, "gpus": self.num_gpus}
+
 
 def plan_pool(
     resources: Mapping[str, float], backend: str, spec: ClusterSpec, profile_gpus: int

@@ -117,3 +117,13 @@ def import_ray() -> Any:
             f"--cluster needs Ray, which is not installed. Install the extra: {INSTALL_HINT}"
         ) from None
     return ray
+
+
+def ray_version() -> str | None:
+    """The installed Ray's version, for summary.json; None without Ray."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("ray")
+    except PackageNotFoundError:
+        return None
