@@ -91,7 +91,8 @@ def test_a_command_without_a_cache_says_which_signal_stopped_it(tmp_path: Path) 
     code = ("import os, signal, sys\n"
             "from nexagauge_local.cli import main\n"
             "from nexagauge_local.cli import run_cmds\n"
-            "run_cmds.Table = lambda *a, **k: os.kill(os.getpid(), signal.SIGTERM)\n"
+            "assert hasattr(run_cmds, 'fitted_table')  # what `nodes` draws its table with\n"
+            "run_cmds.fitted_table = lambda *a, **k: os.kill(os.getpid(), signal.SIGTERM)\n"
             "main(['nodes'])\n")
     done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True,
                           timeout=TIMEOUT_S, check=False)
