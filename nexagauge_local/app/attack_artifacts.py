@@ -46,7 +46,7 @@ class AttacksExported:
     entries: int
 
 
-def run_facts(summary: RunSummary) -> RunFacts:
+def export_facts(summary: RunSummary) -> RunFacts:
     """The run's date and its red-team judge, with any credential of its URL masked."""
     judge = summary.node_judges.get("redteam") or summary.judge
     described: dict[str, Any] = {}
@@ -111,7 +111,7 @@ def judged_attacks(out_dir: Path, records: Path | None = None
         raise ExportError(f"{out_dir}: no case report matches an attack record of the run's "
                           "input; nothing to export")
     found.sort(key=lambda a: order[a.case_id])
-    return found, run_facts(run.summary)
+    return found, export_facts(run.summary)
 
 
 def _write_json(path: Path, doc: Any) -> None:
