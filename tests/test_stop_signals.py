@@ -140,3 +140,23 @@ def test_connecting_to_ray_keeps_the_callers_sigterm_handler(monkeypatch) -> Non
     finally:
         restore()
         signal.signal(signal.SIGTERM, term_before)
+
+
+def test_a_stop_that_lands_in_a_pydantic_serializer_still_ends_as_a_stop(tmp_path: Path) -> None:
+    """pydantic-core wraps what a model's serializer raises in a PydanticSerializationError,
+    the signal handler's Stopped included; the command still ends as a stop (one line,
+    128 + the signal), not as a traceback and exit 1. A report entry's serializer is where a
+    SIGHUP once landed."""
+    code = ("import os, signal\n"
+            "from nexagauge_local.cli import main, run_cmds\n"
+            "from nexagauge_local.results.entries import ResultEntry\n"
+            "class Hit(ResultEntry):\n"
+            "    @property\n"
+            "    def model_fields_set(self):\n"
+            "        os.kill(os.getpid(), signal.SIGTERM)\n"
+            "        return set()\n"
+            "run_cmds.fitted_table = lambda *a, **k: Hit(x=1).model_dump()\n"
+            "main(['nodes'])\n")
+    done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True,
+                          timeout=TIMEOUT_S, check=False)
+    assert (done.returncode, done.stderr) == (143, "stopped by SIGTERM\n")

@@ -114,7 +114,8 @@ class _MainGroup(LazyGroup):
 
     def invoke(self, ctx: click.Context) -> Any:
         try:
-            return super().invoke(ctx)
+            with signals.stops_surfaced():
+                return super().invoke(ctx)
         except signals.Stopped as exc:
             click.echo(signals.interrupted_by(exc), err=True)
             ctx.exit(exc.exit_code)

@@ -27,7 +27,7 @@ from nexagauge_local.app.errors import (
     RunInputError,
 )
 from nexagauge_local.cli.exit_codes import BAD_INPUT, CHECK_FAILED
-from nexagauge_local.cli.signals import exit_code_of, interrupted_by
+from nexagauge_local.cli.signals import exit_code_of, interrupted_by, stops_surfaced
 from nexagauge_local.records import DatasetError, RecordsError
 from nexagauge_local.redact import redact_text
 
@@ -80,7 +80,8 @@ def cli_errors(*, resumable: bool = False, resume_hint: str = _RESUME) -> Iterat
     work done so far is kept (the judge cache by default; `generate` and `attack`: --output).
     """
     try:
-        yield
+        with stops_surfaced():
+            yield
     except InputError as exc:
         raise click.UsageError(redact_text(str(exc))) from None
     except (DatasetError, RecordsError, AppError) as exc:

@@ -15,7 +15,8 @@ from __future__ import annotations
 
 import os
 import signal
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from types import FrameType
 
 from nexagauge_local.cli.exit_codes import INTERRUPTED
@@ -41,6 +42,7 @@ class Stopped(KeyboardInterrupt):
 
 
 _installed_by: int | None = None  # the CLI's process; a forked worker inherits the handler
+_received: int | None = None  # the stop signal that arrived in the CLI's process, if one did
 
 
 def _stop(signum: int, _frame: FrameType | None) -> None:
@@ -53,8 +55,11 @@ def _stop(signum: int, _frame: FrameType | None) -> None:
     # One stop is enough: a second TERM while engines close (systemd and Slurm signal every
     # process of the job, a user may press twice) must not cut the clean-up short with a
     # traceback. SIGKILL, which the managers send after their grace period, still ends it.
+    global _received
+
     for sig in STOP_SIGNALS:
         signal.signal(sig, signal.SIG_IGN)
+    _received = signum
     raise Stopped(signum)
 
 
@@ -66,11 +71,11 @@ def install() -> Callable[[], None]:
     thread may set handlers; elsewhere nothing is done."""
     import threading
 
-    global _installed_by
+    global _installed_by, _received
 
     if threading.current_thread() is not threading.main_thread():
         return lambda: None
-    _installed_by = os.getpid()
+    _installed_by, _received = os.getpid(), None
     ours = [sig for sig in STOP_SIGNALS if signal.getsignal(sig) == signal.SIG_DFL]
     for sig in ours:
         signal.signal(sig, _stop)
@@ -80,6 +85,30 @@ def install() -> Callable[[], None]:
             signal.signal(sig, signal.SIG_DFL)
 
     return restore
+
+
+def stop_under(exc: BaseException) -> Stopped | None:
+    """The stop that `exc` stands for, when a stop signal arrived during the command.
+
+    Why: the handler raises wherever the main thread is, and C code that calls back into Python
+    does not always let the exception through: pydantic-core turns it into a
+    PydanticSerializationError when the signal lands in a model's serializer. A failure after
+    a stop signal is that stop, whatever it became on its way up."""
+    if isinstance(exc, Stopped):
+        return exc
+    return Stopped(_received) if _received is not None else None
+
+
+@contextmanager
+def stops_surfaced() -> Iterator[None]:
+    """Re-raise as the stop it is a failure that a stop signal caused on its way up."""
+    try:
+        yield
+    except Exception as exc:
+        stop = stop_under(exc)
+        if stop is None:
+            raise
+        raise stop from exc
 
 
 def interrupted_by(exc: KeyboardInterrupt) -> str:
