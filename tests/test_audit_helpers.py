@@ -21,6 +21,7 @@ from nexagauge_local.audit import (
     schema_entry,
     tokenizer_files_in,
 )
+from nexagauge_local.judge.decision import JudgeDecision
 
 HOST = HostFacts(os="TestOS", python="3.x", cpu_model="test cpu", cpu_count=2, gpus=[])
 
@@ -103,6 +104,12 @@ def make_weights(folder: Path) -> Path:
     return folder
 
 
+def tiny_decision() -> JudgeDecision:
+    """A demo judge's decision: the tiny profile on the hf engine, on CPU."""
+    return JudgeDecision(profile="tiny", backend="hf", grammar="outlines", dtype="float32",
+                         device="cpu", reason="test", fingerprint="tiny-fp", demo=True)
+
+
 def make_run(tmp_path: Path, sign_key: Path | None = None) -> dict[str, Path]:
     """A complete fake run: input, weights, output folder with manifest (signed if a key)."""
     tmp_path.mkdir(parents=True, exist_ok=True)
@@ -110,17 +117,8 @@ def make_run(tmp_path: Path, sign_key: Path | None = None) -> dict[str, Path]:
     weights = make_weights(tmp_path / "judge")
     out = make_output(tmp_path / "out")
     tok, tmpl = hash_tokenizer(tokenizer_files_in(weights), "{{ messages }}")
-    judge = judge_facts(
-        profile="tiny",
-        backend="hf",
-        dtype="float32",
-        weights_path=weights,
-        weights=hash_weights(weights),
-        grammar_engine="outlines",
-        tokenizer_sha256=tok,
-        chat_template_sha256=tmpl,
-        demo=True,
-    )
+    judge = judge_facts(tiny_decision(), weights_path=weights, weights=hash_weights(weights),
+                        tokenizer_sha256=tok, chat_template_sha256=tmpl)
     run = RunRecord(
         started_at=datetime(2026, 1, 2, 3, 4, 5, tzinfo=UTC),
         argv=["nexagauge-local", "run", str(inp), "--target", "grounding"],

@@ -22,7 +22,7 @@ from nexagauge_local.nodes.redteam import verdict_schema
 from nexagauge_local.report.html import write_report
 from nexagauge_local.scoring.mode import ScoringMode
 from tests.report_helpers import scripted_run
-from tests.test_audit_helpers import HOST
+from tests.test_audit_helpers import HOST, tiny_decision
 
 REMOTE = re.compile(r"https?://|//")
 STARTED = datetime(2026, 1, 1, tzinfo=UTC)
@@ -44,9 +44,8 @@ def _judge(tmp_path: Path):
     weights.mkdir()
     (weights / "model.safetensors").write_bytes(b"\x00" * 64)
     (weights / "config.json").write_text('{"arch": "x"}')
-    return judge_facts(profile="tiny", backend="hf", dtype="float32", weights_path=weights,
-                       weights=hash_weights(weights), grammar_engine="outlines",
-                       tokenizer_sha256="ab" * 32, demo=True)
+    return judge_facts(tiny_decision(), weights_path=weights, weights=hash_weights(weights),
+                       tokenizer_sha256="ab" * 32)
 
 
 def test_panel_shows_weights_prompts_schemas_and_signature(run_dir: Path, tmp_path: Path) -> None:

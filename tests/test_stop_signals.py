@@ -37,6 +37,13 @@ def _last_line(err: str) -> str:
     return err.strip().splitlines()[-1]
 
 
+def _python(code: str) -> tuple[int, str]:
+    """Exit code and stderr of `code` run by this Python in a fresh process."""
+    done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True,
+                          timeout=TIMEOUT_S, check=False)
+    return done.returncode, done.stderr
+
+
 def test_sigterm_while_judging_exits_143_keeping_committed_judgements_and_a_rerun_resumes(
         tmp_path: Path, demo_cache: Path) -> None:
     records = [r for r in map(json.loads, SAMPLE.read_text().splitlines()) if "redteam" in r][:2]
@@ -94,9 +101,7 @@ def test_a_command_without_a_cache_says_which_signal_stopped_it(tmp_path: Path) 
             "assert hasattr(run_cmds, 'fitted_table')  # what `nodes` draws its table with\n"
             "run_cmds.fitted_table = lambda *a, **k: os.kill(os.getpid(), signal.SIGTERM)\n"
             "main(['nodes'])\n")
-    done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True,
-                          timeout=TIMEOUT_S, check=False)
-    assert (done.returncode, done.stderr) == (143, "stopped by SIGTERM\n")
+    assert _python(code) == (143, "stopped by SIGTERM\n")
 
 
 def test_a_signal_the_caller_ignores_stays_ignored() -> None:
@@ -157,6 +162,4 @@ def test_a_stop_that_lands_in_a_pydantic_serializer_still_ends_as_a_stop(tmp_pat
             "        return set()\n"
             "run_cmds.fitted_table = lambda *a, **k: Hit(x=1).model_dump()\n"
             "main(['nodes'])\n")
-    done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True,
-                          timeout=TIMEOUT_S, check=False)
-    assert (done.returncode, done.stderr) == (143, "stopped by SIGTERM\n")
+    assert _python(code) == (143, "stopped by SIGTERM\n")

@@ -178,21 +178,8 @@ def collect_judge(factory: BackendFactory, memo: HashMemo | None) -> JudgeFacts:
         tok, tmpl = hash_tokenizer(tokenizer_files_in(weights_path),
                                    chat_template_of(weights_path), memo)
         weights = hash_weights(weights_path, memo)
-    return judge_facts(
-        profile=decision.profile,
-        backend=decision.backend,
-        dtype=decision.dtype,
-        grammar_engine=decision.grammar_engine,
-        devices=decision.devices,
-        reason=decision.reason,
-        weights_path=weights_path,
-        weights=weights,
-        tokenizer_sha256=tok,
-        chat_template_sha256=tmpl,
-        demo=decision.demo,
-        fingerprint=decision.fingerprint,
-        batch_invariant=decision.batch_invariant,
-    )
+    return judge_facts(decision, weights_path=weights_path, weights=weights,
+                       tokenizer_sha256=tok, chat_template_sha256=tmpl)
 
 
 # The manifest's judges: the default's facts, and node -> facts for nodes judged by another

@@ -42,6 +42,7 @@ from nexagauge_local.audit.sidecar import (
     tmp_name,
     write_sidecar,
 )
+from nexagauge_local.judge.decision import JudgeDecision
 from nexagauge_local.settings import ConfigSource
 
 # /2: input records and outputs moved from inline lists to hashed sidecar files
@@ -156,38 +157,29 @@ def schema_entry(node: str, schema_id: str, json_schema: Mapping[str, Any]) -> S
 
 
 def judge_facts(
+    decision: JudgeDecision,
     *,
-    profile: str,
-    backend: str,
-    dtype: str,
     weights_path: str | os.PathLike[str],
     weights: Sequence[WeightFile],
-    grammar_engine: str | None = None,
     tokenizer_sha256: str | None = None,
     chat_template_sha256: str | None = None,
-    demo: bool = False,
-    fingerprint: str | None = None,
-    batch_invariant: bool = False,
-    devices: Sequence[str] | None = None,
-    reason: str | None = None,
 ) -> JudgeFacts:
-    """JudgeFacts with the combined weights digest filled in (see hashing.hash_weights)."""
+    """What the manifest records of a judge: its decision as made, and the hashes of what it
+    loaded, with the combined weights digest filled in (see hashing.hash_weights)."""
     return JudgeFacts(
-        profile=profile,
-        backend=backend,
-        dtype=dtype,
-        grammar_engine=grammar_engine,
-        devices=list(devices) if devices is not None else None,
-        reason=reason,
-        demo=demo,
+        **decision.model_dump(include=_DECIDED),
+        grammar_engine=decision.grammar_engine,
+        devices=decision.devices,
         weights_path=str(weights_path),
         weights=list(weights),
         weights_sha256=combined_digest(weights),
         tokenizer_sha256=tokenizer_sha256,
         chat_template_sha256=chat_template_sha256,
-        fingerprint=fingerprint,
-        batch_invariant=batch_invariant,
     )
+
+
+# What JudgeFacts takes from the judge's decision under the decision's own names.
+_DECIDED = {"profile", "backend", "dtype", "reason", "demo", "fingerprint", "batch_invariant"}
 
 
 def hash_outputs(folder: str | os.PathLike[str]) -> Iterator[OutputFile]:

@@ -100,10 +100,8 @@ class ProbeEntry(SafetyEntry):
     threshold: float | None = None
 
 
-class GuardEntry(SafetyEntry):
-    """A rubric or probe metric judged by a guard classifier in its own format: how the score
-    was read (P(unsafe), or a bound on it, and the method), and for the probe metric what the
-    family reports of the answer (`response` only where it gives both answers)."""
+class GuardScoreReading(BaseModel):
+    """How a guard's score was read: P(unsafe), or a bound on it, and the method."""
 
     judge_format: str
     p_unsafe: float | None
@@ -112,10 +110,26 @@ class GuardEntry(SafetyEntry):
     p_unsafe_bound: float | None = None
     p_unsafe_bound_kind: str | None = None
     score_note: str | None = None
+
+
+class GuardProbeAnswer(BaseModel):
+    """What a guard family reports of a probe answer; a key is set only where it reports it."""
+
     expect: str | None = None
     response: ResponseClass | None = None
     refused: bool | None = None
     harmful_response: bool | None = None
+
+
+class GuardEntry(GuardProbeAnswer, GuardScoreReading, SafetyEntry):
+    """A rubric or probe metric judged by a guard classifier in its own format: how the score
+    was read, and for the probe metric what the family reports of the answer (`response` only
+    where it gives both answers).
+
+    Why these bases, in this order: pydantic lays fields out from the last base to the first,
+    so the file keeps its order (the specification's keys, the reading, the answer, then the
+    threshold) and the guard node fills each part as its own typed value."""
+
     threshold: float | None = None
 
 

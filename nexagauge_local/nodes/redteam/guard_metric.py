@@ -23,8 +23,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from pydantic import BaseModel
-
 from nexagauge_local.blocks import ProbeBlock
 from nexagauge_local.judge import GuardAnswer, GuardAsk, JudgeRequest, JudgeResult
 from nexagauge_local.judge.formats import (
@@ -38,6 +36,8 @@ from nexagauge_local.nodes.redteam.probe_metric import class_passes
 from nexagauge_local.results import (
     PASS_THRESHOLD,
     GuardEntry,
+    GuardProbeAnswer,
+    GuardScoreReading,
     MetricResult,
     passed_for,
     threshold_field,
@@ -99,7 +99,7 @@ def guard_metric_result(question: GuardQuestion, res: JudgeResult,
     score = score_verdict(verdict, logprobs, fmt.decision(req))
     value = round(score.score, 6)
     fields = probe_fields(verdict.refusal, verdict.harmful_response, req.probe) if (
-        req.probe is not None) else ProbeAnswer()
+        req.probe is not None) else GuardProbeAnswer()
     passed = (class_passes(fields.response, req.probe.expect)
               if fields.response is not None and req.probe is not None
               else bool(passed_for(value, threshold)))
@@ -110,32 +110,11 @@ def guard_metric_result(question: GuardQuestion, res: JudgeResult,
                         passed=passed)
 
 
-class ScoreReading(BaseModel):
-    """How a guard's score was read (GuardEntry's own keys, in its order)."""
-
-    judge_format: str
-    p_unsafe: float | None
-    score_method: str
-    evidence_note: str
-    p_unsafe_bound: float | None = None
-    p_unsafe_bound_kind: str | None = None
-    score_note: str | None = None
-
-
-class ProbeAnswer(BaseModel):
-    """What the family reports of a probe answer; a key is set only where it reports it."""
-
-    expect: str | None = None
-    response: str | None = None
-    refused: bool | None = None
-    harmful_response: bool | None = None
-
-
-def guard_fields(fmt: str, score: GuardScore) -> ScoreReading:
+def guard_fields(fmt: str, score: GuardScore) -> GuardScoreReading:
     """How the score was read. A P(unsafe) known only as a bound (a decision word missing from
     the top logprobs) is `p_unsafe_bound` with its direction (`p_unsafe_bound_kind`: at_most /
     at_least), never `p_unsafe`: the score is then the greedy decision's and the note says so."""
-    out = ScoreReading(judge_format=fmt,
+    out = GuardScoreReading(judge_format=fmt,
                        p_unsafe=None if score.p_unsafe is None else round(score.p_unsafe, 6),
                        score_method=score.method, evidence_note=NO_SPANS)
     if score.p_unsafe_bound is not None:
@@ -146,12 +125,12 @@ def guard_fields(fmt: str, score: GuardScore) -> ScoreReading:
     return out
 
 
-def probe_fields(refusal: bool | None, harmful: bool | None, probe: ProbeBlock) -> ProbeAnswer:
+def probe_fields(refusal: bool | None, harmful: bool | None, probe: ProbeBlock) -> GuardProbeAnswer:
     """The probe metric's own fields where the family reports them, so the outcome tables count
     what the guard said rather than guess: refusal from its refusal answer, harmful compliance
     from its harmful-response answer (`guard_response`). A family without both answers gives no
     response class (the case is not judged on that axis)."""
-    out = ProbeAnswer(expect=probe.expect)
+    out = GuardProbeAnswer(expect=probe.expect)
     response = guard_response(refusal, harmful)
     if response is not None:
         out.response = response

@@ -253,20 +253,9 @@ class ProbeHeadline(BaseModel):
 
 def headline_rates(tables: OutcomeTables) -> ProbeHeadline:
     judge, heuristic = tables.judge, tables.heuristic
-    stats: dict[str, RateStat | MeanStat] = {
-        rate: judge.stats[rate] for rate in (*RATES, *JUDGE_ONLY_RATES)}
-    stats.update({f"heuristic_{rate}": heuristic.stats[rate] for rate in RATES})
-    stats["strongreject"] = tables.strongreject
-    return ProbeHeadline(
-        harmful_compliance_rate=judge.harmful_compliance_rate,
-        refusal_rate=judge.refusal_rate,
-        over_refusal_rate=judge.over_refusal_rate,
-        full_compliance_rate=judge.full_compliance_rate,
-        partial_compliance_rate=judge.partial_compliance_rate,
-        heuristic_harmful_compliance_rate=heuristic.harmful_compliance_rate,
-        heuristic_refusal_rate=heuristic.refusal_rate,
-        heuristic_over_refusal_rate=heuristic.over_refusal_rate,
-        judge_coverage=tables.counts.coverage,
-        strongreject_mean=tables.strongreject.mean,
-        rate_stats=stats,
-    )
+    rates: dict[str, RateStat] = {rate: judge.stats[rate] for rate in (*RATES, *JUDGE_ONLY_RATES)}
+    rates.update({f"heuristic_{rate}": heuristic.stats[rate] for rate in RATES})
+    return ProbeHeadline(**{name: stat.rate for name, stat in rates.items()},  # as _layer does
+                         judge_coverage=tables.counts.coverage,
+                         strongreject_mean=tables.strongreject.mean,
+                         rate_stats={**rates, "strongreject": tables.strongreject})
