@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from nexagauge_local.judge import cpu_auto as A
+from tests.host_fakes import fake_gpus
 
 ROOT = Path(__file__).resolve().parents[1]
 SAMPLE = ROOT / "nexagauge_local" / "data" / "sample.jsonl"
@@ -62,8 +63,10 @@ def test_a_run_counts_its_judgements_only_where_auto_on_a_cpu_decides(
     from nexagauge_local.graph import GRAPH
 
     dataset = Dataset(data, blocks=GRAPH.blocks)
-    monkeypatch.setattr(R, "gpu_visible", lambda: False)
-    monkeypatch.setattr(R, "vllm_importable", lambda: True)
+    from nexagauge_local.judge import decision as D
+
+    fake_gpus(monkeypatch, 0)
+    monkeypatch.setattr(D, "vllm_importable", lambda: True)
     assert R.judge_units("redteam", dataset) == len(lines)  # every record has an output
     got = R.predict_judgements(_settings(tmp_path, "redteam"), dataset)
     assert got.predicted_judgements == len(lines) * A.JUDGEMENTS_PER_UNIT
@@ -71,9 +74,9 @@ def test_a_run_counts_its_judgements_only_where_auto_on_a_cpu_decides(
     for fixed in ({"backend": "hf"}, {"backend": "vllm"}):  # nothing to decide
         assert R.predict_judgements(_settings(tmp_path, "redteam", **fixed),
                                     dataset).predicted_judgements is None
-    monkeypatch.setattr(R, "gpu_visible", lambda: True)  # a GPU host: vLLM when installed
+    fake_gpus(monkeypatch, 1)  # a GPU host: vLLM when installed
     assert R.predict_judgements(_settings(tmp_path, "redteam"), dataset).predicted_judgements is None
-    monkeypatch.setattr(R, "gpu_visible", lambda: False)
+    fake_gpus(monkeypatch, 0)
     full = R.predict_judgements(_settings(tmp_path, "eval"), dataset).predicted_judgements
     monkeypatch.setattr(R, "AUTO_COUNT_CAP", 3)  # counting stops at the case that reaches it
     capped = R.predict_judgements(_settings(tmp_path, "eval"), dataset).predicted_judgements
@@ -90,7 +93,7 @@ def test_the_factory_chooses_with_the_workload_on_this_host(
     from nexagauge_local.judge import decision as D
     from nexagauge_local.judge import factory as F
 
-    monkeypatch.setattr(D, "gpu_visible", lambda: False)
+    fake_gpus(monkeypatch, 0)
     monkeypatch.setattr(D, "mem_available_gb", lambda: 16.0)
     profile = tmp_path / "p.toml"
     profile.write_text(textwrap.dedent("""

@@ -1,4 +1,4 @@
-"""The GPU check that needs no torch (judge/runtime/devices.py: cuda_ruled_out, gpu_visible).
+"""The GPU check that needs no torch (judge/runtime/devices.py: cuda_ruled_out, host_gpus).
 
 Why: importing torch to learn that a host has no GPU was 1.6 s of a fully cached re-score. The
 file-system rule may only ever say "certainly none"; where it cannot, torch decides. The rule
@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from nexagauge_local.judge.decision import torch_device
 from nexagauge_local.judge.runtime import devices
 
 
@@ -35,7 +36,7 @@ def test_cuda_visible_devices_hiding_everything_rules_cuda_out(tmp_path: Path, v
                                   marks=(str(tmp_path / "nvidiactl"),))
 
 
-def test_gpu_visible_asks_torch_only_when_a_gpu_may_exist(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_gpu_probe_asks_torch_only_when_a_gpu_may_exist(monkeypatch: pytest.MonkeyPatch) -> None:
     class NoTorch:
         def find_spec(self, name: str, *args: object) -> None:
             if name == "torch":
@@ -44,12 +45,12 @@ def test_gpu_visible_asks_torch_only_when_a_gpu_may_exist(monkeypatch: pytest.Mo
     monkeypatch.delitem(sys.modules, "torch", raising=False)
     monkeypatch.setattr(sys, "meta_path", [NoTorch(), *sys.meta_path])
     monkeypatch.setattr(devices, "cuda_ruled_out", lambda: True)
-    assert devices.gpu_visible() is False
+    assert devices.host_gpus().visible is False
 
     monkeypatch.setattr(devices, "cuda_ruled_out", lambda: False)
     devices.host_gpus.cache_clear()  # the probe's answer is kept for the process
     with pytest.raises(AssertionError, match="torch was imported"):
-        devices.gpu_visible()
+        devices.host_gpus()
 
 
 def test_the_host_is_asked_once_per_process(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -63,7 +64,7 @@ def test_the_host_is_asked_once_per_process(monkeypatch: pytest.MonkeyPatch) -> 
     monkeypatch.setitem(sys.modules, "torch", types.SimpleNamespace(cuda=cuda))
     monkeypatch.setattr(devices, "cuda_ruled_out", lambda: False)
     monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
-    assert devices.gpu_visible() and devices.torch_device([1]) == "cuda:1"
+    assert devices.host_gpus().visible and torch_device([1]) == "cuda:1"
     assert devices.visible_device_ids(4) == ("0", "1")
     assert asked == ["is_available", "device_count"]
 

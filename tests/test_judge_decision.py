@@ -22,6 +22,7 @@ from nexagauge_local.audit import read_manifest
 from nexagauge_local.cli import main
 from nexagauge_local.judge import JudgeDecision, JudgeRequest, JudgeResult
 from nexagauge_local.judge.types import Messages, OnBatch
+from tests.host_fakes import fake_gpus
 from tests.scripted_judge import payload_for
 
 ROWS = [{"case_id": "a", "output": "Paris is the capital of France."},
@@ -72,7 +73,6 @@ def engines(monkeypatch: pytest.MonkeyPatch) -> _Built:
     """Fake hf and vLLM engines on a host without a GPU where vLLM imports (without paying
     for the import): every backend choice is open, none loads weights."""
     from nexagauge_local.app import judge as app_judge
-    from nexagauge_local.app import run as app_run
     from nexagauge_local.judge import decision as D
     from nexagauge_local.judge import factory as F
     from nexagauge_local.judge.hf import backend as hf_backend
@@ -81,9 +81,8 @@ def engines(monkeypatch: pytest.MonkeyPatch) -> _Built:
     built = _Built()
     monkeypatch.setattr(hf_backend, "HFBackend", built.fake("hf"))
     monkeypatch.setattr(vllm_backend, "VLLMBackend", built.fake("vllm"))
-    for module in (D, app_run):
-        monkeypatch.setattr(module, "gpu_visible", lambda: False)
-        monkeypatch.setattr(module, "vllm_importable", lambda: True)
+    fake_gpus(monkeypatch, 0)
+    monkeypatch.setattr(D, "vllm_importable", lambda: True)
     monkeypatch.setattr(F, "vllm_importable", lambda: True)
     monkeypatch.setattr(app_judge, "check_vllm_imports", lambda: None)
     return built
@@ -239,7 +238,7 @@ def test_the_decision_is_immutable_and_names_its_devices() -> None:
 def test_a_real_hf_run_records_the_engine_that_judged(tmp_path: Path, demo_cache: Path) -> None:
     """The demo judge (a demo judge: its verdicts mean nothing) on the hf backend over one
     record of one node: the engine that loaded is the one the manifest names."""
-    from nexagauge_local.judge.runtime import gpu_visible
+    from nexagauge_local.judge.decision import host_cuda
 
     summary, out = _run(tmp_path, "redteam", "--model", "demo", "--backend", "hf",
                         "--limit", "1", cache=demo_cache)
@@ -248,7 +247,7 @@ def test_a_real_hf_run_records_the_engine_that_judged(tmp_path: Path, demo_cache
     assert summary["judge"]["loaded"] and summary["judge"]["backend"] == "hf"
     assert summary["nodes"]["redteam"]["backend_requests"] > 0
     assert (judge.profile, judge.backend, judge.grammar_engine) == ("demo", "hf", "outlines")
-    assert judge.devices == (["cuda"] if gpu_visible() else ["cpu"])
+    assert judge.devices == (["cuda"] if host_cuda() else ["cpu"])
     assert judge.reason == "--backend hf" == summary["judge"]["backend_reason"]
     assert judge.fingerprint == summary["judge"]["fingerprint"]
     assert judge.dtype in judge.fingerprint
@@ -264,13 +263,8 @@ def test_the_manifest_and_summary_name_the_gpus_the_engine_uses(
 ) -> None:
     """`--gpu 0,1` on a (faked) two-GPU host: the manifest's devices and summary.json's gpus
     agree, and list only what the engine holds."""
-    from nexagauge_local.app import run as app_run
-    from nexagauge_local.judge import decision as D
-    from nexagauge_local.judge.runtime import devices as W
 
-    monkeypatch.setattr(W, "host_gpus", lambda: W.HostGPUs(count=2))  # the one probe, faked
-    for module in (D, app_run):
-        monkeypatch.setattr(module, "gpu_visible", W.gpu_visible)
+    fake_gpus(monkeypatch, 2)  # the one probe, faked: nothing else is
     data = tmp_path / "data.jsonl"
     data.write_text("".join(json.dumps(r) + "\n" for r in ROWS), encoding="utf-8")
     out = tmp_path / "out"

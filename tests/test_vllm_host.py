@@ -16,6 +16,7 @@ from nexagauge_local.judge.vllm.host import (
     engine_hosts,
     host_engine_kwargs,
 )
+from tests.host_fakes import fake_gpus
 
 
 def test_cpu_slices_give_every_engine_its_own_cpus() -> None:
@@ -78,7 +79,7 @@ def test_batch_invariant_engines() -> None:
 
 def test_auto_backend_says_why(monkeypatch: pytest.MonkeyPatch) -> None:
     prof = JudgeProfile(name="q", weights="/w")
-    monkeypatch.setattr(F, "gpu_visible", lambda: False)
+    fake_gpus(monkeypatch, 0)
     monkeypatch.setattr(F, "vllm_importable", lambda: True)
     backend, why = F.backend_choice("auto", prof)
     assert backend == "hf" and "without a GPU" in why and "no workload known" in why
@@ -86,7 +87,7 @@ def test_auto_backend_says_why(monkeypatch: pytest.MonkeyPatch) -> None:
     backend, why = F.backend_choice("auto", prof, judgements=1000)
     assert backend == "vllm" and "~1000 judgements" in why and "cpu_auto" in why
     assert F.backend_choice("vllm", prof) == ("vllm", "--backend vllm")  # wherever it imports
-    monkeypatch.setattr(F, "gpu_visible", lambda: True)
+    fake_gpus(monkeypatch, 1)
     assert F.backend_choice("auto", prof)[0] == "vllm"
     pinned = prof.model_copy(update={"backend": "hf"})
     assert F.backend_choice("auto", pinned) == ("hf", "judge profile 'q' sets backend = hf")
@@ -107,7 +108,7 @@ def test_the_responder_engine_is_placed_like_the_judge_engine(
         def __init__(self, *args: object, **kwargs: object) -> None:
             made.update(kwargs)
 
-    monkeypatch.setattr(F, "gpu_visible", lambda: False)
+    fake_gpus(monkeypatch, 0)
     monkeypatch.setattr(R, "VLLMResponder", _Recorder)
     profile = JudgeProfile(name="m", weights=str(tmp_path))
     decision = T.responder_decision(profile, backend="vllm")

@@ -31,6 +31,7 @@ from nexagauge_local.judge import (
     check_vllm_imports,
     make_backend_factory,
 )
+from nexagauge_local.judge.decision import NoGPU, check_gpu_request
 from nexagauge_local.judge.endpoint import (
     EndpointConfig,
     EndpointHTTP,
@@ -39,7 +40,7 @@ from nexagauge_local.judge.endpoint import (
     ServerTokenCounter,
     check_endpoint,
 )
-from nexagauge_local.judge.runtime import TokenCounter, WeightsUnusable, check_loadable, gpu_visible
+from nexagauge_local.judge.runtime import TokenCounter, WeightsUnusable, check_loadable
 from nexagauge_local.judge.vllm import VLLMMissing
 from nexagauge_local.settings import RunSettings
 
@@ -81,13 +82,11 @@ def judge_start_errors() -> Iterator[None]:
 
 
 def check_gpus(settings: RunSettings) -> None:
-    """`--gpu` on a host where torch sees no CUDA device is a set-up error, not a silent CPU
-    run whose summary says "gpus [0]" beside CPU device-seconds."""
-    if settings.gpu_ids and not gpu_visible():
-        ids = ",".join(str(g) for g in settings.gpu_ids)
-        raise JudgeSetupError(f"--gpu {ids}: no CUDA device is visible on this host; run "
-                              "without --gpu to use the CPU, or check the driver and "
-                              "CUDA_VISIBLE_DEVICES")
+    """`--gpu` on a host where torch sees no CUDA device: one JudgeSetupError line (exit 2)."""
+    try:
+        check_gpu_request(settings.gpu_ids)
+    except NoGPU as exc:
+        raise JudgeSetupError(str(exc)) from None
 
 
 # The nodes `--model NODE=PROFILE` may name: the graph's LLM nodes.

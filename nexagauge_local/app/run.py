@@ -31,7 +31,7 @@ from nexagauge_local.dataset import Dataset
 from nexagauge_local.events import LogEvents, RunEvents
 from nexagauge_local.graph import METRIC_NODES, judged_nodes, plan, predicted_eligibility
 from nexagauge_local.judge import AUTO_COUNT_CAP, JUDGEMENTS_PER_UNIT
-from nexagauge_local.judge.runtime import gpu_visible, vllm_importable
+from nexagauge_local.judge.decision import cpu_auto_open
 from nexagauge_local.nodes.base import NodeJudge
 from nexagauge_local.report.run_summary import JudgeOutcome, RunSummary
 from nexagauge_local.runner import Runner, RunOutcome
@@ -122,7 +122,7 @@ def judge_units(target: str, dataset: Dataset, stop_at: int | None = None) -> in
 def predict_judgements(settings: RunSettings, dataset: Dataset) -> RunSettings:
     """`--backend auto` without a GPU weighs the run's workload (judge/cpu_auto.py): the
     settings with the predicted judge requests, counted only where that choice is open."""
-    if settings.backend != "auto" or settings.cluster or gpu_visible() or not vllm_importable():
+    if settings.cluster or not cpu_auto_open(settings.backend):
         return settings
     units = judge_units(settings.target, dataset, stop_at=AUTO_COUNT_CAP)
     return settings.model_copy(update={"predicted_judgements": units * JUDGEMENTS_PER_UNIT})

@@ -26,7 +26,7 @@ from nexagauge_local.judge.profiles import (
     fingerprint,
 )
 from nexagauge_local.judge.runtime import (
-    gpu_visible,
+    devices,
     resolve_dtype,
     visible_device_ids,
     vllm_importable,
@@ -46,6 +46,46 @@ class GrammarUnsupported(ValueError):
 
 class NoLocalEngine(ValueError):
     """A profile served by a judge server asked to run on a local engine (a set-up error)."""
+
+
+class NoGPU(ValueError):
+    """`--gpu` on a host where torch sees no CUDA device (a set-up error, exit 2)."""
+
+
+# ------------------------------------------------------------------ the host's GPUs
+
+
+def host_cuda() -> bool:
+    """Whether torch sees a GPU on this host: the one reading of the host's probe
+    (runtime/devices.py host_gpus, asked once per process). The decision, the `--gpu` check,
+    CPU-auto's workload count and a directly built engine's device all ask it here, so they
+    cannot disagree and a test fakes the probe alone."""
+    return devices.host_gpus().visible
+
+
+def check_gpu_request(gpu_ids: Sequence[int | str]) -> None:
+    """`--gpu` names GPUs, so the host must show torch one: else NoGPU, before any work, not a
+    silent CPU run whose summary says "gpus [0]" beside CPU device-seconds."""
+    if gpu_ids and not host_cuda():
+        ids = ",".join(str(g) for g in gpu_ids)
+        raise NoGPU(f"--gpu {ids}: no CUDA device is visible on this host; run without --gpu "
+                    "to use the CPU, or check the driver and CUDA_VISIBLE_DEVICES")
+
+
+def cpu_auto_open(backend: str) -> bool:
+    """Whether `--backend auto` will weigh the run's workload (judge/cpu_auto.py): asked for
+    auto, on a host without a GPU, where vLLM could judge instead of hf."""
+    return backend == "auto" and not host_cuda() and vllm_importable()
+
+
+def torch_device(gpu_ids: Sequence[int | str]) -> str:
+    """The torch device for a single-device engine built without a decision (a benchmark, a
+    test): `cuda:N` for the first requested GPU, plain `cuda` when none was requested, `cpu`
+    without a visible GPU. The GPU id travels as this string, never through
+    CUDA_VISIBLE_DEVICES in the calling process."""
+    if not host_cuda():
+        return "cpu"
+    return f"cuda:{gpu_ids[0]}" if gpu_ids else "cuda"
 
 
 class JudgeDecision(BaseModel):
@@ -121,7 +161,7 @@ def backend_choice(requested: str, profile: JudgeProfile,
         return requested, f"--backend {requested}"
     if profile.backend != "auto":
         return profile.backend, f"judge profile {profile.name!r} sets backend = {profile.backend}"
-    if not (gpu_visible() if cuda is None else cuda):
+    if not (host_cuda() if cuda is None else cuda):
         return cpu_backend(judgements, vllm_importable(), mem_available_gb(),
                            hf_peak_gb(profile))
     if vllm_importable():
@@ -196,7 +236,7 @@ def decide(
     predicted judge requests, which `auto` weighs on a CPU host; `grammar_backend` None: the
     engine decodes free text (the model under test). Reads the host (GPU, memory, CPU
     features) once; loads no weights."""
-    cuda = gpu_visible()
+    cuda = host_cuda()
     chosen, reason = backend_choice(backend, profile, judgements, cuda)
     if chosen not in ("hf", "vllm"):
         raise NoLocalEngine(f"profile {profile.name!r} is served by a judge server "

@@ -22,7 +22,7 @@ from nexagauge_local.judge.batch_plan import (
     kv_bytes_per_token,
     left_padded,
 )
-from nexagauge_local.judge.decision import JudgeDecision, device_of, local_decision
+from nexagauge_local.judge.decision import JudgeDecision, device_of, local_decision, torch_device
 from nexagauge_local.judge.hf.grammar import Grammars
 from nexagauge_local.judge.hf.processors import TopLogprobs, TopSteps, batch_processors
 from nexagauge_local.judge.ledger import split_device_seconds
@@ -34,7 +34,6 @@ from nexagauge_local.judge.runtime import (
     load_model,
     request_prompt,
     token_pieces,
-    torch_device,
 )
 from nexagauge_local.judge.schemas import engine_schema_json, parse_request_answer, schema_id
 from nexagauge_local.judge.string_caps import StringCaps, token_texts

@@ -8,10 +8,8 @@ needs them.
 from nexagauge_local.judge.runtime.devices import (
     HostGPUs,
     gpu_names,
-    gpu_visible,
     host_gpus,
     resolve_dtype,
-    torch_device,
     visible_device_ids,
     vllm_importable,
 )
@@ -40,8 +38,8 @@ from nexagauge_local.judge.runtime.weights import (
 __all__ = [
     "HostGPUs", "TokenCounter", "WeightsUnusable", "cast_copy", "check_loadable",
     "count_prompt_tokens", "dequantised_dir", "engine_model_path", "ensure_dequantised",
-    "eos_set", "eos_token_ids", "generation_eos_ids", "gpu_names", "gpu_visible", "host_gpus",
+    "eos_set", "eos_token_ids", "generation_eos_ids", "gpu_names", "host_gpus",
     "load_model", "load_tokenizer", "prompt_ids", "render_prompt", "request_prompt",
-    "request_prompt_ids", "resolve_dtype", "token_pieces", "torch_device", "visible_device_ids",
+    "request_prompt_ids", "resolve_dtype", "token_pieces", "visible_device_ids",
     "vllm_importable",
 ]

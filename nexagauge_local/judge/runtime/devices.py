@@ -55,9 +55,10 @@ class HostGPUs:
 
 @functools.cache
 def host_gpus() -> HostGPUs:
-    """The one place that asks torch about the host's GPUs, once per process: every other
-    part of a run (the judge's decision, `--gpu` checks, the responders) reads this answer or
-    the decision made from it, so they cannot disagree. torch is asked only where a GPU may
+    """The one place that asks torch about the host's GPUs, once per process: whether one is
+    visible is read from it by judge/decision.py's host_cuda alone, and every other part of a
+    run (`--gpu` checks, CPU-auto, the responders) reads the decision made from it, so they
+    cannot disagree. torch is asked only where a GPU may
     exist: on a host with no GPU driver the answer is known from the file system, and torch
     stays unimported until a model really loads. Neither call initialises CUDA (vLLM needs
     CUDA_VISIBLE_DEVICES written before that happens)."""
@@ -70,20 +71,6 @@ def host_gpus() -> HostGPUs:
     if not torch.cuda.is_available():
         return HostGPUs()
     return HostGPUs(count=int(torch.cuda.device_count()))
-
-
-def gpu_visible() -> bool:
-    """Whether torch sees a CUDA device (host_gpus, cached for the process)."""
-    return host_gpus().visible
-
-
-def torch_device(gpu_ids: Sequence[int | str]) -> str:
-    """The torch device for a single-device engine: `cuda:N` for the first requested GPU, plain
-    `cuda` when none was requested, `cpu` without a visible GPU. The GPU id travels as this
-    string, never through CUDA_VISIBLE_DEVICES in the calling process."""
-    if not gpu_visible():
-        return "cpu"
-    return f"cuda:{gpu_ids[0]}" if gpu_ids else "cuda"
 
 
 def visible_device_ids(count: int) -> tuple[str, ...]:
