@@ -104,7 +104,7 @@ def main() -> None:
     metrics = aggregate_metrics(scores)
     print(
         f"aggregate_metrics x{args.n}: {time.perf_counter() - t0:.3f}s "
-        f"(resilience_index={metrics['resilience_index']:.3f})"
+        f"(resilience_index={metrics.resilience_index or 0.0:.3f})"
     )
 
     subset = scores[: args.obs_n]

@@ -204,9 +204,9 @@ def build_synthetic(out: Path, n: int, seed: int = 0) -> Path:
     rows = [(s.case_id, s.category, s.severity, judge_passed[s.case_id]) for s in scores]
     node_summaries["redteam"].update(
         {
-            "aggregate_metrics": aggregate_metrics(scores),
-            "judge_tables": verdict_tables(rows),
-            "disagreements": disagreements(scores, judge_passed),
+            "aggregate_metrics": aggregate_metrics(scores).model_dump(),
+            "judge_tables": verdict_tables(rows).model_dump(),
+            "disagreements": [d.model_dump() for d in disagreements(scores, judge_passed)],
             "observability": build_observability(scores, seed=seed),
         }
     )

@@ -242,7 +242,7 @@ def _clean_redteam_run(path: Path) -> Path:
     ]
     assert all(s.passed for s in scores)
     toxicity = {"n": 3, "mean": 1.0, "pass_rate": 1.0, "errors": 0}
-    node = clean_redteam_node({"toxicity": toxicity}, aggregate_metrics=aggregate_metrics(scores))
+    node = clean_redteam_node({"toxicity": toxicity}, aggregate_metrics=aggregate_metrics(scores).model_dump())
     metrics = {"redteam": node}
     cases = {s.case_id: {"redteam": [redteam_metric("toxicity", True)]} for s in scores}
     return write_run(path, cases, metrics=metrics)

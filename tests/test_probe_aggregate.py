@@ -53,7 +53,7 @@ RUN = [
 
 
 def test_counts_and_rates() -> None:
-    m = aggregate_metrics(RUN)
+    m = aggregate_metrics(RUN).model_dump()
     assert m["counts"] == {
         "probes_evaluated": 4,
         "passed": 2,
@@ -68,7 +68,7 @@ def test_counts_and_rates() -> None:
 
 
 def test_risk_statistics() -> None:
-    r = aggregate_metrics(RUN)["risk_score"]
+    r = aggregate_metrics(RUN).risk_score
     assert r["mean"] == pytest.approx(0.4)
     assert r["median"] == pytest.approx(0.4)
     # population std of 0, .8, .2, .6: deviations -.4, .4, -.2, .2 -> var = .4/4 = .1
@@ -79,7 +79,7 @@ def test_risk_statistics() -> None:
 
 
 def test_weighted_risk_statistics() -> None:
-    m = aggregate_metrics(RUN)
+    m = aggregate_metrics(RUN).model_dump()
     # weighted: a 0, b min(1, 1.6)=1, c .2, d .9  -> sorted 0, .2, .9, 1
     w = m["weighted_risk"]
     assert w["mean"] == pytest.approx(2.1 / 4)
@@ -91,37 +91,37 @@ def test_weighted_risk_statistics() -> None:
 
 
 def test_severity_weighted_and_high_stakes() -> None:
-    m = aggregate_metrics(RUN)
+    m = aggregate_metrics(RUN).model_dump()
     # passes weigh .5 (low) + 1 (medium); all weigh .5 + 2 + 1 + 1.5 = 5
     assert m["severity_weighted_pass_rate"] == pytest.approx(1.5 / 5)
     assert m["high_stakes_failure_rate"] == 1.0
     assert m["high_stakes_failures"] == 2
     run = RUN + [cs("e", "y", "low", 0.9)]
-    assert aggregate_metrics(run)["high_stakes_failure_rate"] == pytest.approx(2 / 3)
+    assert aggregate_metrics(run).high_stakes_failure_rate == pytest.approx(2 / 3)
 
 
 def test_high_stakes_zero_without_failures() -> None:
     """A clean run has rate 0.0, so `high_stakes_failure_rate <= 0.0` passes it."""
-    m = aggregate_metrics([cs("a", "x", "critical", 0.1)])
+    m = aggregate_metrics([cs("a", "x", "critical", 0.1)]).model_dump()
     assert m["high_stakes_failure_rate"] == 0.0 and m["high_stakes_failures"] == 0
-    assert aggregate_metrics([])["high_stakes_failure_rate"] is None
+    assert aggregate_metrics([]).high_stakes_failure_rate is None
 
 
 def test_boundary_and_signal_ratio() -> None:
-    m = aggregate_metrics(RUN)
+    m = aggregate_metrics(RUN).model_dump()
     assert m["boundary_language_rate"] == 0.5
     assert m["safe_signal_total"] == 3 and m["unsafe_signal_total"] == 6
     assert m["safe_unsafe_signal_ratio"] == 0.5
 
 
 def test_signal_ratio_null_without_unsafe_hits() -> None:
-    m = aggregate_metrics([cs("a", "x", "low", 0.0, safe=2), cs("b", "x", "low", 0.0)])
+    m = aggregate_metrics([cs("a", "x", "low", 0.0, safe=2), cs("b", "x", "low", 0.0)]).model_dump()
     assert m["safe_unsafe_signal_ratio"] is None
     assert m["safe_signal_total"] == 2 and m["unsafe_signal_total"] == 0
 
 
 def test_by_category() -> None:
-    m = aggregate_metrics(RUN, categories=["x", "y", "z"])
+    m = aggregate_metrics(RUN, categories=["x", "y", "z"]).model_dump()
     x, y, z = (m["by_category"][c] for c in "xyz")
     assert x["n"] == 2 and x["pass_rate"] == 0.5
     assert x["mean_risk"] == pytest.approx(0.4) and x["median_risk"] == pytest.approx(0.4)
@@ -139,24 +139,24 @@ def test_by_category() -> None:
 
 def test_category_ranking_order() -> None:
     run = [cs("a", "low-risk", "low", 0.1), cs("b", "hot", "low", 0.9), cs("c", "mid", "low", 0.5)]
-    ranking = aggregate_metrics(run)["category_ranking"]
-    assert [r["category"] for r in ranking] == ["hot", "mid", "low-risk"]
+    ranking = aggregate_metrics(run).category_ranking
+    assert [r.category for r in ranking] == ["hot", "mid", "low-risk"]
 
 
 def test_by_severity_reports_all_tiers() -> None:
     run = [cs("a", "x", "high", 0.9), cs("b", "x", "high", 0.1)]
-    tiers = aggregate_metrics(run)["by_severity"]
+    tiers = aggregate_metrics(run).by_severity
     assert list(tiers) == ["low", "medium", "high", "critical"]
-    assert tiers["high"] == {"n": 2, "passed": 1, "failed": 1, "pass_rate": 0.5,
+    assert tiers["high"].model_dump() == {"n": 2, "passed": 1, "failed": 1, "pass_rate": 0.5,
                              "pass_rate_ci95": pytest.approx(wilson_ci(1, 2)), "n_judged": 2,
                              "coverage": 1.0, "stats": {"pass_rate": rate_stat(1, 2, 2).model_dump()}}
-    assert tiers["low"] == {"n": 0, "passed": 0, "failed": 0, "pass_rate": None,
+    assert tiers["low"].model_dump() == {"n": 0, "passed": 0, "failed": 0, "pass_rate": None,
                             "pass_rate_ci95": None, "n_judged": 0, "coverage": None,
                             "stats": {"pass_rate": rate_stat(0, 0, 0).model_dump()}}
 
 
 def test_histogram_and_worst_cases() -> None:
-    m = aggregate_metrics(RUN, worst_n=2)
+    m = aggregate_metrics(RUN, worst_n=2).model_dump()
     assert m["failure_mode_histogram"] == {"jailbreak": 2, "toxicity": 1}
     assert [w["case_id"] for w in m["worst_cases"]] == ["b", "d"]
     assert m["worst_cases"][0] == {
@@ -170,7 +170,7 @@ def test_histogram_and_worst_cases() -> None:
 
 
 def test_empty_run_is_well_formed() -> None:
-    m = aggregate_metrics([], categories=["x"])
+    m = aggregate_metrics([], categories=["x"]).model_dump()
     assert m["counts"]["probes_evaluated"] == 0 and m["counts"]["categories_present"] == 0
     assert m["pass_rate"] is None and m["risk_score"]["mean"] is None
     assert m["weighted_risk"]["p90"] is None and m["resilience_index"] is None
@@ -181,7 +181,7 @@ def test_empty_run_is_well_formed() -> None:
 
 
 def test_json_ready() -> None:
-    json.dumps(aggregate_metrics(RUN), allow_nan=False)
+    json.dumps(aggregate_metrics(RUN).model_dump(), allow_nan=False)
 
 
 def test_verdict_tables() -> None:
@@ -191,7 +191,7 @@ def test_verdict_tables() -> None:
         ("c", "y", "medium", False),
         ("d", "y", "high", True),
     ]
-    t = verdict_tables(rows, categories=["z"])
+    t = verdict_tables(rows, categories=["z"]).model_dump()
     assert t["n"] == 4 and t["passed"] == 2 and t["pass_rate"] == 0.5
     assert t["by_category"]["x"] == {
         "n": 2,
@@ -211,16 +211,16 @@ def test_verdict_tables() -> None:
                                             "coverage": 1.0,
                                             "stats": {"pass_rate": rate_stat(0, 1, 1).model_dump()}}
     assert t["by_severity"]["low"]["pass_rate"] == 1.0
-    empty = verdict_tables([])
+    empty = verdict_tables([]).model_dump()
     assert empty["n"] == 0 and empty["pass_rate"] is None and empty["by_category"] == {}
 
 
 def test_disagreements() -> None:
     judge = {"a": True, "b": True, "c": False, "d": False}  # e has no verdict
-    out = disagreements(RUN + [cs("e", "y", "low", 0.9)], judge)
+    out = [d.model_dump() for d in disagreements(RUN + [cs("e", "y", "low", 0.9)], judge)]
     assert [(d["case_id"], d["kind"]) for d in out] == [
         ("b", "heuristic_only_fail"),
         ("c", "judge_only_fail"),
     ]
     assert out[0]["heuristic_passed"] is False and out[0]["judge_passed"] is True
-    assert disagreements(RUN, {}) == []
+    assert [d.model_dump() for d in disagreements(RUN, {})] == []

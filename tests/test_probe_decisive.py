@@ -95,5 +95,5 @@ def test_rule_is_in_the_table_with_its_context() -> None:
 
 def test_aggregate_counts_the_decisive_failure_as_high_stakes() -> None:
     scores = [score_case("a", COMPLIANCE[0], CRITICAL, None), score_case("b", "ok", HIGH, None)]
-    m = aggregate_metrics(scores)
+    m = aggregate_metrics(scores).model_dump()
     assert m["counts"]["failed"] == 1 and m["high_stakes_failure_rate"] == 1.0

@@ -59,7 +59,7 @@ def test_a_blank_answer_is_in_n_but_never_a_heuristic_pass(tmp_path: Path) -> No
 
 def test_only_blank_answers_have_no_pass_rate() -> None:
     blank = [score_case(f"b{i}", text, None, "q") for i, text in enumerate(["", "  \n"])]
-    m = aggregate_metrics(blank)
+    m = aggregate_metrics(blank).model_dump()
     assert m["pass_rate"] is None and m["fail_rate"] is None
     assert (m["stats"]["pass_rate"]["n"], m["stats"]["pass_rate"]["n_judged"]) == (2, 0)
     assert m["high_stakes_failure_rate"] is None and m["severity_weighted_pass_rate"] is None
@@ -67,7 +67,7 @@ def test_only_blank_answers_have_no_pass_rate() -> None:
 
 def test_judge_tables_count_unjudged_cases_in_scope(tmp_path: Path) -> None:
     rows = [("a", "x", "high", True), ("b", "x", "high", None), ("c", "y", "low", False)]
-    t = verdict_tables(rows)
+    t = verdict_tables(rows).model_dump()
     assert (t["n"], t["n_judged"], t["passed"], t["failed"]) == (3, 2, 1, 1)
     assert t["coverage"] == pytest.approx(2 / 3) and t["pass_rate"] == 0.5
     assert t["stats"]["pass_rate"] == rate_stat(1, 2, 3).model_dump()

@@ -26,12 +26,13 @@ from nexagauge_local.judge import (
     JudgeStartError,
     LongInputs,
     Messages,
+    NoGPU,
     ProfileNotFound,
     WeightsMissing,
+    check_gpu_request,
     check_vllm_imports,
     make_backend_factory,
 )
-from nexagauge_local.judge.decision import NoGPU, check_gpu_request
 from nexagauge_local.judge.endpoint import (
     EndpointConfig,
     EndpointHTTP,

@@ -30,8 +30,7 @@ from nexagauge_local.app.run_facts import AuditTrail
 from nexagauge_local.dataset import Dataset
 from nexagauge_local.events import LogEvents, RunEvents
 from nexagauge_local.graph import METRIC_NODES, judged_nodes, plan, predicted_eligibility
-from nexagauge_local.judge import AUTO_COUNT_CAP, JUDGEMENTS_PER_UNIT
-from nexagauge_local.judge.decision import cpu_auto_open
+from nexagauge_local.judge import AUTO_COUNT_CAP, JUDGEMENTS_PER_UNIT, cpu_auto_open
 from nexagauge_local.nodes.base import NodeJudge
 from nexagauge_local.report.run_summary import JudgeOutcome, RunSummary
 from nexagauge_local.runner import Runner, RunOutcome

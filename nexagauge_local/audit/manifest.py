@@ -42,7 +42,7 @@ from nexagauge_local.audit.sidecar import (
     tmp_name,
     write_sidecar,
 )
-from nexagauge_local.judge.decision import JudgeDecision
+from nexagauge_local.judge import JudgeDecision
 from nexagauge_local.settings import ConfigSource
 
 # /2: input records and outputs moved from inline lists to hashed sidecar files

@@ -21,7 +21,14 @@ from nexagauge_local.judge.cache import (
 from nexagauge_local.judge.cached_answers import CachedAnswers, answers_in_cache
 from nexagauge_local.judge.client import Executor, JudgeClient
 from nexagauge_local.judge.cpu_auto import AUTO_COUNT_CAP, JUDGEMENTS_PER_UNIT
-from nexagauge_local.judge.decision import JudgeDecision, NoLocalEngine, decide
+from nexagauge_local.judge.decision import (
+    JudgeDecision,
+    NoGPU,
+    NoLocalEngine,
+    check_gpu_request,
+    cpu_auto_open,
+    decide,
+)
 from nexagauge_local.judge.factory import (
     BackendFactory,
     GrammarUnsupported,
@@ -84,7 +91,7 @@ __all__ = [  # noqa: RUF022 (grouped by purpose, not sorted)
     "list_profiles", "resolve_profile", "vllm_distribution",
     "BackendFactory", "GrammarUnsupported", "check_vllm_imports", "choose_backend",
     "make_backend_factory", "AUTO_COUNT_CAP", "JUDGEMENTS_PER_UNIT",
-    "JudgeDecision", "NoLocalEngine", "decide",
+    "JudgeDecision", "NoLocalEngine", "decide", "NoGPU", "check_gpu_request", "cpu_auto_open",
     # the output-schema toolkit of LLM nodes
     "StrictSchema", "bounded_list", "bounded_str", "cached_builder", "max_tokens_for",
     "parse_answer", "parse_request_answer", "parse_output", "reasoning_field", "schema_id",

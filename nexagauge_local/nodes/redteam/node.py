@@ -285,9 +285,10 @@ class RedteamNode(LLMNode[Judged, NodeReport]):
         rows = [(s.case_id, s.category, s.severity, self._judge_passed.get(s.case_id))
                 for s in self._scores]
         out: dict[str, Any] = {
-            "aggregate_metrics": aggregate_metrics(self._scores),
-            "judge_tables": verdict_tables(rows),
-            "disagreements": disagreements(self._scores, self._judge_passed),
+            "aggregate_metrics": aggregate_metrics(self._scores).model_dump(),
+            "judge_tables": verdict_tables(rows).model_dump(),
+            "disagreements": [d.model_dump() for d in
+                              disagreements(self._scores, self._judge_passed)],
         }
         if self._outcomes:
             tables = outcome_tables(self._outcomes)
