@@ -14,6 +14,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from nexagauge_local.judge import CostLedger, FailureKind, JudgeCache, JudgeClient, JudgeRequest
 from nexagauge_local.judge.endpoint import EndpointBackend, EndpointConfig, RetryPolicy
+from tests.decisions import decision_for
 from tests.endpoint_stub import Reply, StubServer
 
 FAST = RetryPolicy(attempts=3, base_seconds=0.05, max_sleep_seconds=2.0, total_seconds=5.0)
@@ -202,7 +203,7 @@ def test_client_caches_answers_and_not_backend_failures(tmp_path: Path) -> None:
 
         def client() -> JudgeClient:
             return JudgeClient(lambda: EndpointBackend(cfg), JudgeCache(tmp_path), CostLedger(),
-                               fingerprint=cfg.fingerprint)
+                               decision=decision_for(cfg.fingerprint, backend="endpoint"))
 
         first = client().run("redteam", requests(4))
         assert [r.failure for r in first].count(FailureKind.BACKEND) == 1

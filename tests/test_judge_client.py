@@ -69,15 +69,14 @@ class ScriptedBackend:
 
 
 class Factory:
-    """A backend callable with the decision a run would have made for it (None: the client
-    learns the fingerprint by building the backend)."""
+    """A backend callable with the decision a run would have made for it."""
 
-    def __init__(self, backend: object, fingerprint: str | None = ScriptedBackend.fingerprint):
+    def __init__(self, backend: object, fingerprint: str = ScriptedBackend.fingerprint):
         self.backend, self.built = backend, 0
         self.decision = JudgeDecision(
             profile="scripted", backend="hf", grammar="outlines", dtype="float32", device="cpu",
             demo=True, reason="--backend hf", fingerprint=fingerprint,
-        ) if fingerprint else None
+        )
 
     def __call__(self) -> object:
         self.built += 1
@@ -256,7 +255,8 @@ def test_a_backend_that_hands_nothing_over_is_committed_when_it_returns(tmp_path
 
 def test_no_cache_and_logprobs(tmp_path: Path) -> None:
     backend = ScriptedBackend()
-    client = JudgeClient(Factory(backend), None, CostLedger())  # type: ignore[arg-type]
+    factory = Factory(backend)
+    client = JudgeClient(factory, None, CostLedger(), decision=factory.decision)  # type: ignore[arg-type]
     client.run("geval", [_req("x")])
     client.run("geval", [_req("x")])
     assert backend.calls == [1, 1]
@@ -277,9 +277,6 @@ def test_identity_without_building_backend(tmp_path: Path) -> None:
     info = client.describe()
     assert info["demo"] and "not for decisions" in info["notice"]
     assert (info["backend"], info["backend_reason"]) == ("hf", "--backend hf")  # as decided
-    bare = Factory(ScriptedBackend(), fingerprint=None)
-    c = JudgeClient(bare, None, CostLedger())  # type: ignore[arg-type]
-    assert c.fingerprint == ScriptedBackend.fingerprint and bare.built == 1
 
 
 # ------------------------------------------------------------------ with the tiny real model
@@ -321,9 +318,8 @@ def _tiny_requests(n: int) -> list[JudgeRequest]:
 def test_tiny_model_rerun_makes_zero_backend_calls(tiny_backend, tmp_path: Path) -> None:
     reqs = _tiny_requests(50)
     counting = Counting(tiny_backend)
-    client = JudgeClient(
-        lambda: counting, JudgeCache(tmp_path), CostLedger(), fingerprint=tiny_backend.fingerprint
-    )
+    client = JudgeClient(lambda: counting, JudgeCache(tmp_path), CostLedger(),
+                         decision=tiny_backend.decision)
     first = client.run("redteam", reqs)
     assert counting.calls == [50] and all(r.error is None for r in first)
     assert client.ledger.nodes["redteam"].gpu_seconds > 0
@@ -332,7 +328,7 @@ def test_tiny_model_rerun_makes_zero_backend_calls(tiny_backend, tmp_path: Path)
         lambda: again_counting,
         JudgeCache(tmp_path),
         CostLedger(),
-        fingerprint=tiny_backend.fingerprint,
+        decision=tiny_backend.decision,
     )
     again = client2.run("redteam", reqs)
     assert again_counting.calls == [] and not client2.backend_loaded
@@ -357,8 +353,7 @@ _CHILD = textwrap.dedent(
     class StallMidCall:
         # once `chunk` answers are handed over (and committed), stalls inside the call
         def __init__(self):
-            self.inner = HFBackend(profile, cache_dir=cache_dir, device="cpu", threads=1,
-                                   max_batch=5)  # answers handed over in batches of 5
+            self.inner = inner
             self.name, self.fingerprint, self.gpu_count = "hf", self.inner.fingerprint, 0
             self.load_seconds = self.inner.load_seconds
             self.handed = 0
@@ -373,7 +368,10 @@ _CHILD = textwrap.dedent(
         def close(self):
             pass
 
-    client = JudgeClient(StallMidCall, JudgeCache(cache_dir), CostLedger())
+    inner = HFBackend(profile, cache_dir=cache_dir, device="cpu", threads=1,
+                      max_batch=5)  # answers handed over in batches of 5
+    client = JudgeClient(StallMidCall, JudgeCache(cache_dir), CostLedger(),
+                         decision=inner.decision)
     client.run("redteam", _tiny_requests(n))
     print("FINISHED", flush=True)
     """
@@ -416,9 +414,7 @@ def test_sigkill_mid_run_recomputes_nothing_finished(
     cache = JudgeCache(cache_dir)
     assert cache.stats().entries == handed  # exactly what was handed over, nothing half-written
     counting = Counting(tiny_backend)
-    client = JudgeClient(
-        lambda: counting, cache, CostLedger(), fingerprint=tiny_backend.fingerprint
-    )
+    client = JudgeClient(lambda: counting, cache, CostLedger(), decision=tiny_backend.decision)
     results = client.run("redteam", _tiny_requests(n))
     assert counting.calls == [n - handed]  # what was handed over was not recomputed
     usage = client.ledger.nodes["redteam"]
@@ -444,9 +440,8 @@ def test_calibrate_and_estimate_without_weights(tiny_backend, tiny_profile, tmp_
     assert est["output_tokens"] == round(6 * reqs[0].max_tokens / 2)
     assert est["gpu_seconds"] is None
     cache = JudgeCache(tmp_path)
-    client = JudgeClient(
-        lambda: tiny_backend, cache, CostLedger(), fingerprint=tiny_backend.fingerprint
-    )
+    client = JudgeClient(lambda: tiny_backend, cache, CostLedger(),
+                         decision=tiny_backend.decision)
     client.run("redteam", reqs[:2])
     est = estimate_llm(reqs, counter, calib, cache=cache, fingerprint=tiny_backend.fingerprint)
     assert (est["cached"], est["uncached"]) == (2, 4)

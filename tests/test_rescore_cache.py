@@ -26,6 +26,7 @@ from nexagauge_local.judge.ledger import CostLedger
 from nexagauge_local.judge.types import JudgeRequest, JudgeResult, OnBatch
 from nexagauge_local.runner import Runner
 from nexagauge_local.settings import RunSettings
+from tests.decisions import decision_for
 from tests.scripted_backend import ScriptedBackend
 from tests.scripted_judge import payload_for
 
@@ -67,9 +68,7 @@ def _run(out: Path, cache: Path, backend: CountingBackend) -> dict:
             lambda: backend,
             JudgeCache(cache),
             CostLedger(),
-            fingerprint=backend.fingerprint,
-            model_name="counting",
-            is_demo=False,
+            decision=decision_for(backend.fingerprint, "counting"),
         )
 
     runner = Runner(settings, judge_factory=judge, events=NullEvents())

@@ -100,8 +100,7 @@ def two_runs(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[set[s
 
     def judge() -> JudgeClient:
         return JudgeClient(CannedBackend, JudgeCache(cache), CostLedger(),
-                           fingerprint=real.decision.fingerprint,
-                           model_name=real.decision.profile, is_demo=real.decision.demo, long_inputs=long_inputs_for(settings, real))
+                           decision=real.decision, long_inputs=long_inputs_for(settings, real))
 
     Runner(settings, judge_factory=judge, events=NullEvents()).run(
         Dataset(data, {}, None))

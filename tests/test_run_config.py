@@ -27,6 +27,7 @@ from nexagauge_local.judge.types import JudgeRequest
 from nexagauge_local.nodes.redteam import RedteamBlock
 from nexagauge_local.runner import Runner
 from nexagauge_local.settings import RunSettings
+from tests.decisions import decision_for
 from tests.scripted_backend import ScriptedBackend
 from tests.scripted_judge import payload_for, user_text
 
@@ -280,7 +281,7 @@ def _judged(data: Path, config: Path, cache: Path) -> tuple[CountingBackend, dic
 
     def judge() -> JudgeClient:
         return JudgeClient(lambda: backend, JudgeCache(cache), CostLedger(),
-                           fingerprint=backend.fingerprint, model_name="counting", is_demo=False)
+                           decision=decision_for(backend.fingerprint, "counting"))
 
     runner = Runner(settings, judge_factory=judge, events=NullEvents())
     summary = runner.run(with_config(Dataset(data, blocks=BLOCKS), settings)).summary

@@ -39,7 +39,7 @@ from nexagauge_local.judge.cached_answers import answers_in_cache
 from nexagauge_local.judge.decision import JudgeDecision
 from nexagauge_local.judge.ledger import CostLedger
 from nexagauge_local.judge.long_inputs import LongInputs
-from nexagauge_local.judge.profiles import DEFAULT_JUDGE_FORMAT, DEMO_NOTICE
+from nexagauge_local.judge.profiles import DEMO_NOTICE
 from nexagauge_local.judge.schemas import schema_id
 from nexagauge_local.judge.types import (
     Backend,
@@ -84,18 +84,15 @@ class JudgeClient:
         ledger: CostLedger,
         gpu_hour_price: float | None = None,
         *,
+        decision: JudgeDecision,
         seed: int = 0,
-        decision: JudgeDecision | None = None,
-        fingerprint: str | None = None,
-        model_name: str | None = None,
-        is_demo: bool | None = None,
         executor: Executor | None = None,
         long_inputs: LongInputs | None = None,
     ) -> None:
         """`decision`: what the run resolved for this judge (factory.BackendFactory carries
-        it); keys are then computed without building the backend, and describe() names the
-        backend, grammar engine and devices it decided. Without one (a bare backend callable),
-        pass `fingerprint=`, or the backend is built to learn it."""
+        it), the client's one source of the judge's identity: cache keys are computed from its
+        fingerprint without building the backend, and describe() names the backend, grammar
+        engine and devices it decided."""
         self._factory = backend_factory
         self._backend: Backend | None = None
         self._backend_name: str | None = None  # kept past close(), for describe()
@@ -107,33 +104,28 @@ class JudgeClient:
         self.executor = executor
         self.long_inputs = long_inputs
         self.decision = decision
-        self._fingerprint = fingerprint or (decision.fingerprint if decision else None)
-        self._model_name = model_name or (decision.profile if decision else None)
-        self._is_demo = is_demo if is_demo is not None else (decision.demo if decision else None)
 
     # -------------------------------------------------------------- identity
 
     @property
     def fingerprint(self) -> str:
-        if self._fingerprint is None:
-            self._fingerprint = self.backend.fingerprint
-        return self._fingerprint
+        return self.decision.fingerprint
 
     @property
     def model_name(self) -> str:
-        return self._model_name or self.fingerprint.split("@", 1)[0]
+        return self.decision.profile
 
     @property
     def is_demo(self) -> bool:
-        return bool(self._is_demo)
+        return self.decision.demo
 
     @property
     def judge_format(self) -> str:
-        return self.decision.judge_format if self.decision else DEFAULT_JUDGE_FORMAT
+        return self.decision.judge_format
 
     @property
     def thresholds(self) -> dict[str, float]:
-        return dict(self.decision.thresholds) if self.decision else {}
+        return dict(self.decision.thresholds)
 
     @property
     def backend_loaded(self) -> bool:
@@ -146,8 +138,7 @@ class JudgeClient:
             try:
                 self._backend = self._factory()
             except Exception as exc:  # whatever the engine raised, said once
-                backend = self.decision.backend if self.decision else None
-                raise JudgeStartError(self._model_name, backend, exc) from exc
+                raise JudgeStartError(self.model_name, self.decision.backend, exc) from exc
             self._backend_name = self._backend.name
             self.ledger.record_load(float(self._backend.load_seconds), self._backend.gpu_count)
         return self._backend
@@ -159,16 +150,16 @@ class JudgeClient:
             "model": self.model_name,
             "fingerprint": self.fingerprint,
             "demo": self.is_demo,
-            "backend": self._backend_name or (decision.backend if decision else None),
-            "backend_reason": decision.reason if decision else None,
+            "backend": self._backend_name or decision.backend,
+            "backend_reason": decision.reason,
             # each answer independent of what shared the engine (the profile's setting)
-            "batch_invariant": bool(decision and decision.batch_invariant),
+            "batch_invariant": decision.batch_invariant,
             "loaded": self.backend_loaded,
             "gpus": self.ledger.gpu_count,
             "device": self.ledger.device_label,
             "load_seconds": round(self.ledger.load_seconds, 3),
         }
-        if decision is not None and decision.server is not None:  # a judge server
+        if decision.server is not None:  # a judge server
             info["endpoint"] = decision.server
         if self.is_demo:
             info["notice"] = DEMO_NOTICE
