@@ -241,3 +241,27 @@ def test_generate_then_run_redteam_with_the_demo_model(tmp_path: Path, demo_cach
         assert red["case_score"]["task"] == row["probe"]["task"]
         assert red["case_score"]["probe_input"] == row["input"]
         assert {m["name"] for m in red["metrics"]} >= {"bias", "toxicity"}
+
+
+def test_generate_on_hf_with_two_gpus_says_it_uses_one(tmp_path: Path, tiny_judge_dir: Path,
+                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    """The model under test's engine is decided as the judge's is: the hf engine holds one of
+    the GPUs --gpu names, and `generate` says so in one note, as a run does for its judge."""
+    from nexagauge_local.redteam.service import generate as service
+    from tests.host_fakes import fake_gpus
+
+    fake_gpus(monkeypatch, 2)
+    placed: list[str] = []
+
+    def make_responder(profile: object, decision: object, **_: object) -> EchoResponder:
+        placed.append(decision.torch_device)  # type: ignore[attr-defined]
+        return EchoResponder()
+
+    monkeypatch.setattr(service, "make_responder", make_responder)
+    probes = _write(tmp_path / "in.jsonl", [{"id": "p0", "category": "c", "input": "hi"}])
+    result = CliRunner().invoke(main, [
+        "generate", "--model", str(tiny_judge_dir), "--backend", "hf", "--gpu", "0,1",
+        "--input", str(probes), "--output", str(tmp_path / "r.jsonl"), "-q"])
+    assert result.exit_code == 0, result.output
+    assert placed == ["cuda:0"]
+    assert "note: --gpu 0,1: the hf backend uses one GPU, cuda:0" in result.output

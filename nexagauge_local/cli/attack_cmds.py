@@ -17,7 +17,7 @@ from nexagauge_local.cli.options import (
     target_server_options,
     verbose_option,
 )
-from nexagauge_local.cli.progress import lasting_bar
+from nexagauge_local.cli.progress import RichEvents, lasting_bar
 from nexagauge_local.settings import default_cache_dir
 
 if TYPE_CHECKING:
@@ -178,10 +178,15 @@ def attack_cmd(model: str | None, input_path: Path | None, fields: tuple[str, ..
         askers = (open_askers(judge, attacker, backend="auto" if target_url else backend,
                               gpu_ids=parse_gpu_ids(gpu), cache_dir=cache_dir, seed=seed)
                   if attack_plan.conversations else None)
+        note = RichEvents(console).note
         if askers is not None:
             stack.callback(askers.close)
+            for said in dict.fromkeys(n for c in (askers.judge, askers.attacker)
+                                      for n in c.decision.notes):
+                note(said)  # e.g. the hf engine uses one of the GPUs --gpu named
         responder = open_target(model, target, backend=backend, gpu_ids=parse_gpu_ids(gpu),
-                                cache_dir=cache_dir, seed=seed, batch_size=batch_size)
+                                cache_dir=cache_dir, seed=seed, batch_size=batch_size,
+                                on_note=note)
         stack.callback(responder.close)
         if fresh:
             start_fresh(output)

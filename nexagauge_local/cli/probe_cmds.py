@@ -21,7 +21,7 @@ from nexagauge_local.cli.options import (
     target_server_options,
     verbose_option,
 )
-from nexagauge_local.cli.progress import lasting_bar
+from nexagauge_local.cli.progress import RichEvents, lasting_bar
 from nexagauge_local.cli.tables import Column, fitted_table, left_out_line
 from nexagauge_local.redteam.service.suites import (
     expect_counts,
@@ -235,12 +235,13 @@ def generate_cmd(model: str | None, input_path: Path, fields: tuple[str, ...], o
     )
     from nexagauge_local.redteam.target.run import TargetAsk
 
+    console = Console(stderr=True)
     with cli_errors(resumable=True, resume_hint=OUTPUT_RESUME):
         items = load_probes(input_path, limit, fields)
         target = target_options(target_url, target_api_key, target_concurrency)
         responder = open_target(model, target, backend=backend, gpu_ids=parse_gpu_ids(gpu),
-                                cache_dir=cache_dir, seed=seed, batch_size=batch_size)
-        console = Console(stderr=True)
+                                cache_dir=cache_dir, seed=seed, batch_size=batch_size,
+                                on_note=RichEvents(console).note)
         with lasting_bar("generate", len(items), quiet, console) as advance:
             how = TargetAsk.of(max_tokens, system_prompt, fresh=fresh, batch_size=batch_size)
             stats = answer_probes(items, responder, output, how, progress=advance)

@@ -65,18 +65,24 @@ def open_target(
     cache_dir: Path,
     seed: int,
     batch_size: int | None,
+    on_note: Callable[[str], None] | None = None,
 ) -> Responder:
     """The model under test: behind `target`'s server when one is given (`model`, if any, is
     then the served model id), else loaded locally from `model`: an unknown profile or absent
     weights is a JudgeSetupError (the judge's resolution rules), and its engine, dtype and
     devices are decided once, the responder built from that decision. The server is asked
-    which models it serves before any work, so every set-up problem is one line."""
+    which models it serves before any work, so every set-up problem is one line. `on_note`
+    hears what the decision does otherwise than asked (the hf engine takes one of the GPUs
+    --gpu names), as a run's judge says it."""
     if target is None:
         if model is None:
             raise InputError("--model is required (a profile or weights), or --target-url")
         try:
             profile = resolve_profile(model)
             decision = responder_decision(profile, backend=backend, gpu_ids=gpu_ids)
+            if on_note is not None:
+                for note in decision.notes:
+                    on_note(note)
             return make_responder(profile, decision, cache_dir=cache_dir, seed=seed,
                                   batch_size=batch_size)
         except (WeightsMissing, ProfileNotFound) as exc:
