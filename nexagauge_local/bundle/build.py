@@ -27,7 +27,7 @@ from nexagauge_local.bundle import fit, install_script
 from nexagauge_local.bundle.carry import to_carry
 from nexagauge_local.bundle.joiner import MANIFEST_NAME, SCRIPT_NAME, SIGNATURE_NAME
 from nexagauge_local.bundle.manifest import FileEntry, FileKind, Manifest, TargetInfo, entry_for
-from nexagauge_local.bundle.pip import PipFailed, Resolved
+from nexagauge_local.bundle.pip import ConstraintConflict, PipFailed, Resolved
 from nexagauge_local.bundle.target import Target
 from nexagauge_local.bundle.weights import WeightsChoice
 
@@ -95,6 +95,41 @@ def _constraints(target: Target, everything: bool) -> list[str]:
     return out
 
 
+MAX_RELAXED_ROUNDS = 8
+
+
+def _resolve_keeping_the_target(
+    pip: Downloader, roots: Sequence[str], target: Target, from_freeze: bool,
+    step: Callable[[str], None],
+) -> list[Resolved]:  # fmt: skip
+    """Resolve with the target's versions as constraints, giving up only those pip names in
+    a conflict, one round each: whatever stays fixed is what the target already has and is
+    not carried (a host whose numpy is newer than vLLM's pin gets another numpy, not another
+    transformers too). After MAX_RELAXED_ROUNDS, or a conflict naming no constraint, only
+    torch stays fixed."""
+    constraints = _constraints(target, everything=True)
+    for _ in range(MAX_RELAXED_ROUNDS if from_freeze else 1):
+        try:
+            return pip.resolve(roots, target, constraints)
+        except ConstraintConflict as exc:
+            if not from_freeze:
+                raise
+            names = {canonicalize_name(n) for n in exc.names} - {"torch"}
+            drop = [c for c in constraints if canonicalize_name(c.partition("==")[0]) in names]
+            if not drop:
+                break
+            constraints = [c for c in constraints if c not in drop]
+            step(f"vLLM's dependencies need other versions than the target's {', '.join(drop)}: "
+                 "carrying them (the target's other versions stay fixed)")  # fmt: skip
+        except PipFailed:
+            if not from_freeze:
+                raise
+            break
+    # the freeze's versions cannot stay even so: keep torch, let pip upgrade the rest
+    step("the target's versions conflict with vLLM's pins; keeping only torch fixed")
+    return pip.resolve(roots, target, _constraints(target, everything=False))
+
+
 def _local_file(url: str) -> Path | None:
     parsed = urlparse(url)
     return Path(unquote(parsed.path)) if parsed.scheme == "file" else None
@@ -143,14 +178,7 @@ def _build(req: BuildRequest, pip: Downloader, step: Callable[[str], None]) -> M
             raise BundleError(f"{project}: a wheel of {name!r}, not of {PROJECT}")
         roots = [str(project.resolve()), f"vllm=={vllm}"]
         step(f"resolving vLLM {vllm} and its dependencies for the target (metadata only)")
-        try:
-            resolved = pip.resolve(roots, target, _constraints(target, everything=True))
-        except PipFailed:
-            if not req.from_freeze:
-                raise
-            # the freeze's versions cannot all stay: keep torch, let pip upgrade the rest
-            step("the target's versions conflict with vLLM's pins; keeping only torch fixed")
-            resolved = pip.resolve(roots, target, _constraints(target, everything=False))
+        resolved = _resolve_keeping_the_target(pip, roots, target, req.from_freeze, step)
         carry = to_carry(resolved, [PROJECT, "vllm"], target)
         remote = [f"{d.name}=={d.version}" for d in carry if _local_file(d.url) is None]
         step(f"downloading {len(remote)} wheels the target lacks")

@@ -20,10 +20,23 @@ from pathlib import Path
 from nexagauge_local.bundle.target import Target
 
 _NO_MATCH = re.compile(r"No matching distribution found for (?P<spec>\S+)")
+# pip's explanation of a ResolutionImpossible names each constraint that takes part in it
+_CONSTRAINT_IN_CONFLICT = re.compile(
+    r"The user requested \(constraint\) (?P<name>[A-Za-z0-9][A-Za-z0-9._-]*)\s*=="
+)
 
 
 class PipFailed(RuntimeError):
     """pip could not resolve, download or build; the message is one line."""
+
+
+class ConstraintConflict(PipFailed):
+    """Resolution is impossible with these constraints (names as pip printed them): the
+    caller may drop them and try again."""
+
+    def __init__(self, message: str, names: Sequence[str]) -> None:
+        super().__init__(message)
+        self.names = tuple(names)
 
 
 @dataclass(frozen=True)
@@ -79,13 +92,20 @@ class Pip:
             cfile.write_text("".join(f"{c}\n" for c in constraints))
             report = Path(tmp) / "report.json"
             for _ in range(12):  # one round per sdist-only project found
-                args = ["install", "--dry-run", "--quiet", "--report", str(report),
+                # not --quiet: pip explains a conflict only at its normal verbosity
+                args = ["install", "--dry-run", "--progress-bar", "off", "--report", str(report),
                         "--target", str(Path(tmp) / "never-written"), "-c", str(cfile),
                         *target.pip_args(), *self._index_args(), *roots]  # fmt: skip
                 cmd = [self.python, "-m", "pip", *args]
                 proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
                 if proc.returncode == 0:
                     return _report(json.loads(report.read_text()))
+                said = proc.stdout + proc.stderr
+                conflict = sorted({m["name"] for m in _CONSTRAINT_IN_CONFLICT.finditer(said)})
+                if conflict:
+                    raise ConstraintConflict(
+                        f"resolving for the target failed: {_last_error(proc.stderr)}", conflict
+                    )
                 missing = _NO_MATCH.search(proc.stderr)
                 if missing is None or missing["spec"] in self._made or self.no_index:
                     raise PipFailed(f"resolving for the target failed: {_last_error(proc.stderr)}")
