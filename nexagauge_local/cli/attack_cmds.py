@@ -3,6 +3,7 @@ by the model under test, written as attack records for `run redteam`."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from contextlib import ExitStack
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -155,7 +156,9 @@ def attack_cmd(model: str | None, input_path: Path | None, fields: tuple[str, ..
     assert input_path is not None and output is not None
     from nexagauge_local.redteam.campaign.rounds import Limits
     from nexagauge_local.redteam.service.attack import (
+        SHARING,
         AttackOptions,
+        local_engines,
         open_askers,
         plan,
         run_attacks,
@@ -175,18 +178,22 @@ def attack_cmd(model: str | None, input_path: Path | None, fields: tuple[str, ..
         target = target_options(target_url, target_api_key, target_concurrency)
         # the judge and the attacker are checked first: cheap, and a typo in --attacker must
         # not wait for the target's weights to load
+        # the judge (and attacker) engine and the target's are alive at once, on one --gpu
+        engines = (local_engines(judge, attacker, target_is_local=target is None)
+                   if attack_plan.conversations else 1)
         askers = (open_askers(judge, attacker, backend="auto" if target_url else backend,
-                              gpu_ids=parse_gpu_ids(gpu), cache_dir=cache_dir, seed=seed)
+                              gpu_ids=parse_gpu_ids(gpu), cache_dir=cache_dir, seed=seed,
+                              engines=engines)
                   if attack_plan.conversations else None)
-        note = RichEvents(console).note
+        note = _once(RichEvents(console).note)
         if askers is not None:
             stack.callback(askers.close)
-            for said in dict.fromkeys(n for c in (askers.judge, askers.attacker)
-                                      for n in c.decision.notes):
-                note(said)  # e.g. the hf engine uses one of the GPUs --gpu named
+            for c in (askers.judge, askers.attacker):
+                for said in c.decision.notes:
+                    note(said)  # e.g. the hf engine uses one of the GPUs --gpu named
         responder = open_target(model, target, backend=backend, gpu_ids=parse_gpu_ids(gpu),
                                 cache_dir=cache_dir, seed=seed, batch_size=batch_size,
-                                on_note=note)
+                                on_note=note, engines=engines, sharing=SHARING)
         stack.callback(responder.close)
         if fresh:
             start_fresh(output)
@@ -207,3 +214,16 @@ def attack_cmd(model: str | None, input_path: Path | None, fields: tuple[str, ..
                 f"broke the target, {driven.attacker_unparsed} attacker answer(s) did not "
                 f"parse; {driven.wall_seconds:.1f} s")
     click.echo(str(output))
+
+
+def _once(say: Callable[[str], None]) -> Callable[[str], None]:
+    """`say`, saying each line once: the judge's and the target's decisions may carry the
+    same note (the GPUs they share)."""
+    said: set[str] = set()
+
+    def once(line: str) -> None:
+        if line not in said:
+            said.add(line)
+            say(line)
+
+    return once

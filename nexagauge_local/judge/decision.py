@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field
 
 from nexagauge_local.judge.cpu_auto import cpu_backend, mem_available_gb
 from nexagauge_local.judge.endpoint.config import ServerIdentity
@@ -117,6 +117,9 @@ class JudgeDecision(BaseModel):
     # how the judge is asked: our rubric JSON, or a guard family's own format (judge/formats)
     judge_format: str = DEFAULT_JUDGE_FORMAT
     thresholds: dict[str, float] = {}  # the profile's fitted pass thresholds per metric
+    # the part of each of its GPUs' memory a vLLM engine reserves: 1 alone, 1/N when N local
+    # engines of one command are alive on the same GPUs at once (shared_by)
+    gpu_share: float = Field(default=1.0, gt=0.0, le=1.0)
 
     @property
     def devices(self) -> list[str]:
@@ -142,6 +145,21 @@ class JudgeDecision(BaseModel):
         """The engine's GPUs as the summary lists them (ids that are indices; a UUID from
         CUDA_VISIBLE_DEVICES is left out)."""
         return [int(g) for g in self.gpu_ids if g.isdigit()] if self.device == "cuda" else []
+
+    def shared_by(self, engines: int, what: str) -> JudgeDecision:
+        """This decision when `engines` local engines of one command hold the same GPUs at
+        once (`what` names them for the note). vLLM reserves a fixed share of a GPU's *total*
+        memory at start and will not start when less is free, so two at its default cannot
+        both start on one GPU; each then takes 1/N of it. An hf engine reserves nothing and a
+        CPU or server judge holds no GPU: those stay as they are."""
+        if engines <= 1 or self.device != "cuda" or self.backend != "vllm":
+            return self
+        from nexagauge_local.judge.vllm.host import VLLM_GPU_MEMORY_UTILIZATION
+
+        share = 1.0 / engines
+        note = (f"{what} share the GPUs: each vLLM engine reserves "
+                f"{VLLM_GPU_MEMORY_UTILIZATION * share:.0%} of each one's memory")  # fmt: skip
+        return self.model_copy(update={"gpu_share": share, "notes": (*self.notes, note)})
 
     def unpinned(self) -> JudgeDecision:
         """This decision on a cluster worker: Ray sets the worker's CUDA_VISIBLE_DEVICES, so

@@ -132,12 +132,13 @@ class VLLMBackend:
         self.string_caps = self.clip_strings and string_caps
         self.fingerprint = decision.fingerprint
         hosts = engine_hosts(device, self.device_ids, profile, profile.parallelism == "data",
-                             v1_runner=self.string_caps)
+                             v1_runner=self.string_caps, gpu_share=decision.gpu_share)
         self.engines = len(hosts)
         self.data_parallel = len(hosts) > 1
         path = model_path or engine_model_path(profile, self.cache_dir, dtype)
         kwargs = engine_kwargs(path, profile, dtype, seed, hosts[0].tensor_parallel, grammar,
-                               device, string_caps=self.string_caps)
+                               device, string_caps=self.string_caps,
+                               gpu_share=decision.gpu_share)  # fmt: skip
         started = time.perf_counter()
         self.tokenizer = load_tokenizer_at(path)
         self.stop_ids = eos_order(generation_eos_ids(path, self.tokenizer),

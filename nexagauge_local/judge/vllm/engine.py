@@ -165,6 +165,7 @@ def engine_kwargs(
     grammar: str | None = DEFAULT_GRAMMAR["vllm"],
     device: Device = "cuda",
     string_caps: bool = False,
+    gpu_share: float = 1.0,
 ) -> dict[str, Any]:
     """`vllm.LLM` arguments; `device` adds the host's own (host.host_engine_kwargs). `grammar`
     None: free text (the model-under-test responder), no structured-outputs engine.
@@ -178,7 +179,7 @@ def engine_kwargs(
         "enable_prefix_caching": profile.vllm_prefix_caching and not profile.batch_invariant,
         # explicit, not vLLM's default of the day: the logprobs a guard's score is read from
         "logprobs_mode": VLLM_LOGPROBS_MODE,
-        **host_engine_kwargs(device, profile),
+        **host_engine_kwargs(device, profile, gpu_share),
     }
     if grammar is not None:
         structured: dict[str, Any] = {"backend": grammar}

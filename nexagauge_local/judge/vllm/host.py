@@ -22,6 +22,10 @@ from typing import Any, Literal
 from nexagauge_local.judge.profiles import JudgeProfile
 
 Device = Literal["cuda", "cpu"]
+# vLLM's own default gpu_memory_utilization: the share of a GPU's *total* memory an engine
+# reserves at start (it refuses to start when less is free). A command that holds several
+# engines on one GPU (`attack`: the judge and the model under test) gives each a part of it.
+VLLM_GPU_MEMORY_UTILIZATION = 0.9
 GIB = 1 << 30
 
 
@@ -65,6 +69,8 @@ class EngineHost:
     v1_runner: bool = False
     # vLLM's batch-invariant kernels (CUDA only; a CPU engine runs one sequence per step)
     batch_invariant: bool = False
+    # the part of VLLM_GPU_MEMORY_UTILIZATION this engine takes (JudgeDecision.gpu_share)
+    gpu_share: float = 1.0
 
     def environment(self) -> dict[str, str]:
         """Variables set in the process that creates the engine, before it is created (its
@@ -120,27 +126,33 @@ class EngineHost:
 
 def engine_hosts(
     device: Device, gpu_ids: tuple[str, ...], profile: JudgeProfile, data_parallel: bool,
-    v1_runner: bool = False,
+    v1_runner: bool = False, gpu_share: float = 1.0,
 ) -> list[EngineHost]:
     """One EngineHost per engine: per GPU (data-parallel) or all GPUs in one (tensor), and on
     a CPU host `profile.vllm_cpu_engines` engines, each on its own slice of the CPUs."""
     if device == "cuda":
         invariant = profile.batch_invariant
         if data_parallel:
-            return [EngineHost("cuda", (g,), v1_runner=v1_runner, batch_invariant=invariant)
-                    for g in gpu_ids]
-        return [EngineHost("cuda", gpu_ids, v1_runner=v1_runner, batch_invariant=invariant)]
+            return [EngineHost("cuda", (g,), v1_runner=v1_runner, batch_invariant=invariant,
+                               gpu_share=gpu_share) for g in gpu_ids]  # fmt: skip
+        return [EngineHost("cuda", gpu_ids, v1_runner=v1_runner, batch_invariant=invariant,
+                           gpu_share=gpu_share)]  # fmt: skip
     slices = cpu_slices(usable_cpus(), profile.vllm_cpu_engines, profile.vllm_cpu_threads)
     return [EngineHost("cpu", cpus=tuple(s)) for s in slices]
 
 
-def host_engine_kwargs(device: Device, profile: JudgeProfile) -> dict[str, Any]:
-    """The engine arguments that depend on the host: eager or compiled, and on a CPU host an
-    explicit KV-cache size (vLLM's default there reserves a share of all system memory)."""
+def host_engine_kwargs(
+    device: Device, profile: JudgeProfile, gpu_share: float = 1.0
+) -> dict[str, Any]:
+    """The engine arguments that depend on the host: eager or compiled, on a GPU shared with
+    other engines of the command its part of the memory, and on a CPU host an explicit
+    KV-cache size (vLLM's default there reserves a share of all system memory)."""
     eager = profile.vllm_enforce_eager
     if eager is None:
         eager = device == "cpu"  # compiled start-up is 3-5x the eager one on a CPU host
     out: dict[str, Any] = {"enforce_eager": eager}
+    if device == "cuda" and gpu_share < 1.0:
+        out["gpu_memory_utilization"] = round(VLLM_GPU_MEMORY_UTILIZATION * gpu_share, 4)
     if device == "cpu":
         out["kv_cache_memory_bytes"] = int(profile.vllm_cpu_kv_cache_gib * GIB)
         out["distributed_executor_backend"] = "uni"  # one rank: its worker in-process too

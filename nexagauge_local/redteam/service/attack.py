@@ -8,12 +8,12 @@ or a bad template file is one line, exit 2), open the target (a missing model li
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from nexagauge_local.app.errors import AppError, ClusterSetupError, JudgeSetupError
 from nexagauge_local.app.judge import judge_start_errors, open_client, preflight
-from nexagauge_local.judge import JudgeClient
+from nexagauge_local.judge import JudgeClient, ProfileNotFound, WeightsMissing, resolve_profile
 from nexagauge_local.redteam.attacks.registry import (
     UnknownStrategyError,
     resolve,
@@ -155,15 +155,39 @@ class Askers:
             self.attacker.close()
 
 
+# what the GPU-sharing note calls the engines of one attack
+SHARING = "the judge, the attacker and the model under test"
+
+def local_engines(judge: str, attacker: str | None, target_is_local: bool) -> int:
+    """How many local engines an attacker-driven campaign holds at once: the judge's, the
+    attacker's when it is another profile, and the model under test's, less any judge or
+    attacker served by a server. All take the same --gpu, so this many share each GPU. A
+    profile that does not resolve counts as local: its preflight says what is wrong."""
+    def local(profile: str) -> int:
+        try:
+            return 0 if resolve_profile(profile).is_endpoint else 1
+        except (ProfileNotFound, WeightsMissing):  # a server needs no weights here
+            return 1
+
+    askers = local(judge) + (local(attacker) if attacker not in (None, judge) else 0)
+    return askers + int(target_is_local)
+
+
 def open_askers(judge: str, attacker: str | None, *, backend: str, gpu_ids: Sequence[int],
-                cache_dir: Path, seed: int) -> Askers:
+                cache_dir: Path, seed: int, engines: int = 1) -> Askers:
     """The judge and attacker clients, each checked before any work (an unknown profile or
-    absent weights is a JudgeSetupError naming the flag, exit 2)."""
+    absent weights is a JudgeSetupError naming the flag, exit 2). `engines`: the local engines
+    the command holds on the same GPUs at once (local_engines); each local vLLM engine then
+    reserves its part of the GPUs' memory (JudgeDecision.shared_by)."""
     def client(profile: str, flag: str) -> JudgeClient:
         settings = RunSettings(model=profile, backend=backend,
                                gpu_ids=list(gpu_ids), cache_dir=cache_dir, seed=seed)
         try:
-            return open_client(settings, preflight(settings))
+            factory = preflight(settings)
+            if factory.endpoint is None:
+                shared = factory.decision.shared_by(engines, SHARING)
+                factory = replace(factory, decision=shared)
+            return open_client(settings, factory)
         except (JudgeSetupError, ClusterSetupError) as exc:
             raise JudgeSetupError(f"{flag} {profile}: {exc}") from None
 

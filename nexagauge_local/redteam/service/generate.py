@@ -66,6 +66,8 @@ def open_target(
     seed: int,
     batch_size: int | None,
     on_note: Callable[[str], None] | None = None,
+    engines: int = 1,
+    sharing: str = "",
 ) -> Responder:
     """The model under test: behind `target`'s server when one is given (`model`, if any, is
     then the served model id), else loaded locally from `model`: an unknown profile or absent
@@ -73,13 +75,16 @@ def open_target(
     devices are decided once, the responder built from that decision. The server is asked
     which models it serves before any work, so every set-up problem is one line. `on_note`
     hears what the decision does otherwise than asked (the hf engine takes one of the GPUs
-    --gpu names), as a run's judge says it."""
+    --gpu names), as a run's judge says it. `engines` > 1: so many local engines of the
+    command (`sharing` names them) hold the same GPUs at once, and a vLLM target reserves its
+    part of their memory (JudgeDecision.shared_by)."""
     if target is None:
         if model is None:
             raise InputError("--model is required (a profile or weights), or --target-url")
         try:
             profile = resolve_profile(model)
             decision = responder_decision(profile, backend=backend, gpu_ids=gpu_ids)
+            decision = decision.shared_by(engines, sharing)
             if on_note is not None:
                 for note in decision.notes:
                     on_note(note)

@@ -35,7 +35,8 @@ def make_responder(
         from nexagauge_local.redteam.target.vllm import VLLMResponder
 
         host = engine_hosts(decision.device if decision.device == "cuda" else "cpu",
-                            decision.gpu_ids, profile, data_parallel=False)[0]
+                            decision.gpu_ids, profile, data_parallel=False,
+                            gpu_share=decision.gpu_share)[0]  # fmt: skip
         return VLLMResponder(profile, cache_dir=cache_dir, dtype=decision.dtype, host=host,
                              seed=seed)
     from nexagauge_local.redteam.target.hf import HFResponder

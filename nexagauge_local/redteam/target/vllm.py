@@ -23,7 +23,7 @@ def responder_engine_kwargs(
 ) -> dict[str, Any]:
     """`vllm.LLM` arguments for free text (no structured outputs), on `host`."""
     return engine_kwargs(model_path, profile, dtype, seed, host.tensor_parallel, None,
-                         host.device)
+                         host.device, gpu_share=host.gpu_share)
 
 
 class VLLMResponder:
