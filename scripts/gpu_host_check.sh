@@ -25,14 +25,20 @@ Runs, in order, the steps named by --steps (default: all), each bounded by what 
   bench      scripts/bench_gpu.py --phases PHASES --cases N (DIR/bench_gpu.json)
   cli        nexagauge-local run redteam on the bundled sample with --gpu 0 (DIR/run/)
   gpu-tests  pytest -m gpu tests/test_gpu_vllm.py (DIR/gpu-tests.xml)
+  attacks    scripts/bench_attacks.py: multi-turn escalation of the bundled harmful probes,
+             round-synchronous batched against one conversation at a time, the demo model
+             as attacker, target and judge on the same GPU (DIR/bench_attacks.json)
 
 Options:
   --results DIR       where logs and figures go (required; created)
   --bundle DIR        the bundle folder (MANIFEST.json, install.sh, wheels/); needed by install
   --site DIR          install target, put first on PYTHONPATH for later steps [/tmp/nexagauge-site]
-  --steps LIST        comma-separated subset of host,install,imports,bench,cli,gpu-tests [all]
+  --steps LIST        comma-separated subset of host,install,imports,bench,cli,gpu-tests,
+                      attacks [all, in that order: what the deadline leaves no time for is
+                      recorded as skipped]
   --phases LIST       bench phases [probe,ours_caps,baseline]
   --cases N           bench cases (x 2 metrics = judgements) [200]
+  --attack-probes N   attacks: harmful probes of the bundled suite (at most 64) [64]
   --deadline S        seconds for the whole run; each step gets what is left [3600]
   --archive FILE      refresh FILE (.tgz of DIR, without model files) after every step
   --device cuda|cpu   cpu: rehearse on a machine without a GPU [cuda]
@@ -43,8 +49,8 @@ Exit code: 0 every step passed; 1 a step failed or ran out of time (steps.tsv sa
 EOF
 }
 
-RESULTS="" BUNDLE="" SITE=/tmp/nexagauge-site STEPS=host,install,imports,bench,cli,gpu-tests
-PHASES=probe,ours_caps,baseline CASES=200 DEADLINE=3600 ARCHIVE="" DEVICE=cuda
+RESULTS="" BUNDLE="" SITE=/tmp/nexagauge-site STEPS=host,install,imports,bench,cli,gpu-tests,attacks
+PHASES=probe,ours_caps,baseline CASES=200 DEADLINE=3600 ARCHIVE="" DEVICE=cuda ATTACK_PROBES=64
 while [ $# -gt 0 ]; do
   case "$1" in
     --results) RESULTS="${2:?--results needs a folder}"; shift 2 ;;
@@ -53,6 +59,7 @@ while [ $# -gt 0 ]; do
     --steps) STEPS="${2:?--steps needs a list}"; shift 2 ;;
     --phases) PHASES="${2:?--phases needs a list}"; shift 2 ;;
     --cases) CASES="${2:?--cases needs a number}"; shift 2 ;;
+    --attack-probes) ATTACK_PROBES="${2:?--attack-probes needs a number}"; shift 2 ;;
     --deadline) DEADLINE="${2:?--deadline needs seconds}"; shift 2 ;;
     --archive) ARCHIVE="${2:?--archive needs a file}"; shift 2 ;;
     --device) DEVICE="${2:?--device needs cuda or cpu}"; shift 2 ;;
@@ -64,11 +71,12 @@ fail_args() { echo "gpu_host_check: $1" >&2; exit 2; }
 [ -n "$RESULTS" ] || fail_args "--results DIR is required (see --help)"
 case "$DEVICE" in cuda|cpu) ;; *) fail_args "--device $DEVICE: cuda or cpu" ;; esac
 [[ "$CASES" =~ ^[1-9][0-9]*$ ]] || fail_args "--cases $CASES: a positive whole number"
+[[ "$ATTACK_PROBES" =~ ^[1-9][0-9]*$ ]] || fail_args "--attack-probes $ATTACK_PROBES: a positive whole number"
 [[ "$DEADLINE" =~ ^[1-9][0-9]*$ ]] || fail_args "--deadline $DEADLINE: whole seconds"
 IFS=, read -r -a WANT <<<"$STEPS"
 for s in "${WANT[@]}"; do
-  case "$s" in host|install|imports|bench|cli|gpu-tests) ;;
-    *) fail_args "--steps: unknown step '$s' (host,install,imports,bench,cli,gpu-tests)" ;;
+  case "$s" in host|install|imports|bench|cli|gpu-tests|attacks) ;;
+    *) fail_args "--steps: unknown step '$s' (host,install,imports,bench,cli,gpu-tests,attacks)" ;;
   esac
 done
 if [[ ",$STEPS," == *",install,"* ]]; then
@@ -160,7 +168,7 @@ sys.exit(1 if bad else 0)
 EOF
 }
 
-if [ "$DEVICE" = cpu ]; then GPU_ARGS=(--backend vllm); else GPU_ARGS=(--gpu 0); fi
+if [ "$DEVICE" = cpu ]; then GPU_ARGS=(--backend vllm); GPU_ID=""; else GPU_ARGS=(--gpu 0); GPU_ID=0; fi
 use_site() { export PYTHONPATH="$SITE${PYTHONPATH:+:$PYTHONPATH}"; }
 # an earlier run's install (a second call on the same host) serves the later steps
 [ "$DEVICE" = cuda ] && [ -n "$(ls -A "$SITE" 2>/dev/null)" ] && use_site
@@ -184,6 +192,10 @@ for s in "${WANT[@]}"; do
     gpu-tests)
       step gpu-tests 600 "$PY" -m pytest -m gpu tests/test_gpu_vllm.py -q -p no:cacheprovider \
         --junitxml "$RESULTS/gpu-tests.xml" ;;
+    attacks)
+      step attacks 900 env PYTHONUNBUFFERED=1 "$PY" scripts/bench_attacks.py --backend vllm \
+        --gpu "$GPU_ID" --probes "$ATTACK_PROBES" --turns 3 --sequential-sample 8 \
+        --json "$RESULTS/bench_attacks.json" ;;
   esac
 done
 echo "== done in $(( SECONDS - STARTED )) s; steps in $RESULTS/steps.tsv" >&2

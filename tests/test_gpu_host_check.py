@@ -41,6 +41,7 @@ def _steps(results: Path) -> dict[str, list[str]]:
         (["--results", "{tmp}/r", "--steps", "install"], "no install.sh there"),
         (["--results", "{tmp}/r", "--device", "tpu"], "--device tpu: cuda or cpu"),
         (["--results", "{tmp}/r", "--cases", "0"], "--cases 0: a positive whole number"),
+        (["--results", "{tmp}/r", "--attack-probes", "x"], "--attack-probes x: a positive"),
         (["--results", "{tmp}/r", "--frobnicate"], "unknown argument --frobnicate"),
     ],
 )
@@ -55,7 +56,7 @@ def test_bad_arguments_are_one_line_and_exit_2(tmp_path: Path, args: list[str],
 def test_help_names_every_step() -> None:
     proc = _check("--help")
     assert proc.returncode == 0
-    for step in ("host", "install", "imports", "bench", "cli", "gpu-tests"):
+    for step in ("host", "install", "imports", "bench", "cli", "gpu-tests", "attacks"):
         assert f"\n  {step} " in proc.stdout
 
 
