@@ -108,3 +108,23 @@ def test_attack_on_one_gpu_gives_the_judge_and_the_target_half_each(
     assert seen["judge"].backend == "vllm" and seen["judge"].gpu_share == 0.5
     note = "each vLLM engine reserves 45% of each one's memory"
     assert res.output.count(note) == 1
+
+
+def test_a_run_with_two_local_judges_on_one_gpu_gives_each_half(
+    tiny_judge_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`run --model demo --model redteam=FOLDER --gpu 0`: the run holds both judges' engines
+    until its last node, so each vLLM engine reserves 45%, and both say so. One judge alone
+    keeps vLLM's default."""
+    from nexagauge_local.app.judge import preflight_judges
+    from nexagauge_local.settings import RunSettings
+
+    fake_gpus(monkeypatch, 1)
+    two = RunSettings(model="demo", backend="vllm", gpu_ids=[0],
+                      node_models={"redteam": str(tiny_judge_dir)})  # fmt: skip
+    judges = preflight_judges(two, ["grounding", "redteam"])
+    assert [f.decision.gpu_share for f in judges.values()] == [0.5, 0.5]
+    assert all(f.decision.notes[-1].startswith("the run's 2 judges (demo, ")
+               for f in judges.values())  # fmt: skip
+    one = preflight_judges(two, ["grounding"])
+    assert [f.decision.gpu_share for f in one.values()] == [1.0]

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
+from dataclasses import replace
 from types import TracebackType
 from typing import Self
 
@@ -149,7 +150,20 @@ def preflight_judges(settings: RunSettings, nodes: Iterable[str]) -> ResolvedJud
                 raise
             named = ", ".join(f"--model {n}={profile}" for n in by_profile[profile])
             raise type(exc)(f"{named}: {exc}") from None
-    return out
+    return share_gpus(out, settings)
+
+
+def share_gpus(judges: ResolvedJudges, settings: RunSettings) -> ResolvedJudges:
+    """A run's local judges on a GPU host all take the run's --gpu, and a run holds each one's
+    engine until its last node of the last shard: so many share each GPU, and each vLLM engine
+    reserves its part (JudgeDecision.shared_by). Servers hold no GPU here; a cluster's actors
+    are placed by Ray."""
+    local = [p for p, f in judges.items() if f.endpoint is None and f.decision.device == "cuda"]
+    if len(local) < 2 or settings.cluster:
+        return judges
+    what = f"the run's {len(local)} judges ({', '.join(local)})"
+    return {p: replace(f, decision=f.decision.shared_by(len(local), what)) if p in local else f
+            for p, f in judges.items()}  # fmt: skip
 
 
 def preflight(settings: RunSettings) -> BackendFactory:
