@@ -299,7 +299,7 @@ def test_install_sh_verifies_joins_and_installs(bundle_dir: Path, tmp_path: Path
     assert "5 files verified (sha256), 2 joined from parts" in proc.stdout
     # into a folder pip ignores what is installed: exactly the bundle's wheels, --no-deps
     assert (f"would run: {sys.executable} -m pip install --no-index --find-links "
-            f"{bundle_dir}/wheels --no-deps --target {tmp_path}/site "
+            f"{bundle_dir}/wheels --no-deps --no-compile --target {tmp_path}/site "
             f"{bundle_dir}/wheels/nexagauge_local-0.1.0-py3-none-any.whl "
             f"{bundle_dir}/wheels/tinydep-1.2-py3-none-any.whl "
             f"{bundle_dir}/wheels/vllm-0.26.0-py3-none-any.whl\n") in proc.stdout

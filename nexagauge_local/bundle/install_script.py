@@ -69,8 +69,10 @@ run() { if [ "$DRY_RUN" = 1 ]; then echo "would run: $*"; else "$@"; fi; }
 if [ -n "$TARGET" ]; then
   # pip ignores what is installed when it installs into a folder, so it would look for every
   # dependency in wheels/: install exactly the bundle's wheels instead, the rest being the
-  # environment's (the bundle was built for it)
-  run "${PIP[@]}" --no-deps --target "$TARGET" @WHEELS@
+  # environment's (the bundle was built for it). No byte-compiling: Python compiles what is
+  # imported into the folder on first use, and most of vLLM's modules never are (its wheel:
+  # 7.8 s installed with, 3.5 s without)
+  run "${PIP[@]}" --no-deps --no-compile --target "$TARGET" @WHEELS@
 else
   run "${PIP[@]}" @INSTALL@
   @NO_DEPS@
