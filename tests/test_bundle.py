@@ -410,24 +410,26 @@ def test_which_weights_travel(tmp_path: Path) -> None:
 # ---------------------------------------------------------------- pip itself
 
 
-def _tiny_project(root: Path, name: str, requires: Sequence[str] = ()) -> Path:
+def tiny_wheel(links: Path, src: Path, name: str, version: str = "1.0",
+               requires: Sequence[str] = ()) -> None:  # fmt: skip
+    """A pure-Python project NAME VERSION written under SRC and built into the LINKS folder."""
+    root = src / f"{name}-{version}"
     root.mkdir(parents=True)
     (root / f"{name}.py").write_text("VALUE = 1\n")
     deps = ", ".join(f'"{r}"' for r in requires)
     (root / "pyproject.toml").write_text(
         '[build-system]\nrequires = ["setuptools"]\nbuild-backend = "setuptools.build_meta"\n'
-        f'[project]\nname = "{name}"\nversion = "1.0"\ndependencies = [{deps}]\n'
+        f'[project]\nname = "{name}"\nversion = "{version}"\ndependencies = [{deps}]\n'
         f'[tool.setuptools]\npy-modules = ["{name}"]\n')
-    return root
+    subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation",
+                    "-q", "-w", str(links), str(root)], check=True, timeout=300)  # fmt: skip
 
 
 def test_pip_resolves_and_downloads_for_the_target_from_find_links(tmp_path: Path) -> None:
     """The real pip commands (dry-run report, download --no-deps) against a local index."""
     links = tmp_path / "links"
     for name, req in (("nxg_tiny_a", ()), ("nxg_tiny_b", ("nxg_tiny_a>=1",))):
-        src = _tiny_project(tmp_path / name, name, req)
-        subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation",
-                        "-q", "-w", str(links), str(src)], check=True, timeout=300)
+        tiny_wheel(links, tmp_path / "src", name, requires=req)
     pip = Pip(find_links=(links,), no_index=True, progress=False)
     target = Target(python="3.12", platform="manylinux_2_28_x86_64", torch="2.11.0",
                     installed={"torch": "2.11.0"})

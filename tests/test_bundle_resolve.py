@@ -4,8 +4,6 @@ lacks or must replace. Checked with pip's real resolver and messages, offline.""
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -14,20 +12,7 @@ import pytest
 from nexagauge_local.bundle.build import _resolve_keeping_the_target
 from nexagauge_local.bundle.pip import ConstraintConflict, Pip, PipFailed, Resolved
 from nexagauge_local.bundle.target import Target
-
-
-def _wheel(links: Path, root: Path, name: str, version: str, requires: Sequence[str] = ()) -> None:
-    src = root / f"{name}-{version}"
-    src.mkdir(parents=True)
-    (src / f"{name}.py").write_text("VALUE = 1\n")
-    deps = ", ".join(f'"{r}"' for r in requires)
-    (src / "pyproject.toml").write_text(
-        '[build-system]\nrequires = ["setuptools"]\nbuild-backend = "setuptools.build_meta"\n'
-        f'[project]\nname = "{name}"\nversion = "{version}"\ndependencies = [{deps}]\n'
-        f'[tool.setuptools]\npy-modules = ["{name}"]\n'
-    )
-    subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation",
-                    "-q", "-w", str(links), str(src)], check=True, timeout=300)  # fmt: skip
+from tests.test_bundle import tiny_wheel
 
 
 def test_only_the_conflicting_version_is_given_up(tmp_path: Path) -> None:
@@ -38,7 +23,7 @@ def test_only_the_conflicting_version_is_given_up(tmp_path: Path) -> None:
                                ("nxg_rx_b", "1.0", ("nxg_rx_a<2",)),
                                ("nxg_rx_c", "1.0", ()), ("nxg_rx_c", "1.1", ()),
                                ("nxg_rx_d", "1.0", ("nxg_rx_b", "nxg_rx_c"))):  # fmt: skip
-        _wheel(links, tmp_path / "src", name, version, req)
+        tiny_wheel(links, tmp_path / "src", name, version, req)
     pip = Pip(find_links=(links,), no_index=True, progress=False)
     target = Target(python="3.12", platform="manylinux_2_28_x86_64", torch="2.11.0",
                     installed={"torch": "2.11.0", "nxg-rx-a": "2.0", "nxg-rx-c": "1.0"})  # fmt: skip
