@@ -82,8 +82,6 @@ def main() -> int:
     ap.add_argument("--json", type=Path)
     args = ap.parse_args()
 
-    from dataclasses import replace
-
     from nexagauge_local.app.judge import open_client, preflight
     from nexagauge_local.cli.options import parse_gpu_ids
     from nexagauge_local.redteam.campaign.model_driven import (
@@ -102,9 +100,8 @@ def main() -> int:
     settings = RunSettings(model=args.model, backend=args.backend, use_cache=False,
                            cache_dir=tmp / "cache", progress=False, gpu_ids=list(gpu_ids))
     started = time.perf_counter()
-    factory = preflight(settings)  # two engines alive at once: each takes its part of a GPU
-    asker = open_client(settings, replace(factory,
-                                          decision=factory.decision.shared_by(2, SHARING)))
+    # two engines alive at once: each takes its part of a GPU
+    asker = open_client(settings, preflight(settings).shared_by(2, SHARING))
     target = open_target(args.model, None, backend=args.backend, gpu_ids=gpu_ids,
                          cache_dir=tmp / "cache", seed=0, batch_size=None, engines=2,
                          sharing=SHARING)

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
-from dataclasses import replace
 from types import TracebackType
 from typing import Self
 
@@ -162,8 +161,7 @@ def share_gpus(judges: ResolvedJudges, settings: RunSettings) -> ResolvedJudges:
     if len(local) < 2 or settings.cluster:
         return judges
     what = f"the run's {len(local)} judges ({', '.join(local)})"
-    return {p: replace(f, decision=f.decision.shared_by(len(local), what)) if p in local else f
-            for p, f in judges.items()}  # fmt: skip
+    return {p: f.shared_by(len(local), what) if p in local else f for p, f in judges.items()}
 
 
 def preflight(settings: RunSettings) -> BackendFactory:

@@ -69,6 +69,11 @@ class BackendFactory:
         device time is then unknown (null in summary.json), never a guess."""
         return self.endpoint is None or bool(self.endpoint.gpus)
 
+    def shared_by(self, engines: int, what: str) -> BackendFactory:
+        """This factory when `engines` local engines of one command hold its GPUs at once
+        (JudgeDecision.shared_by; a server's or a CPU judge's decision stays as it is)."""
+        return replace(self, decision=self.decision.shared_by(engines, what))
+
     def on_worker(self) -> BackendFactory:
         """This factory for a cluster worker: the driver's GPU ids dropped (Ray sets the
         worker's CUDA_VISIBLE_DEVICES); the backend, grammar engine and dtype stay."""

@@ -8,7 +8,7 @@ or a bad template file is one line, exit 2), open the target (a missing model li
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from nexagauge_local.app.errors import AppError, ClusterSetupError, JudgeSetupError
@@ -183,11 +183,7 @@ def open_askers(judge: str, attacker: str | None, *, backend: str, gpu_ids: Sequ
         settings = RunSettings(model=profile, backend=backend,
                                gpu_ids=list(gpu_ids), cache_dir=cache_dir, seed=seed)
         try:
-            factory = preflight(settings)
-            if factory.endpoint is None:
-                shared = factory.decision.shared_by(engines, SHARING)
-                factory = replace(factory, decision=shared)
-            return open_client(settings, factory)
+            return open_client(settings, preflight(settings).shared_by(engines, SHARING))
         except (JudgeSetupError, ClusterSetupError) as exc:
             raise JudgeSetupError(f"{flag} {profile}: {exc}") from None
 
