@@ -144,7 +144,8 @@ run_host() {
   echo "date: $(date -u +%FT%TZ)"; uname -a
   command -v nvidia-smi >/dev/null && nvidia-smi || echo "nvidia-smi: not found"
   "$PY" -c 'import platform as p; print("# python:", p.python_version()); print("# platform: manylinux_%s_%s" % (p.libc_ver()[1].replace(".", "_"), p.machine()))' >"$RESULTS/target-freeze.txt"
-  "$PY" -m pip freeze >>"$RESULTS/target-freeze.txt"
+  # a package installed from a URL is frozen with it, user:token@ included: never written
+  "$PY" -m pip freeze | sed -E 's#(://)[^/@[:space:]]+@#\1#' >>"$RESULTS/target-freeze.txt"
   echo "freeze: $(grep -vc '^#' "$RESULTS/target-freeze.txt") packages in target-freeze.txt"
 }
 

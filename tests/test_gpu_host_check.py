@@ -107,3 +107,20 @@ def test_a_step_past_the_deadline_is_stopped_with_what_it_started(tmp_path: Path
     assert left.stdout == ""
     assert subprocess.run(["pgrep", "-x", "-f", "sleep 301"], capture_output=True,
                           check=False).returncode == 1  # fmt: skip
+
+
+def test_the_host_freeze_never_keeps_a_credential_from_a_url(tmp_path: Path) -> None:
+    results = tmp_path / "results"
+    fake = tmp_path / "python"
+    fake.write_text(
+        "#!/usr/bin/env bash\n"
+        'if [ "$1" = -c ]; then echo "# python: 3.12.3"; echo "# platform: manylinux_2_39_x86_64";\n'
+        "else echo 'tool @ git+https://deploy:s3cr3t-t0ken@git.example/tool.git@abc'; "
+        "echo 'torch==2.11.0'; fi\n"
+    )
+    fake.chmod(0o755)
+    proc = _check("--results", str(results), "--steps", "host", python=str(fake))
+    assert proc.returncode == 0, proc.stderr
+    freeze = (results / "target-freeze.txt").read_text()
+    assert "tool @ git+https://git.example/tool.git@abc" in freeze and "torch==2.11.0" in freeze
+    assert "s3cr3t" not in freeze and "deploy" not in freeze
