@@ -4,7 +4,7 @@ Runs this tool and nexa-gauge (installed in a SEPARATE virtual environment, see 
 on the same canonical records, reads both tools' case_report/<case>.json, matches cases by id
 and prints, per metric, the cases compared, the largest and mean absolute difference, and every
 case that differs by more than the tolerance, with the reason found by recomputing the score
-with one implementation detail swapped (see scripts/benchlib/parity.py).
+with one implementation detail swapped (see scripts/benchlib/parity_reasons.py).
 
     python scripts/bench_parity.py                                   # bundled + peer samples
     python scripts/bench_parity.py --nexagauge-python /work/ngvenv/bin/python --input data.jsonl
@@ -37,6 +37,7 @@ from pathlib import Path
 from typing import Any
 
 from benchlib import parity as P
+from benchlib import parity_reasons as R
 
 ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_INPUTS = [ROOT / "nexagauge_local" / "data" / "sample.jsonl", Path("/work/shared/peer/sample.json")]
@@ -254,7 +255,7 @@ def main(argv: list[str] | None = None) -> int:
     for d in diffs:
         rows = []
         for case, a, b, delta in d.over:
-            reasons = P.classify(d.metric, local[case], theirs[case], ng_wordnet=ng_wordnet,
+            reasons = R.classify(d.metric, local[case], theirs[case], ng_wordnet=ng_wordnet,
                                  local_wordnet=local_wordnet, ng_matching=ng_matching_label,
                                  tolerance=args.tolerance, embed=embed, local_dtype=args.embed_dtype)
             rows.append({"case": case, "local": a, "nexagauge": b, "abs_diff": delta, "reasons": reasons})
@@ -264,7 +265,7 @@ def main(argv: list[str] | None = None) -> int:
             continue
         kinds: dict[str, int] = {}
         for r in rows:
-            for k in {P.reason_kind(x) for x in r["reasons"]}:
+            for k in {R.reason_kind(x) for x in r["reasons"]}:
                 kinds[k] = kinds.get(k, 0) + 1
         print(f"\n### {d.metric}: {len(rows)} case(s) over {args.tolerance} "
               f"({', '.join(f'{k} {n}' for k, n in sorted(kinds.items(), key=lambda t: -t[1]))})")

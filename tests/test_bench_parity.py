@@ -1,6 +1,6 @@
-"""scripts/bench_parity.py's pure parts (scripts/benchlib/parity.py) on small fabricated case
-reports: record preparation, report parsing, case matching, diff statistics and the reason
-ladders. nexa-gauge and its virtual environment are not needed."""
+"""scripts/bench_parity.py's pure parts (scripts/benchlib/parity.py and parity_reasons.py) on
+small fabricated case reports: record preparation, report parsing, case matching, diff statistics
+and the reason ladders. nexa-gauge and its virtual environment are not needed."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from benchlib import parity as P
+from benchlib import parity_reasons as R
 
 
 def _local_report(case_id: str, output: str, reference: str, scores: dict, refalign: dict | None = None):
@@ -107,14 +108,14 @@ def test_bleu_gap_is_unexplained_now_both_compute_it_alike():
     # both tools: nltk sentence_bleu method1 on str.split() tokens (0.0955 here, as nexa-gauge
     # reported on data/sample.jsonl ref-capital-australia), so no detail is left to swap
     ref, out = "Canberra is the capital of Australia.", "The capital of Australia is Canberra."
-    reasons = P.bleu_reasons(ref, out)
+    reasons = R.bleu_reasons(ref, out)
     assert reasons[0].startswith("unexplained") and "recomputed 0.0955" in reasons[0]
 
 
 def test_meteor_ladder_wordnet_only():
     ref, out = "Canberra is the capital of Australia.", "The capital of Australia is Canberra."
     # same tokens and the same WordNet option: nothing to name
-    reasons = P.meteor_reasons(ref, out, P.NoSynonyms(), P.NoSynonyms(), "exact+stem", "exact+stem")
+    reasons = R.meteor_reasons(ref, out, R.NoSynonyms(), R.NoSynonyms(), "exact+stem", "exact+stem")
     assert reasons[0].startswith("unexplained")
 
     class Lemma:
@@ -132,13 +133,13 @@ def test_meteor_ladder_wordnet_only():
         def synsets(self, word, *a, **k):
             return [Synset()] if word in ("big", "huge") else []
 
-    reasons = P.meteor_reasons("the house has a huge red door", "the house has a big red door", Syn(), P.NoSynonyms(), "exact+stem+wordnet", "exact+stem")
-    assert [P.reason_kind(r) for r in reasons] == ["WordNet option"]
+    reasons = R.meteor_reasons("the house has a huge red door", "the house has a big red door", Syn(), R.NoSynonyms(), "exact+stem+wordnet", "exact+stem")
+    assert [R.reason_kind(r) for r in reasons] == ["WordNet option"]
 
 
 def test_rouge_reasons():
-    assert P.rouge_reasons(0.66666, 0.6667)[0].startswith("rounding")
-    assert P.rouge_reasons(0.5, 0.6)[0].startswith("tokeniser/stemming")
+    assert R.rouge_reasons(0.66666, 0.6667)[0].startswith("rounding")
+    assert R.rouge_reasons(0.5, 0.6)[0].startswith("tokeniser/stemming")
 
 
 def _fake_embed(texts):
@@ -163,12 +164,12 @@ def test_refalign_ladder_units():
         "missed": [], "extra": ["B"]}))
     # a reference unit shared by two pairs is one unit
     assert loc.detail["reference_units"] == 1 and loc.detail["output_units"] == 3
-    reasons = P.classify("refalign_precision", loc, ng, embed=_fake_embed)
-    assert [P.reason_kind(r) for r in reasons] == ["units"], reasons
+    reasons = R.classify("refalign_precision", loc, ng, embed=_fake_embed)
+    assert [R.reason_kind(r) for r in reasons] == ["units"], reasons
     assert "(1.0000 -> 0.6667" in reasons[0]
     # without an embedder the reports alone still show the unit difference
-    no_embed = P.classify("refalign_precision", loc, ng)
-    assert P.reason_kind(no_embed[0]) == "different chunking"
+    no_embed = R.classify("refalign_precision", loc, ng)
+    assert R.reason_kind(no_embed[0]) == "different chunking"
 
 
 def test_refalign_global_similarity_has_no_unit_reason():
@@ -177,7 +178,7 @@ def test_refalign_global_similarity_has_no_unit_reason():
     loc = P.local_case(_local_report("c", "A1 A2 B", "A", {}, {
         "similarity_threshold": 0.6, "precision": 2 / 3, "recall": 1.0, "f1": 0.8, "global_cosine": 0.7,
         "matched": [], "missed": ["A"], "extra": ["A1", "A2", "B"]}))
-    assert P.reason_kind(P.classify("refalign_global_similarity", loc, ng)[0]) == "embedding numerics"
+    assert R.reason_kind(R.classify("refalign_global_similarity", loc, ng)[0]) == "embedding numerics"
 
 
 def test_refalign_threshold_default_and_residual():
@@ -185,14 +186,14 @@ def test_refalign_threshold_default_and_residual():
     loc = P.local_case(_local_report("c", "A", "A", {}, {
         "similarity_threshold": 0.99999, "precision": 0.0, "recall": 0.0, "f1": 0.0, "global_cosine": 0.9,
         "matched": [], "missed": ["Ab"], "extra": ["A"]}))
-    reasons = P.classify("refalign_f1", loc, ng, embed=_fake_embed)
-    assert [P.reason_kind(r) for r in reasons] == ["threshold"]
+    reasons = R.classify("refalign_f1", loc, ng, embed=_fake_embed)
+    assert [R.reason_kind(r) for r in reasons] == ["threshold"]
     assert "0.6 -> 0.99999" in reasons[0]
     # a report that the recomputation cannot reproduce is flagged, not silently explained
     ng.scores["refalign_f1"] = 0.5
-    assert P.reason_kind(P.classify("refalign_f1", loc, ng, embed=_fake_embed)[-1]) == "residual"
+    assert R.reason_kind(R.classify("refalign_f1", loc, ng, embed=_fake_embed)[-1]) == "residual"
     # report-only path names the threshold default
-    assert P.reason_kind(P.classify("refalign_f1", loc, ng)[0]) == "threshold default"
+    assert R.reason_kind(R.classify("refalign_f1", loc, ng)[0]) == "threshold default"
 
 
 def test_refalign_embedding_dtype_step():
@@ -201,6 +202,6 @@ def test_refalign_embedding_dtype_step():
     loc = P.local_case(_local_report("c", "A", "Ab", {}, {
         "similarity_threshold": 0.6, "precision": 1.0, "recall": 1.0, "f1": 1.0, "global_cosine": 0.97,
         "matched": [{"output_unit": "A", "reference_unit": "Ab", "similarity": 0.97}], "missed": [], "extra": []}))
-    reasons = P.classify("refalign_global_similarity", loc, ng, embed=_fake_embed, local_dtype="bfloat16")
-    assert [P.reason_kind(r) for r in reasons] == ["embedding dtype"]
-    assert P.reason_kind(P.classify("refalign_global_similarity", loc, ng, local_dtype="bfloat16")[0]) == "embedding dtype"
+    reasons = R.classify("refalign_global_similarity", loc, ng, embed=_fake_embed, local_dtype="bfloat16")
+    assert [R.reason_kind(r) for r in reasons] == ["embedding dtype"]
+    assert R.reason_kind(R.classify("refalign_global_similarity", loc, ng, local_dtype="bfloat16")[0]) == "embedding dtype"
