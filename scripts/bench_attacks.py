@@ -26,7 +26,6 @@ import importlib.metadata as md
 import json
 import os
 import sys
-import tempfile
 import time
 from pathlib import Path
 from typing import Any
@@ -35,6 +34,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from benchlib.host import cpu_model
+from benchlib.scratch import scratch_dir
 
 
 def _items(n: int, tmp: Path) -> list[Any]:
@@ -93,7 +93,7 @@ def main() -> int:
     from nexagauge_local.redteam.service.generate import open_target
     from nexagauge_local.settings import RunSettings
 
-    tmp = Path(tempfile.mkdtemp(prefix="bench-attacks-"))
+    tmp = scratch_dir("bench-attacks-")
     items = _items(args.probes, tmp)
     limits = Limits(turns=args.turns, backtracks=args.backtracks)
     gpu_ids = parse_gpu_ids(args.gpu or None)

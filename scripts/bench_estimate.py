@@ -23,13 +23,13 @@ import resource
 import sqlite3
 import subprocess
 import sys
-import tempfile
 import time
 from contextlib import closing
 from pathlib import Path
 from typing import Any
 
 import click
+from benchlib.scratch import scratch_dir
 
 ROOT = Path(__file__).resolve().parents[1]
 BUNDLED = ROOT / "nexagauge_local" / "data" / "sample.jsonl"
@@ -150,7 +150,7 @@ def one_rate_vs_model(db: Path, boundary: int) -> dict[str, Any] | None:
 def main(input_path: str, history_input: str, target: str, backend: str, gpu: str | None,
          cache_dir: Path | None, out: Path | None) -> None:  # fmt: skip
     """Compare `estimate` with the run it predicts, on this host."""
-    tmp = Path(tempfile.mkdtemp(prefix="bench_estimate_"))
+    tmp = scratch_dir("bench_estimate_")
     cache = cache_dir or tmp / "cache"
     env = dict(os.environ)
     if gpu is None:

@@ -23,9 +23,10 @@ import os
 import platform
 import subprocess
 import sys
-import tempfile
 from pathlib import Path
 from typing import Any
+
+from benchlib.scratch import scratch_dir
 
 ROOT = Path(__file__).resolve().parents[1]
 SAMPLE = ROOT / "nexagauge_local" / "data" / "sample.jsonl"
@@ -93,7 +94,7 @@ def main() -> int:
     ap.add_argument("--timeout", type=int, default=3600, help="seconds per side")
     ap.add_argument("--json", type=Path, default=None, help="write both sides' figures here")
     args = ap.parse_args()
-    cache = args.cache_dir or Path(tempfile.mkdtemp(prefix="bench-hf-"))
+    cache = args.cache_dir or scratch_dir("bench-hf-")
     dequantise_once(cache)
     sides = {"before": run_side(args.before, cache, args), "after": run_side(args.after, cache, args)}
     print(f"host: {platform.node()} {platform.machine()} {platform.processor() or ''}, "

@@ -254,11 +254,11 @@ def main(models: str, counts: str, phases: str, json_out: Path | None, schemas: 
     from nexagauge_local.settings import default_cache_dir
 
     vllm = import_vllm()
-    import tempfile
+    from benchlib.scratch import scratch_dir
 
     from nexagauge_local.judge.cache import JudgeCache
 
-    cache = JudgeCache(Path(tempfile.mkdtemp(prefix="bench_vllm_host-")))
+    cache = JudgeCache(scratch_dir("bench_vllm_host-"))
     timers = Timers()
     patch_engine(timers)
     sizes = [int(c) for c in counts.split(",")]

@@ -7,6 +7,7 @@
 - `parity`: bench_parity.py's comparison of this tool against nexa-gauge.
 - `schema_proxy`: the OpenAI-compatible proxy bench_peer.py puts in front of a llama server.
 - `claims_v1`: the claims node's first prompt, kept for bench_claims.py's comparison.
+- `scratch`: a temporary work folder removed when the benchmark ends.
 
 Installing vLLM on an offline GPU host is the product's own command, `nexagauge-local bundle`.
 """
