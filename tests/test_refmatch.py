@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 import sacrebleu
@@ -283,3 +284,61 @@ def test_refmatch_workers_die_with_a_run_killed_by_sigkill(tmp_path) -> None:
         assert "Traceback" not in proc.stderr.read()  # type: ignore[union-attr]
     finally:
         proc.kill()
+
+
+@pytest.mark.skipif(len(os.sched_getaffinity(0)) < 2, reason="the forked pool needs 2+ cores")
+def test_a_finished_run_lets_its_workers_go_without_a_signal(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A run that scored every case ends its pool with the pool's stop sentinels (exit code 0),
+    not Pool.terminate, whose SIGTERM once left a finished run waiting forever on a worker
+    parked on the pool's task lock (about one run in ten on a loaded 2-core host)."""
+    import json
+
+    from nexagauge_local.dataset import Dataset
+    from nexagauge_local.nodes import refmatch
+    from nexagauge_local.runner import Runner
+    from nexagauge_local.settings import RunSettings
+
+    rows = [{"case_id": f"c{i}", "output": f"rose {i}", "reference": f"rose {i % 3}"}
+            for i in range(20)]
+    data = tmp_path / "d.jsonl"
+    data.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    monkeypatch.setattr(refmatch, "PARALLEL_MIN_CASES", 1)
+    workers: list[Any] = []
+    pool_for = refmatch.RefmatchNode._pool_for
+
+    def spy(self, *args):  # type: ignore[no-untyped-def]
+        pool = pool_for(self, *args)
+        workers.extend(p for p in pool._pool if p not in workers)
+        return pool
+
+    monkeypatch.setattr(refmatch.RefmatchNode, "_pool_for", spy)
+    settings = RunSettings(target="refmatch", output_dir=tmp_path / "o", cache_dir=tmp_path / "c",
+                           progress=False, shard_size=10)
+    Runner(settings, render_report=False).run(Dataset(data))
+    assert len(workers) >= 2 and [p.exitcode for p in workers] == [0] * len(workers)
+
+
+@pytest.mark.skipif(len(os.sched_getaffinity(0)) < 2, reason="the forked pool needs 2+ cores")
+def test_a_worker_dies_on_sigterm_whatever_handler_it_inherited() -> None:
+    """Pool.terminate (a stopped run) ends workers with SIGTERM; one that inherited a Python
+    handler which does not stop it (the worst case of the CLI's, cli/signals.py) would keep the
+    run waiting for it forever."""
+    import signal
+    import time
+
+    from nexagauge_local.nodes.refmatch import RefmatchNode
+
+    previous = signal.signal(signal.SIGTERM, lambda *_: None)
+    node = RefmatchNode()
+    try:
+        pool = node._pool_for(10_000, None, "exact")
+        assert pool is not None
+        pool.apply(time.sleep, (0,))  # the workers are up, parked on the pool's task queue
+        worker = pool._pool[0]
+        os.kill(worker.pid, signal.SIGTERM)
+        worker.join(timeout=10)
+        assert worker.exitcode == -signal.SIGTERM
+    finally:
+        node.close()
+        signal.signal(signal.SIGTERM, previous)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import multiprocessing as mp
 import os
+import signal
 from collections.abc import Iterator, Sequence
 from multiprocessing.pool import Pool
 from typing import TYPE_CHECKING, Any
@@ -50,9 +51,14 @@ PARALLEL_MIN_CASES = 400
 def _init_worker(parent_pid: int, scorer: LexicalScorer, wordnet: object, matching: str) -> None:
     """Runs once in each forked worker: the scorer and WordNet arrive by fork, not by pickle
     (a WordNet reader does not pickle), and live for the worker's life in its own module.
-    The worker dies with the run, even a run killed with `kill -9`."""
+    The worker dies with the run, even a run killed with `kill -9`.
+
+    SIGTERM, which Pool.terminate sends, gets back its default action: the CLI's handler
+    (cli/signals.py), inherited through fork, runs only when the worker's Python loop gets to
+    it, and a worker parked on the pool's task lock once kept the whole run waiting on it."""
     global _WORKER
     die_with_parent(parent_pid)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
     _WORKER = (scorer, wordnet, matching)
 
 
@@ -87,6 +93,7 @@ class RefmatchNode(NodeBase):
 
         self.scorer = LexicalScorer()
         self._pool: Pool | None = None
+        self._scoring = False  # True while a shard's cases are out with the pool
 
     def run(self, states: Sequence[CaseState], ctx: RunContext) -> None:
         from nexagauge_local.scoring.meteor import wordnet_for
@@ -99,10 +106,12 @@ class RefmatchNode(NodeBase):
             results = pool.imap(_score_in_worker, pairs, chunksize=32)
         else:
             results = (_score(self.scorer, pair, wordnet, matching) for pair in pairs)
+        self._scoring = True
         for state, metrics in zip(states, results, strict=True):
             state.artifacts[self.name] = NodeReport(metrics=metrics)
             ctx.advance(self.name, 1)
             ctx.case_done(state)  # the runner writes its report while the pool scores the next
+        self._scoring = False
 
     def _pool_for(self, n: int, wordnet: object, matching: str) -> Pool | None:
         cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
@@ -115,16 +124,18 @@ class RefmatchNode(NodeBase):
         return self._pool
 
     def finalize(self) -> dict[str, Any]:
-        if self._pool is not None:
-            self._pool.close()
-            self._pool.join()
-            self._pool = None
+        self.close()
         return {}
 
     def close(self) -> None:
-        """A run stopped mid-shard (Ctrl-C, SIGTERM, SIGHUP) ends the workers now; finalize
-        already joined them on a run that finished."""
-        if self._pool is not None:
-            self._pool.terminate()
-            self._pool.join()
-            self._pool = None
+        """Idle workers (every case handed out has come back) are let go: each takes the
+        pool's stop sentinel and exits. A run stopped mid-shard (Ctrl-C, SIGTERM, SIGHUP)
+        terminates them instead, as they may be holding cases it no longer wants."""
+        if self._pool is None:
+            return
+        pool, self._pool = self._pool, None
+        if self._scoring:
+            pool.terminate()
+        else:
+            pool.close()
+        pool.join()
